@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The README's test command: builds what is needed and runs every test through ctest, then the
+# sanitized trees: ASan+UBSan over the unit tests, TSan over the threaded tests, and a short
+# libFuzzer run of each fuzz target. Exits non-zero when any test fails.
+#
+# Environment: POOCH_JOBS (default: cores), POOCH_FUZZ_SECONDS (default 20 per target),
+#              POOCH_SKIP_SANITIZERS=1 to run only the main tree (for quick local iterations).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="${POOCH_JOBS:-$(nproc)}"
+cuda="${CUDA_HOME:-/usr/local/cuda}"
+
+scripts/setup.sh
+echo "== tests (build/)"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+[ "${POOCH_SKIP_SANITIZERS:-0}" = 1 ] && exit 0
+
+sanitized_tree() {  # dir, cmake args, target, ctest label
+  local dir=$1 args=$2 target=$3 label=$4
+  [ -f "$dir/CMakeCache.txt" ] || cmake -S . -B "$dir" -DCUDAToolkit_ROOT="$cuda" $args >/dev/null
+  cmake --build "$dir" -j "$jobs" --target "$target"
+  echo "== tests ($dir, label $label)"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" -L "^$label\$"
+}
+sanitized_tree build-asan "-DPOOCH_SANITIZE=address,undefined" tests_unit unit
+sanitized_tree build-tsan "-DPOOCH_SANITIZE=thread" tests_tsan tsan
+sanitized_tree build-fuzz "-DPOOCH_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++" \
+  fuzzers fuzz
