@@ -1,0 +1,117 @@
+#include "args.h"
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+namespace cnn_train {
+namespace {
+
+constexpr std::string_view kModels[] = {"resnet50", "resnet18", "vgg16", "alexnet", "tiny"};
+constexpr std::string_view kValueFlags[] = {"--model", "--batch", "--image", "--classes",
+                                            "--iters", "--seed",  "--lr",    "--momentum"};
+
+// Whole-string integer parse in [min, max]; no sign games, no trailing garbage.
+template <typename T>
+std::optional<T> ParseInt(std::string_view text, T min, T max) {
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+std::optional<float> ParseFloat(std::string_view text, float min, float max) {
+  float value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (!std::isfinite(value) || value < min || value > max) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+const char* UsageText() {
+  return "usage: cnn_train [--model resnet50|resnet18|vgg16|alexnet|tiny] [--batch N]\n"
+         "                 [--image S] [--classes C] [--iters N] [--seed S] [--lr X]\n"
+         "                 [--momentum X] [--vary-batch]\n"
+         "Trains a CNN on synthetic data with cuDNN and cuBLAS. Prints one line per iteration,\n"
+         "  iter N loss L ms T img_per_s R\n"
+         "then peak_device_bytes B and params_checksum H (FNV-1a of the parameters, hex).\n"
+         "Defaults: resnet50, batch 32, image 224 (tiny 32), classes 1000 (tiny 10), iters 10,\n"
+         "seed 1, lr 0.01, momentum 0.9. --vary-batch halves the batch when iter % 3 == 2.\n"
+         "Exit status: 0 ok, 2 bad arguments, 3 out of device memory, 4 other CUDA/cuDNN/cuBLAS "
+         "error.\n";
+}
+
+std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg(argv[i]);
+    if (arg == "--help" || arg == "-h") return HelpRequested{};
+    if (arg == "--vary-batch") {
+      options.vary_batch = true;
+      continue;
+    }
+    if (!arg.starts_with("--")) return "unexpected argument '" + std::string(arg) + "'";
+    std::string_view name = arg;
+    std::string_view value;
+    const size_t eq = arg.find('=');
+    if (eq != std::string_view::npos) name = arg.substr(0, eq);
+    bool known = false;
+    for (std::string_view flag : kValueFlags) known = known || name == flag;
+    if (!known) return "unknown flag '" + std::string(name) + "'";
+    if (eq != std::string_view::npos) {
+      value = arg.substr(eq + 1);
+    } else {
+      if (i + 1 >= argc) return std::string(name) + " needs a value";
+      value = argv[++i];
+    }
+    const auto bad = [&](std::string_view expected) {
+      return "bad value '" + std::string(value) + "' for " + std::string(name) + " (expected " +
+             std::string(expected) + ")";
+    };
+    if (name == "--model") {
+      bool known_model = false;
+      for (std::string_view model : kModels) known_model = known_model || value == model;
+      if (!known_model) return bad("resnet50, resnet18, vgg16, alexnet or tiny");
+      options.model = std::string(value);
+    } else if (name == "--batch") {
+      const auto v = ParseInt<int>(value, 1, 1 << 20);
+      if (!v) return bad("an integer in 1..1048576");
+      options.batch = *v;
+    } else if (name == "--image") {
+      const auto v = ParseInt<int>(value, 8, 4096);
+      if (!v) return bad("an integer in 8..4096");
+      options.image = *v;
+    } else if (name == "--classes") {
+      const auto v = ParseInt<int>(value, 2, 1 << 20);
+      if (!v) return bad("an integer in 2..1048576");
+      options.classes = *v;
+    } else if (name == "--iters") {
+      const auto v = ParseInt<int>(value, 1, 1 << 30);
+      if (!v) return bad("a positive integer");
+      options.iters = *v;
+    } else if (name == "--seed") {
+      const auto v = ParseInt<uint64_t>(value, 0, UINT64_MAX);
+      if (!v) return bad("an unsigned 64-bit integer");
+      options.seed = *v;
+    } else if (name == "--lr") {
+      const auto v = ParseFloat(value, 0.0f, 100.0f);
+      if (!v) return bad("a number in 0..100");
+      options.lr = *v;
+    } else if (name == "--momentum") {
+      const auto v = ParseFloat(value, 0.0f, 1.0f);
+      if (!v) return bad("a number in 0..1");
+      options.momentum = *v;
+    }
+  }
+  const bool tiny = options.model == "tiny";
+  if (options.image == 0) options.image = tiny ? 32 : 224;
+  if (options.classes == 0) options.classes = tiny ? 10 : 1000;
+  return options;
+}
+
+}  // namespace cnn_train

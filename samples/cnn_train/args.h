@@ -1,0 +1,36 @@
+// Command-line options of cnn_train (the README lists them; `cnn_train --help` prints them).
+#ifndef POOCH_SAMPLES_CNN_TRAIN_ARGS_H_
+#define POOCH_SAMPLES_CNN_TRAIN_ARGS_H_
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace cnn_train {
+
+struct Options {
+  std::string model = "resnet50";  // resnet50 | resnet18 | vgg16 | alexnet | tiny
+  int batch = 32;
+  int image = 0;    // input side in pixels; 0: the model's default (224, tiny 32)
+  int classes = 0;  // 0: the model's default (1000, tiny 10)
+  int iters = 10;
+  uint64_t seed = 1;
+  float lr = 0.01f;
+  float momentum = 0.9f;
+  // Every third iteration (i % 3 == 2) runs at half the batch, so that the op stream and the
+  // allocation sizes change between iterations (for pooch's dynamic-network tests).
+  bool vary_batch = false;
+};
+
+struct HelpRequested {};
+
+// Parses argv. Returns the options, HelpRequested for --help, or a one-line error message.
+// Accepts "--flag value" and "--flag=value"; numbers must be complete and in range.
+std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** argv);
+
+// The --help text.
+const char* UsageText();
+
+}  // namespace cnn_train
+
+#endif  // POOCH_SAMPLES_CNN_TRAIN_ARGS_H_

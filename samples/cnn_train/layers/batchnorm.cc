@@ -1,0 +1,81 @@
+// Batch normalisation over N, H and W per channel (CUDNN_BATCHNORM_SPATIAL; not the
+// _PERSISTENT mode, which may use atomics). Parameters: scale (gamma, 1) and shift (beta, 0);
+// state: running mean and variance, updated by cuDNN with factor 0.1 as in PyTorch.
+//
+// The batch mean and inverse deviation that forward saves for backward are allocated per
+// iteration (small, but a realistic part of the allocation stream) and freed by backward.
+#include <map>
+#include <memory>
+
+#include "checks.h"
+#include "layers/layer.h"
+
+namespace cnn_train {
+namespace {
+
+constexpr double kEpsilon = 1e-5;  // == CUDNN_BN_MIN_EPSILON, PyTorch's default
+constexpr double kRunningAverageFactor = 0.1;
+
+class BatchNorm final : public Layer {
+ public:
+  BatchNorm(const std::string& name, Dims in) : name_(name), in_(in), param_desc_(1, in.c, 1, 1) {
+    out_ = in;
+    params_.push_back({"weight", in.c, Init::kOne, 1});
+    params_.push_back({"bias", in.c, Init::kZero, 1});
+    params_.push_back({"running_mean", in.c, Init::kZero, 1, /*trainable=*/false});
+    params_.push_back({"running_var", in.c, Init::kOne, 1, /*trainable=*/false});
+  }
+
+  const char* kind() const override { return "batchnorm"; }
+
+  void Forward(Context& ctx, const ForwardArgs& args) override {
+    const TensorDesc& x = DescFor(args.batch);
+    saved_mean_ = ctx.memory->AllocateFloats(in_.c, name_ + " saved mean");
+    saved_inv_std_ = ctx.memory->AllocateFloats(in_.c, name_ + " saved inverse std");
+    const float one = 1.0f;
+    const float zero = 0.0f;
+    CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+        ctx.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x.get(), args.x[0], x.get(), args.y,
+        param_desc_.get(), params_[0].value, params_[1].value, kRunningAverageFactor,
+        params_[2].value, params_[3].value, kEpsilon, saved_mean_, saved_inv_std_));
+  }
+
+  void Backward(Context& ctx, const BackwardArgs& args) override {
+    if (args.dx[0] == nullptr) {
+      Fail(kExitApiError, "internal error: %s needs an input gradient", name_.c_str());
+    }
+    const TensorDesc& x = DescFor(args.batch);
+    const float one = 1.0f;
+    const float zero = 0.0f;
+    CUDNN_CHECK(cudnnBatchNormalizationBackward(
+        ctx.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &args.dx_beta[0], &one, &zero, x.get(), args.x[0],
+        x.get(), args.dy, x.get(), args.dx[0], param_desc_.get(), params_[0].value, params_[0].grad,
+        params_[1].grad, kEpsilon, saved_mean_, saved_inv_std_));
+    ctx.memory->Free(saved_mean_);
+    ctx.memory->Free(saved_inv_std_);
+    saved_mean_ = nullptr;
+    saved_inv_std_ = nullptr;
+  }
+
+ private:
+  const TensorDesc& DescFor(int batch) {
+    auto& desc = descs_[batch];
+    if (!desc) desc = std::make_unique<TensorDesc>(batch, in_);
+    return *desc;
+  }
+
+  std::string name_;
+  Dims in_;
+  TensorDesc param_desc_;  // 1 x C x 1 x 1, as cudnnDeriveBNTensorDescriptor gives for SPATIAL
+  std::map<int, std::unique_ptr<TensorDesc>> descs_;
+  float* saved_mean_ = nullptr;
+  float* saved_inv_std_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> MakeBatchNorm(const std::string& name, Dims in) {
+  return std::make_unique<BatchNorm>(name, in);
+}
+
+}  // namespace cnn_train

@@ -1,0 +1,149 @@
+// The layers cnn_train builds its networks from. Each layer computes its forward and backward
+// pass with cuDNN or cuBLAS calls only (no kernels of its own), so that the program runs
+// unchanged on a real GPU and on simgpu, and pooch sees nothing but library calls.
+//
+// Tensors are fp32 NCHW. Shapes are fixed per sample at construction; the batch size is an
+// argument of every call, because --vary-batch changes it between iterations. Layers cache
+// their cuDNN descriptors (and convolution algorithms) per batch size.
+//
+// Memory: a layer never allocates its output or gradients; Network (network.h) does, one
+// cudaMalloc per tensor, and frees them when backward no longer needs them. Parameters live in
+// flat arenas owned by Network; a layer sees pointers into them (ParamSpec::value, ::grad).
+#ifndef POOCH_SAMPLES_CNN_TRAIN_LAYERS_LAYER_H_
+#define POOCH_SAMPLES_CNN_TRAIN_LAYERS_LAYER_H_
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device_memory.h"
+
+namespace cnn_train {
+
+// Per-sample shape: channels, height, width.
+struct Dims {
+  int c = 0;
+  int h = 0;
+  int w = 0;
+  int64_t count() const { return static_cast<int64_t>(c) * h * w; }
+};
+
+class Workspace;
+
+// What every layer call needs. All calls run on the default stream, in order.
+struct Context {
+  cudnnHandle_t cudnn = nullptr;
+  cublasHandle_t cublas = nullptr;
+  DeviceMemory* memory = nullptr;
+  Workspace* workspace = nullptr;
+  const float* ones = nullptr;  // device vector of at least `batch` ones (bias gradients)
+};
+
+// The convolution workspace: one buffer shared by all convolutions, grown with cudaMalloc when
+// a call needs more. (A per-call cudaMalloc would be closer to some frameworks, but cudaFree
+// synchronises the device on a real GPU.)
+class Workspace {
+ public:
+  explicit Workspace(DeviceMemory* memory) : memory_(memory) {}
+  ~Workspace() { memory_->Free(buffer_); }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  // A device buffer of at least `bytes`; nullptr when bytes == 0.
+  void* Get(size_t bytes);
+
+ private:
+  DeviceMemory* memory_;
+  void* buffer_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// RAII cudnnTensorDescriptor_t for an NCHW fp32 tensor.
+class TensorDesc {
+ public:
+  TensorDesc(int n, int c, int h, int w);
+  TensorDesc(int n, const Dims& dims) : TensorDesc(n, dims.c, dims.h, dims.w) {}
+  ~TensorDesc();
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  cudnnTensorDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnTensorDescriptor_t desc_ = nullptr;
+};
+
+// How a parameter is initialised on the host (network.cc).
+enum class Init {
+  kHeUniform,     // U(-sqrt(6/fan_in), +sqrt(6/fan_in)): He et al. 2015 for ReLU networks
+  kFanInUniform,  // U(-1/sqrt(fan_in), +1/sqrt(fan_in)): the classifier, small initial logits
+  kZero,
+  kOne,
+};
+
+struct ParamSpec {
+  std::string name;  // e.g. "weight", "bias", "running_mean"
+  int64_t count = 0;
+  Init init = Init::kZero;
+  int64_t fan_in = 1;
+  // Trainable parameters get a gradient and SGD updates and are hashed in params_checksum;
+  // the others (batch-norm running statistics) are state updated by the layer itself.
+  bool trainable = true;
+  float* value = nullptr;  // set by Network
+  float* grad = nullptr;   // set by Network for trainable parameters
+};
+
+struct ForwardArgs {
+  int batch = 0;
+  std::vector<const float*> x;  // one per input
+  float* y = nullptr;
+};
+
+struct BackwardArgs {
+  int batch = 0;
+  std::vector<const float*> x;  // the forward inputs
+  const float* y = nullptr;     // the forward output
+  const float* dy = nullptr;    // gradient of the output
+  // Gradients of the inputs, nullptr where none is wanted (the network input). dx_beta[i] is
+  // 0 to overwrite dx[i], 1 to add to it (an input consumed by several layers).
+  std::vector<float*> dx;
+  std::vector<float> dx_beta;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  // A short type name, e.g. "conv".
+  virtual const char* kind() const = 0;
+  // Forward: writes args.y (and may save state for Backward, e.g. batch-norm statistics).
+  virtual void Forward(Context& ctx, const ForwardArgs& args) = 0;
+  // Backward: writes the parameter gradients (overwriting them) and args.dx.
+  // REQUIRES: Forward ran at the same batch size since the last Backward.
+  virtual void Backward(Context& ctx, const BackwardArgs& args) = 0;
+
+  const Dims& out() const { return out_; }
+  std::vector<ParamSpec>& params() { return params_; }
+
+ protected:
+  Dims out_;
+  std::vector<ParamSpec> params_;
+};
+
+// The layer kinds (one .cc each). `name` is the layer's node name, used in messages.
+std::unique_ptr<Layer> MakeConv(const std::string& name, Dims in, int out_channels, int kernel,
+                                int stride, int pad, bool bias);
+std::unique_ptr<Layer> MakeBatchNorm(const std::string& name, Dims in);
+std::unique_ptr<Layer> MakeRelu(Dims in);
+std::unique_ptr<Layer> MakeMaxPool(Dims in, int kernel, int stride, int pad);
+std::unique_ptr<Layer> MakeGlobalAvgPool(Dims in);
+std::unique_ptr<Layer> MakeAdd(Dims a, Dims b);
+// Fully connected: flattens its input (C*H*W features) to `out_features`, with bias.
+std::unique_ptr<Layer> MakeLinear(Dims in, int out_features);
+
+}  // namespace cnn_train
+
+#endif  // POOCH_SAMPLES_CNN_TRAIN_LAYERS_LAYER_H_

@@ -1,0 +1,86 @@
+// Network: a directed acyclic graph of layers in forward (topological) order, and the memory
+// discipline of a framework without a caching allocator:
+//   - parameters, their gradients, the momentum and the batch-norm running statistics live in
+//     four arenas allocated once (cudaMalloc each), one pointer per parameter into them;
+//   - forward cudaMallocs each layer's output ("<layer> output") and keeps it for backward;
+//   - backward cudaMallocs the gradient of a layer's input when the first consumer produces it
+//     ("<layer> output gradient"; later consumers add to it) and, once a layer's backward has
+//     run, cudaFrees its output and output gradient: no later (earlier-in-forward) layer reads
+//     them. So feature maps are allocated in forward and last used in backward, which is the
+//     allocation stream pooch has to manage.
+// Not thread-safe.
+#ifndef POOCH_SAMPLES_CNN_TRAIN_NETWORK_H_
+#define POOCH_SAMPLES_CNN_TRAIN_NETWORK_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace cnn_train {
+
+class Network {
+ public:
+  // Node 0 is the network input, of per-sample shape `input`.
+  explicit Network(Dims input);
+  ~Network();
+  Network(const Network&) = delete;
+  Network& operator=(const Network&) = delete;
+
+  static constexpr int kInput = 0;
+
+  // Appends a layer fed by the outputs of `inputs` (node ids, earlier nodes only) and returns
+  // its node id. `name` appears in out-of-memory messages, e.g. "layer3.2.conv2".
+  int Add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs);
+  const Dims& dims(int node) const { return nodes_[node].out; }
+  // The last node added: the logits.
+  int output() const { return static_cast<int>(nodes_.size()) - 1; }
+  int64_t trainable_count() const { return trainable_count_; }
+
+  // Allocates the arenas and initialises the parameters on the host from `seed` (He init).
+  // REQUIRES: all layers added.
+  void InitParams(Context& ctx, uint64_t seed);
+
+  // Uploads `host_input` (batch samples) and runs forward; returns the output (logits) on the
+  // device, valid until Backward.
+  const float* Forward(Context& ctx, int batch, const float* host_input);
+
+  // Allocates the gradient of the output, for the caller to fill before Backward.
+  float* AllocateOutputGradient(Context& ctx, int batch);
+
+  // Backward from the output gradient; writes every parameter gradient and frees every
+  // feature map and gradient of the iteration.
+  void Backward(Context& ctx, int batch);
+
+  // SGD with momentum over all trainable parameters (cuBLAS):
+  //   v = momentum * v + g;  w = w - lr * v
+  void SgdStep(Context& ctx, float lr, float momentum);
+
+  // FNV-1a of the bytes of every trainable parameter, in order, copied to the host.
+  uint64_t ParamsChecksum() const;
+
+ private:
+  struct Node {
+    std::string name;
+    std::unique_ptr<Layer> layer;  // null for the input
+    std::vector<int> inputs;
+    Dims out;
+  };
+
+  std::vector<Node> nodes_;
+  std::vector<float*> y_;           // per node: forward output, live from forward to its backward
+  std::vector<float*> dy_;          // per node: gradient of that output
+  DeviceMemory* memory_ = nullptr;  // set by InitParams; frees the arenas
+  int64_t trainable_count_ = 0;     // floats in the trainable arenas, padding included
+  int64_t state_count_ = 0;
+  float* values_ = nullptr;
+  float* grads_ = nullptr;
+  float* momentum_ = nullptr;
+  float* state_ = nullptr;
+};
+
+}  // namespace cnn_train
+
+#endif  // POOCH_SAMPLES_CNN_TRAIN_NETWORK_H_

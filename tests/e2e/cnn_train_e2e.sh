@@ -1,0 +1,158 @@
+#!/bin/sh
+# End-to-end checks of samples/cnn_train on simgpu (registered by CMakeLists.txt here).
+#   cnn_train_e2e.sh CASE CNN_TRAIN SIMGPU_LIB_DIR
+# CASE:
+#   tiny        tiny, 20 iterations: the loss falls (mean of the last 5 below the mean of the
+#               first 5) and a second run gives the same checksum and the same virtual ms
+#   vary        tiny --vary-batch: every third iteration runs at half the batch
+#   resnet50    ResNet-50 b64 224x224 on v100-pcie3 (timing mode, 64 GiB): img/s within a
+#               factor of 2 of the PoocH paper's in-core 316 img/s (158..632)
+#   oom         ResNet-50 b640 on a 16 GiB device: exit 3, names the allocation
+#   inject      tiny with simgpu's SIMGPU_FAIL=cudaMalloc:7: exit 3 naming the 7th allocation
+#               (parameters, gradients, momentum, BN statistics, ones, input, then conv1 output)
+#   resnet18    ResNet-18 b8 64x64, 10 classes, math on, 3 iterations: a finite loss that does
+#               not rise (with 1000 classes a batch of 8 sees new labels every iteration)
+#   args        bad arguments: one line on stderr, exit 2 (no device needed)
+# Exit 0 on success; otherwise prints what failed and exits 1.
+set -u
+case_name=$1
+bin=$2
+libdir=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/cnn_train_e2e.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+fail() {
+  echo "FAIL ($case_name): $*" >&2
+  for f in "$work"/*.out "$work"/*.err; do
+    [ -s "$f" ] || continue
+    echo "--- $f" >&2
+    tail -n 30 "$f" >&2
+  done
+  exit 1
+}
+
+need_simgpu() {
+  for lib in libcuda.so.1 libcudart.so.13 libcudnn.so.9 libcublas.so.13; do
+    [ -e "$libdir/$lib" ] || fail "simgpu library $libdir/$lib is missing (build the simgpu targets)"
+  done
+  # Run on simgpu even if the test runner did not set the variable.
+  LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH
+}
+
+# run NAME ARGS...: runs cnn_train, stdout to NAME.out, stderr to NAME.err; sets $rc.
+run() {
+  name=$1
+  shift
+  "$bin" "$@" >"$work/$name.out" 2>"$work/$name.err"
+  rc=$?
+}
+
+# field FILE KEY: the value after KEY on every "iter" line, one per line.
+field() {
+  awk -v key="$2" '$1 == "iter" { for (i = 2; i < NF; i++) if ($i == key) print $(i + 1) }' "$1"
+}
+
+# Losses are printed with %.6f, so the awk checks below take a finite loss to be one that
+# matches /^-?[0-9]+[.][0-9]+$/ ("inf" and "nan" do not).
+
+check_iters() {  # check_iters FILE N: N well-formed iteration lines, peak and checksum
+  n=$(grep -c -E '^iter [0-9]+ loss [^ ]+ ms [0-9.]+ img_per_s [0-9.]+$' "$1")
+  [ "$n" -eq "$2" ] || fail "$1: expected $2 'iter N loss L ms T img_per_s R' lines, got $n"
+  grep -q -E '^peak_device_bytes [0-9]+$' "$1" || fail "$1: no peak_device_bytes line"
+  grep -q -E '^params_checksum [0-9a-f]{16}$' "$1" || fail "$1: no params_checksum line"
+}
+
+case $case_name in
+  tiny)
+    need_simgpu
+    run a --model tiny --iters 20
+    [ "$rc" -eq 0 ] || fail "run 1 exited $rc"
+    check_iters "$work/a.out" 20
+    run b --model tiny --iters 20
+    [ "$rc" -eq 0 ] || fail "run 2 exited $rc"
+    field "$work/a.out" loss | awk '
+      { v[NR] = $1; if ($1 !~ /^-?[0-9]+[.][0-9]+$/) bad = 1 }
+      END {
+        for (i = 1; i <= 5; i++) { first += v[i]; last += v[NR - 5 + i] }
+        first /= 5; last /= 5
+        printf "loss: mean of first 5 %.6f, mean of last 5 %.6f\n", first, last
+        exit !(NR == 20 && !bad && last < first)
+      }' || fail "the loss did not fall"
+    [ "$(grep params_checksum "$work/a.out")" = "$(grep params_checksum "$work/b.out")" ] ||
+      fail "two runs gave different params_checksum"
+    [ "$(field "$work/a.out" ms)" = "$(field "$work/b.out" ms)" ] ||
+      fail "two runs gave different per-iteration virtual ms"
+    [ "$(field "$work/a.out" loss)" = "$(field "$work/b.out" loss)" ] ||
+      fail "two runs gave different losses"
+    grep -E '^(peak_device_bytes|params_checksum)' "$work/a.out"
+    ;;
+  vary)
+    need_simgpu
+    run a --model tiny --iters 6 --batch 16 --vary-batch
+    [ "$rc" -eq 0 ] || fail "exited $rc"
+    check_iters "$work/a.out" 6
+    # Same virtual time for same-sized iterations after the first, less for the half batches.
+    field "$work/a.out" ms | awk '{ ms[NR - 1] = $1 }
+      END { exit !(ms[2] < ms[1] && ms[5] < ms[4]) }' ||
+      fail "half-batch iterations (2 and 5) are not faster than their neighbours"
+    ;;
+  resnet50)
+    need_simgpu
+    SIMGPU_PRESET=v100-pcie3 SIMGPU_COMPUTE=timing SIMGPU_MEMORY=64GiB
+    export SIMGPU_PRESET SIMGPU_COMPUTE SIMGPU_MEMORY
+    run a --model resnet50 --batch 64 --iters 2
+    [ "$rc" -eq 0 ] || fail "exited $rc"
+    check_iters "$work/a.out" 2
+    cat "$work/a.out"
+    # The last iteration: the first may include one-time costs.
+    field "$work/a.out" img_per_s | tail -n 1 | awk '{
+        printf "ResNet-50 b64 on v100-pcie3: %s img/s (PoocH paper in-core: 316)\n", $1
+        exit !($1 >= 158 && $1 <= 632) }' ||
+      fail "img/s outside 158..632 (a factor of 2 around the paper's 316)"
+    ;;
+  oom)
+    need_simgpu
+    SIMGPU_PRESET=v100-pcie3 SIMGPU_COMPUTE=timing SIMGPU_MEMORY=16GiB
+    export SIMGPU_PRESET SIMGPU_COMPUTE SIMGPU_MEMORY
+    run a --model resnet50 --batch 640 --iters 1
+    [ "$rc" -eq 3 ] || fail "expected exit 3 (out of memory), got $rc"
+    grep -q -E '^cnn_train: out of memory allocating .+ \([0-9]+ bytes\)$' "$work/a.err" ||
+      fail "stderr does not name the failed allocation"
+    cat "$work/a.err"
+    ;;
+  inject)
+    need_simgpu
+    SIMGPU_FAIL=cudaMalloc:7
+    export SIMGPU_FAIL
+    run a --model tiny --iters 1
+    [ "$rc" -eq 3 ] || fail "expected exit 3 (out of memory), got $rc"
+    grep -q -x 'cnn_train: out of memory allocating conv1 output (2097152 bytes)' "$work/a.err" ||
+      fail "stderr does not name the 7th allocation (conv1 output, 32x16x32x32 floats)"
+    ;;
+  resnet18)
+    need_simgpu
+    run a --model resnet18 --batch 8 --image 64 --classes 10 --iters 3 --seed 1
+    [ "$rc" -eq 0 ] || fail "exited $rc"
+    check_iters "$work/a.out" 3
+    cat "$work/a.out"
+    field "$work/a.out" loss | awk '
+      { v[NR] = $1; if ($1 !~ /^-?[0-9]+[.][0-9]+$/) bad = 1 }
+      END { exit !(NR == 3 && !bad && v[3] <= v[1] * 1.05) }' ||
+      fail "loss not finite or rising"
+    ;;
+  args)
+    for bad_args in "--model nope" "--batch 0" "--batch 12x" "--iters" "--frobnicate 1" "extra"; do
+      # shellcheck disable=SC2086
+      run a $bad_args
+      [ "$rc" -eq 2 ] || fail "'$bad_args': expected exit 2, got $rc"
+      [ "$(wc -l <"$work/a.err")" -eq 1 ] || fail "'$bad_args': expected one line on stderr"
+      [ ! -s "$work/a.out" ] || fail "'$bad_args': printed to stdout"
+    done
+    ;;
+  *)
+    echo "usage: cnn_train_e2e.sh tiny|vary|resnet50|oom|inject|resnet18|args CNN_TRAIN SIMGPU_LIB_DIR" >&2
+    exit 2
+    ;;
+esac
+echo "PASS ($case_name)"

@@ -1,0 +1,206 @@
+// device.h: the simulated GPU: memory and VMM, streams, events, virtual time, hazards.
+//
+// One Device per process (Device::Get()), living in libsimgpu_device.so so that libcuda.so.1,
+// libcudnn.so.9 and libcublas.so.13 share it. libcuda.so.1 is its main client; the API
+// libraries translate Err into their own codes. Design notes:
+//
+//   Memory. At first use the device reserves a large PROT_NONE range (max(1 TiB, 4 x capacity),
+//   MAP_NORESERVE). Device addresses are host addresses inside it. MemAlloc maps anonymous
+//   memory there (MAP_FIXED|MAP_NORESERVE) with a guard page after each allocation; freeing
+//   maps PROT_NONE back, which drops the pages. VMM physical handles are ranges of one memfd
+//   (MAP_SHARED), mapped with MAP_FIXED by Map and returned to PROT_NONE by Unmap; a handle's
+//   pages are punched out when it is both released and unmapped. Capacity counts physical
+//   bytes: MemAlloc sizes rounded up to 512 bytes, VMM handles at their size (2 MiB granules).
+//   Pinned host memory is anonymous NORESERVE memory remembered so copies know their direction.
+//
+//   Time. See timeline.h. Kernel ops (Launch) and memsets and device-to-device copies run on
+//   the compute engine, for max(flops / (tflops * efficiency), bytes / memory bandwidth) plus
+//   the launch latency (device-to-device copies move 2 x bytes: read and write). Copies between
+//   host and device run on the copy engine of their direction for bytes / link bandwidth plus
+//   the latency. A copy to or from pageable host memory, and every synchronous call, makes the
+//   host wait until the op ends. Queries advance the host clock by kPollNs when not ready, so
+//   that polling loops terminate.
+//
+//   Errors. An op touching memory that is not mapped, not accessible or freed sets the sticky
+//   kIllegalAddress; a race (hazards.h) under SIMGPU_HAZARDS=error sets the sticky kHazard.
+//   Every later op returns the sticky error, as a GPU does after a fault.
+//
+// Thread safety: all public methods may be called from any thread; state is guarded by mu_.
+// Op bodies (the CPU work of copies, memsets and launches) run after mu_ is released, on the
+// calling thread, before the call returns.
+#ifndef SIMGPU_DEVICE_DEVICE_H_
+#define SIMGPU_DEVICE_DEVICE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "tests/simgpu/device/config.h"
+#include "tests/simgpu/device/hazards.h"
+#include "tests/simgpu/device/interval_map.h"
+#include "tests/simgpu/device/range_allocator.h"
+#include "tests/simgpu/device/simgpu.h"
+#include "tests/simgpu/device/timeline.h"
+
+namespace simgpu {
+
+enum class CopyDir { kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost, kDefault };
+enum class PtrKind { kUnregistered, kDevice, kPinnedHost };
+
+struct PtrInfo {
+  PtrKind kind = PtrKind::kUnregistered;
+  uint64_t base = 0;  // start of the allocation or mapping containing the pointer
+  uint64_t bytes = 0;
+};
+
+class Device {
+ public:
+  static constexpr uint64_t kGranularity = uint64_t{2} << 20;  // VMM granule, 2 MiB
+  static constexpr double kPollNs = 1000;                      // host time a not-ready query costs
+
+  // The process's device (config checked first: an invalid variable exits 2).
+  static Device& Get();
+
+  explicit Device(const Config& config);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const Config& config() const { return config_; }
+
+  // SIMGPU_FAIL: true when this call of `api` (a base name such as "cudaMalloc") must fail.
+  bool FailNow(const char* api);
+  // The sticky error, or kOk.
+  Err Sticky();
+
+  // --- Memory (cudaMalloc / cuMemAlloc). ---
+  Err MemAlloc(uint64_t bytes, void** out);
+  // Host-synchronous, as cudaFree is: waits for all device work, then frees.
+  Err MemFree(void* ptr);
+  Err MemAllocAsync(uint64_t bytes, void* stream, void** out);
+  // Stream-ordered: the memory is released when `stream` reaches this point.
+  Err MemFreeAsync(void* ptr, void* stream);
+  void MemInfo(uint64_t* free_bytes, uint64_t* total_bytes);
+
+  // --- Pinned host memory. ---
+  Err HostAlloc(uint64_t bytes, void** out);
+  Err HostFree(void* ptr);
+
+  // --- Virtual memory management (cuMem*). Sizes and offsets in multiples of kGranularity. ---
+  Err PhysCreate(uint64_t bytes, uint64_t* handle);
+  Err PhysRelease(uint64_t handle);
+  // `alignment` 0 means kGranularity; `hint` 0 means anywhere.
+  Err AddressReserve(uint64_t bytes, uint64_t alignment, uint64_t hint, void** out);
+  Err AddressFree(void* ptr, uint64_t bytes);
+  Err Map(void* ptr, uint64_t bytes, uint64_t offset, uint64_t handle);
+  // Checks for unfinished uses (a race), then returns the range to PROT_NONE.
+  Err Unmap(void* ptr, uint64_t bytes);
+  Err SetAccess(void* ptr, uint64_t bytes, bool read, bool write);
+
+  // --- Ops. `op` names the API in messages and must outlive the process (a literal). ---
+  Err Memcpy(const char* op, void* dst, const void* src, uint64_t bytes, CopyDir dir, void* stream,
+             bool sync);
+  Err Memset(const char* op, void* dst, uint8_t value, uint64_t bytes, void* stream, bool sync);
+  Err Launch(const char* op, void* stream, const Access* accesses, size_t n, double flops,
+             double bytes, const std::function<void()>& body);
+
+  // --- Streams and events. Handles are opaque pointers; nullptr/0x1 = legacy, 0x2 = per-thread.
+  Err StreamCreate(bool non_blocking, void** out);
+  Err StreamDestroy(void* stream);
+  Err StreamSynchronize(void* stream);
+  Err StreamQuery(void* stream);
+  Err StreamWaitEvent(void* stream, void* event);
+  Err EventCreate(bool timing, void** out);
+  Err EventDestroy(void* event);
+  Err EventRecord(void* event, void* stream);
+  Err EventSynchronize(void* event);
+  Err EventQuery(void* event);
+  // kInvalidHandle if an event was never recorded or has timing disabled; kNotReady if one has
+  // not completed by the host's virtual time.
+  Err EventElapsed(void* start, void* end, float* ms);
+  Err Synchronize();
+
+  // --- Introspection. ---
+  PtrInfo Classify(const void* ptr);
+  double HostTimeNs();
+  // When all work issued so far on `stream` ends, or nullopt for an unknown stream.
+  std::optional<double> StreamTimeNs(void* stream);
+
+ private:
+  struct Alloc {
+    uint64_t bytes;       // requested
+    uint64_t va_bytes;    // reserved address range, with the guard
+    uint64_t phys_bytes;  // counted against capacity
+  };
+  struct Phys {
+    uint64_t bytes;
+    uint64_t file_offset;
+    bool released = false;
+    int maps = 0;
+  };
+  struct Mapping {
+    enum class Kind { kMalloc, kVmm } kind;
+    uint64_t owner;  // allocation base or physical handle
+    bool read;
+    bool write;
+  };
+  struct Event {
+    bool timing;
+    bool recorded = false;
+    double time_ns = 0;
+  };
+
+  // REQUIRES: mu_ held.
+  Err EnsureReservedLocked();
+  bool InDeviceRange(uint64_t addr, uint64_t bytes) const;
+  StreamClock* ResolveStreamLocked(void* stream);
+  Event* ResolveEventLocked(void* event);
+  PtrInfo ClassifyLocked(uint64_t addr) const;
+  // Checks that [addr, addr+bytes) is device memory that allows the access, or pinned host
+  // memory. On failure sets the sticky kIllegalAddress and prints one line.
+  Err CheckAccessLocked(const char* op, uint64_t addr, uint64_t bytes, bool write);
+  // Applies SIMGPU_HAZARDS to a race: prints, and under "error" sets the sticky kHazard.
+  Err ReportRaceLocked(const char* op, const char* what, uint64_t stream, double t_ns,
+                       const Race& race);
+  // Accesses checked, hazards checked, time advanced, uses recorded; the caller runs the body.
+  Err IssueLocked(const char* op, StreamClock* s, const Access* accesses, size_t n, Engine engine,
+                  double duration_ns, bool host_waits);
+  double ComputeNs(double flops, double bytes) const;
+  double LinkNs(Engine engine, double bytes) const;
+  void DropPhysLocked(uint64_t handle);
+
+  // Constant after construction.
+  const Config config_;
+
+  std::mutex mu_;
+  // State below is protected by mu_.
+  Err sticky_ = Err::kOk;
+  uint64_t fail_seen_ = 0;
+  uint64_t va_base_ = 0;
+  uint64_t va_bytes_ = 0;
+  std::unique_ptr<RangeAllocator> va_;    // offsets in [0, va_bytes_)
+  std::unique_ptr<RangeAllocator> phys_;  // offsets in the memfd
+  int memfd_ = -1;
+  uint64_t used_bytes_ = 0;
+  std::map<uint64_t, Alloc> allocs_;       // by base address
+  std::map<uint64_t, uint64_t> reserved_;  // VMM reservations: base -> bytes
+  std::map<uint64_t, Phys> phys_handles_;  // by handle
+  uint64_t next_handle_ = 1;
+  std::map<uint64_t, uint64_t> pinned_;  // pinned host allocations: base -> bytes
+  IntervalMap<Mapping> mapped_;          // device bytes that are backed
+  HazardTracker hazards_;
+  Timeline timeline_;
+  StreamClock legacy_;
+  StreamClock per_thread_;
+  std::map<void*, std::unique_ptr<StreamClock>> streams_;
+  uint64_t next_stream_id_ = 2;
+  std::map<void*, std::unique_ptr<Event>> events_;
+};
+
+}  // namespace simgpu
+
+#endif  // SIMGPU_DEVICE_DEVICE_H_

@@ -1,0 +1,330 @@
+// Device memory: the reserved range, cudaMalloc-style allocations, pinned host memory and VMM
+// (see "Memory" in device.h).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "tests/simgpu/device/device.h"
+
+namespace simgpu {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kTiB = uint64_t{1} << 40;
+constexpr uint64_t kMallocGranule = 512;  // MemAlloc sizes count against capacity in these
+
+uint64_t RoundUp(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
+
+// Replaces [addr, addr+bytes) by inaccessible, unbacked address space (drops its pages).
+bool MakeInaccessible(uint64_t addr, uint64_t bytes) {
+  void* p = mmap(reinterpret_cast<void*>(addr), bytes, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return p != MAP_FAILED;
+}
+
+}  // namespace
+
+Err Device::EnsureReservedLocked() {
+  if (va_base_ != 0) return Err::kOk;
+  uint64_t want = std::max(kTiB, RoundUp(4 * config_.machine.capacity_bytes, kGranularity));
+  // Over-reserve by one granule so the base can be aligned to it.
+  void* p = mmap(nullptr, want + kGranularity, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "simgpu: cannot reserve %" PRIu64 " bytes of address space: %s\n", want,
+                 std::strerror(errno));
+    return Err::kOutOfMemory;
+  }
+  uint64_t raw = reinterpret_cast<uint64_t>(p);
+  uint64_t base = RoundUp(raw, kGranularity);
+  if (base > raw) munmap(p, base - raw);
+  if (base + want < raw + want + kGranularity) {
+    munmap(reinterpret_cast<void*>(base + want), raw + kGranularity - base);
+  }
+  memfd_ = memfd_create("simgpu-physical", MFD_CLOEXEC);
+  if (memfd_ < 0 || ftruncate(memfd_, static_cast<off_t>(want)) != 0) {
+    std::fprintf(stderr, "simgpu: cannot create the physical-memory file: %s\n",
+                 std::strerror(errno));
+    munmap(reinterpret_cast<void*>(base), want);
+    if (memfd_ >= 0) close(memfd_);
+    memfd_ = -1;
+    return Err::kOutOfMemory;
+  }
+  va_base_ = base;
+  va_bytes_ = want;
+  va_ = std::make_unique<RangeAllocator>(want);
+  phys_ = std::make_unique<RangeAllocator>(want);
+  return Err::kOk;
+}
+
+Err Device::MemAlloc(uint64_t bytes, void** out) {
+  if (bytes == 0 || out == nullptr) return Err::kInvalidValue;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sticky_ != Err::kOk) return sticky_;
+  if (Err e = EnsureReservedLocked(); e != Err::kOk) return e;
+  uint64_t phys = RoundUp(bytes, kMallocGranule);
+  if (phys < bytes || phys > config_.machine.capacity_bytes - used_bytes_) {
+    return Err::kOutOfMemory;
+  }
+  uint64_t va_bytes = RoundUp(bytes, kPage) + kPage;  // one guard page
+  uint64_t align = bytes >= kGranularity ? kGranularity : kPage;
+  std::optional<uint64_t> off = va_->Allocate(va_bytes, align);
+  if (!off) return Err::kOutOfMemory;
+  uint64_t base = va_base_ + *off;
+  void* p = mmap(reinterpret_cast<void*>(base), RoundUp(bytes, kPage), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    va_->Free(*off, va_bytes);
+    return Err::kOutOfMemory;
+  }
+  used_bytes_ += phys;
+  allocs_[base] = Alloc{bytes, va_bytes, phys};
+  mapped_.Assign(base, base + bytes, Mapping{Mapping::Kind::kMalloc, base, true, true});
+  // No hazard reset here: a stream-ordered free of these addresses that has not happened yet
+  // (MemFreeAsync) must still be seen by the first use.
+  *out = p;
+  return Err::kOk;
+}
+
+Err Device::MemAllocAsync(uint64_t bytes, void* stream, void** out) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ResolveStreamLocked(stream) == nullptr) return Err::kInvalidHandle;
+  }
+  // Memory from a stream-ordered allocation is usable by the stream at once; a use on another
+  // stream before the previous owner's free completes is caught as a race (MemFreeAsync).
+  return MemAlloc(bytes, out);
+}
+
+Err Device::MemFree(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // cudaFree synchronises the device first.
+    timeline_.HostWaitUntil(timeline_.DeviceDone());
+  }
+  return MemFreeAsync(ptr, nullptr);
+}
+
+Err Device::MemFreeAsync(void* ptr, void* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sticky_ != Err::kOk) return sticky_;
+  uint64_t base = reinterpret_cast<uint64_t>(ptr);
+  auto it = allocs_.find(base);
+  if (it == allocs_.end()) return Err::kInvalidValue;
+  StreamClock* s = ResolveStreamLocked(stream);
+  if (s == nullptr) return Err::kInvalidHandle;
+  const Alloc a = it->second;
+  double t = timeline_.ReadyTime(*s);
+  if (std::optional<Race> race = hazards_.CheckRelease(base, base + a.bytes, s->id, t)) {
+    if (Err e = ReportRaceLocked("cudaFreeAsync", "frees", s->id, t, *race); e != Err::kOk) {
+      return e;
+    }
+  }
+  MakeInaccessible(base, RoundUp(a.bytes, kPage));
+  va_->Free(base - va_base_, a.va_bytes);
+  used_bytes_ -= a.phys_bytes;
+  mapped_.Erase(base, base + a.bytes);
+  // A later use of these addresses on another stream that may start before t is a use of
+  // memory that is not yet free in stream order.
+  hazards_.Reset(base, base + a.bytes,
+                 t > timeline_.host_ns() ? Use{"cudaFreeAsync", s->id, t} : Use{});
+  allocs_.erase(it);
+  return Err::kOk;
+}
+
+void Device::MemInfo(uint64_t* free_bytes, uint64_t* total_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *free_bytes = config_.machine.capacity_bytes - used_bytes_;
+  *total_bytes = config_.machine.capacity_bytes;
+}
+
+Err Device::HostAlloc(uint64_t bytes, void** out) {
+  if (bytes == 0 || out == nullptr) return Err::kInvalidValue;
+  uint64_t len = RoundUp(bytes, kPage);
+  if (len < bytes) return Err::kOutOfMemory;
+  // NORESERVE and never touched here: under SIMGPU_COMPUTE=timing no page is ever touched.
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) return Err::kOutOfMemory;
+  std::lock_guard<std::mutex> lock(mu_);
+  pinned_[reinterpret_cast<uint64_t>(p)] = len;
+  *out = p;
+  return Err::kOk;
+}
+
+Err Device::HostFree(void* ptr) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t base = reinterpret_cast<uint64_t>(ptr);
+  auto it = pinned_.find(base);
+  if (it == pinned_.end()) return Err::kInvalidValue;
+  // cudaFreeHost synchronises the device, like cudaFree.
+  timeline_.HostWaitUntil(timeline_.DeviceDone());
+  hazards_.Reset(base, base + it->second, Use{});
+  munmap(ptr, it->second);
+  pinned_.erase(it);
+  return Err::kOk;
+}
+
+// --- VMM ---
+
+Err Device::PhysCreate(uint64_t bytes, uint64_t* handle) {
+  if (bytes == 0 || bytes % kGranularity != 0 || handle == nullptr) return Err::kInvalidValue;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sticky_ != Err::kOk) return sticky_;
+  if (Err e = EnsureReservedLocked(); e != Err::kOk) return e;
+  if (bytes > config_.machine.capacity_bytes - used_bytes_) return Err::kOutOfMemory;
+  std::optional<uint64_t> off = phys_->Allocate(bytes, kGranularity);
+  if (!off) return Err::kOutOfMemory;
+  used_bytes_ += bytes;
+  *handle = next_handle_++;
+  phys_handles_[*handle] = Phys{bytes, *off};
+  return Err::kOk;
+}
+
+void Device::DropPhysLocked(uint64_t handle) {
+  auto it = phys_handles_.find(handle);
+  const Phys& p = it->second;
+  // Give the pages back (they are zero again if this range is reused).
+  fallocate(memfd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(p.file_offset),
+            static_cast<off_t>(p.bytes));
+  phys_->Free(p.file_offset, p.bytes);
+  used_bytes_ -= p.bytes;
+  phys_handles_.erase(it);
+}
+
+Err Device::PhysRelease(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = phys_handles_.find(handle);
+  if (it == phys_handles_.end() || it->second.released) return Err::kInvalidValue;
+  it->second.released = true;
+  if (it->second.maps == 0) DropPhysLocked(handle);
+  return Err::kOk;
+}
+
+Err Device::AddressReserve(uint64_t bytes, uint64_t alignment, uint64_t hint, void** out) {
+  if (bytes == 0 || bytes % kGranularity != 0 || out == nullptr) return Err::kInvalidValue;
+  if (alignment == 0) alignment = kGranularity;
+  if ((alignment & (alignment - 1)) != 0 || alignment % kGranularity != 0) {
+    return Err::kInvalidValue;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sticky_ != Err::kOk) return sticky_;
+  if (Err e = EnsureReservedLocked(); e != Err::kOk) return e;
+  uint64_t hint_off = InDeviceRange(hint, bytes) ? hint - va_base_ : 0;
+  std::optional<uint64_t> off = va_->Allocate(bytes, alignment, hint_off);
+  if (!off) return Err::kOutOfMemory;
+  reserved_[va_base_ + *off] = bytes;
+  *out = reinterpret_cast<void*>(va_base_ + *off);
+  return Err::kOk;
+}
+
+Err Device::AddressFree(void* ptr, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t base = reinterpret_cast<uint64_t>(ptr);
+  auto it = reserved_.find(base);
+  if (it == reserved_.end() || it->second != bytes) return Err::kInvalidValue;
+  bool still_mapped = false;
+  mapped_.ForEachOverlap(base, base + bytes,
+                         [&](uint64_t, uint64_t, const Mapping&) { still_mapped = true; });
+  if (still_mapped) {
+    std::fprintf(stderr,
+                 "simgpu: cuMemAddressFree: [0x%" PRIx64 ", +%" PRIu64
+                 ") still has mappings; cuMemUnmap them first\n",
+                 base, bytes);
+    return Err::kInvalidValue;
+  }
+  va_->Free(base - va_base_, bytes);
+  reserved_.erase(it);
+  return Err::kOk;
+}
+
+Err Device::Map(void* ptr, uint64_t bytes, uint64_t offset, uint64_t handle) {
+  uint64_t base = reinterpret_cast<uint64_t>(ptr);
+  if (bytes == 0 || bytes % kGranularity != 0 || offset % kGranularity != 0 ||
+      base % kGranularity != 0) {
+    return Err::kInvalidValue;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sticky_ != Err::kOk) return sticky_;
+  auto h = phys_handles_.find(handle);
+  if (h == phys_handles_.end() || h->second.released) return Err::kInvalidHandle;
+  if (offset > h->second.bytes || bytes > h->second.bytes - offset) return Err::kInvalidValue;
+  // The range must lie inside one reservation and be unmapped.
+  auto r = reserved_.upper_bound(base);
+  if (r == reserved_.begin()) return Err::kInvalidValue;
+  --r;
+  if (base + bytes > r->first + r->second) return Err::kInvalidValue;
+  bool overlaps = false;
+  mapped_.ForEachOverlap(base, base + bytes,
+                         [&](uint64_t, uint64_t, const Mapping&) { overlaps = true; });
+  if (overlaps) return Err::kInvalidValue;
+  void* p = mmap(ptr, bytes, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, memfd_,
+                 static_cast<off_t>(h->second.file_offset + offset));
+  if (p == MAP_FAILED) return Err::kOutOfMemory;
+  ++h->second.maps;
+  mapped_.Assign(base, base + bytes, Mapping{Mapping::Kind::kVmm, handle, false, false});
+  return Err::kOk;
+}
+
+Err Device::Unmap(void* ptr, uint64_t bytes) {
+  uint64_t base = reinterpret_cast<uint64_t>(ptr);
+  if (bytes == 0) return Err::kInvalidValue;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sticky_ != Err::kOk) return sticky_;
+  // Every byte must be VMM-mapped and every mapping touched must lie wholly inside the range.
+  uint64_t bad = 0;
+  if (!mapped_.Covers(
+          base, base + bytes, [](const Mapping& m) { return m.kind == Mapping::Kind::kVmm; },
+          &bad)) {
+    return Err::kInvalidValue;
+  }
+  bool partial = false;
+  std::vector<uint64_t> handles;
+  mapped_.ForEachOverlap(base, base + bytes, [&](uint64_t lo, uint64_t hi, const Mapping& m) {
+    if (lo < base || hi > base + bytes) partial = true;
+    handles.push_back(m.owner);
+  });
+  if (partial) return Err::kInvalidValue;
+  double t = timeline_.host_ns();
+  if (std::optional<Race> race = hazards_.CheckRelease(base, base + bytes, kHostStreamId, t)) {
+    if (Err e = ReportRaceLocked("cuMemUnmap", "unmaps", kHostStreamId, t, *race); e != Err::kOk) {
+      return e;
+    }
+  }
+  MakeInaccessible(base, bytes);
+  mapped_.Erase(base, base + bytes);
+  hazards_.Reset(base, base + bytes, Use{});
+  for (uint64_t handle : handles) {
+    Phys& p = phys_handles_.at(handle);
+    if (--p.maps == 0 && p.released) DropPhysLocked(handle);
+  }
+  return Err::kOk;
+}
+
+Err Device::SetAccess(void* ptr, uint64_t bytes, bool read, bool write) {
+  uint64_t base = reinterpret_cast<uint64_t>(ptr);
+  if (bytes == 0) return Err::kInvalidValue;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sticky_ != Err::kOk) return sticky_;
+  uint64_t bad = 0;
+  if (!mapped_.Covers(
+          base, base + bytes, [](const Mapping& m) { return m.kind == Mapping::Kind::kVmm; },
+          &bad)) {
+    return Err::kInvalidValue;
+  }
+  int prot = (read ? PROT_READ : 0) | (write ? PROT_WRITE : 0);
+  if (mprotect(ptr, bytes, prot == 0 ? PROT_NONE : prot) != 0) return Err::kInvalidValue;
+  mapped_.ForEachSplit(base, base + bytes, [&](uint64_t, uint64_t, Mapping& m) {
+    m.read = read;
+    m.write = write;
+  });
+  return Err::kOk;
+}
+
+}  // namespace simgpu
