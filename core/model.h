@@ -63,6 +63,8 @@ struct Tensor {
   // case the simulator derives them from the MachineModel's bandwidth and latency.
   double swap_out_us = -1;
   double swap_in_us = -1;
+
+  friend bool operator==(const Tensor&, const Tensor&) = default;
 };
 
 struct Op {
@@ -76,6 +78,8 @@ struct Op {
   // False when the op's outputs cannot be recomputed by replaying it: its write set is not fully
   // known, or it has a side effect that replay cannot suppress (DESIGN.md, decision 5).
   bool replayable = true;
+
+  friend bool operator==(const Op&, const Op&) = default;
 };
 
 struct Profile {
@@ -88,6 +92,8 @@ struct Profile {
   // allocated or after it is freed, and no non-persistent tensor is read before an op writes
   // it. Returns InvalidArgument naming the first offending op or tensor.
   absl::Status Validate() const;
+
+  friend bool operator==(const Profile&, const Profile&) = default;
 };
 
 // The machine a plan is made for and simulated on. Bandwidths are in GB/s (1e9 bytes/s),
