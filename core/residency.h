@@ -1,0 +1,264 @@
+// ResidencyManager: keeps the program's allocations under a device memory limit by swapping
+// them to pinned host memory on demand, at the same virtual address (DESIGN.md decision 1).
+//
+// The interposer drives it:
+//   cudaMalloc(n)        -> Allocate(n)            address that never changes
+//   cudaFree(p)          -> Free(p)
+//   any op on stream s   -> BeforeOp(s, touched)   makes every touched allocation resident, makes
+//                           forward the call          s wait for the copies that did it, pins them
+//                        -> AfterOp(ticket)        records the op's last use, unpins
+//   small cudaMalloc     -> ChargeExternal(n) before the real cudaMalloc, UnchargeExternal(n)
+//                           after the real cudaFree (Note [Small allocations])
+//   any hook, now and then -> Poll()               reclaims memory of finished swaps and frees
+//
+//   auto manager = ResidencyManager::Create(device, {.memory_limit = 8 << 30});
+//   DeviceAddress x = *(*manager)->Allocate(64 << 20);
+//   auto ticket = (*manager)->BeforeOp(stream, {{x, 64 << 20}});
+//   ... enqueue the op on `stream` ...
+//   (*manager)->AfterOp(std::move(*ticket));
+//
+// Budget: the physical bytes the manager has created (plus external charges) never exceed
+// memory_limit, counting memory whose release waits for an event (Decision 8). An allocation
+// that cannot fit even after evicting every unpinned swappable allocation fails with
+// ResourceExhausted, which the interposer returns as cudaErrorMemoryAllocation /
+// CUDA_ERROR_OUT_OF_MEMORY; nothing already swapped out is lost.
+//
+// Thread safety: thread-safe. One mutex guards all state. Device calls that only queue work
+// are made under it; the manager drops it while blocking on an event (SynchronizeEvent) and
+// re-examines its state afterwards. The observer is called with the mutex held.
+#ifndef POOCH_CORE_RESIDENCY_H_
+#define POOCH_CORE_RESIDENCY_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "core/config.h"
+#include "core/device.h"
+#include "core/mutex.h"
+#include "core/residency_events.h"
+#include "core/residency_host_pool.h"
+#include "core/residency_table.h"
+
+namespace pooch {
+
+struct ResidencyOptions {
+  int64_t memory_limit = 0;  // device bytes; > 0
+  int64_t min_swap_bytes = int64_t{1} << 20;
+  std::optional<int64_t> host_memory_limit;  // nullopt = unlimited
+  // How long an op or allocation that finds every candidate pinned by other threads' ops waits
+  // for them to finish before it fails with ResourceExhausted.
+  absl::Duration pinned_wait = absl::Seconds(10);
+};
+
+// Options from the configuration; an unset POOCH_MEMORY_LIMIT becomes the device's free memory.
+absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(const Config& config, Device& device);
+
+// One range an op reads or writes. The address may point inside an allocation; a range may span
+// several; addresses that are not the manager's (small pass-through allocations, host memory)
+// are ignored.
+struct AccessRange {
+  enum class Mode { kRead, kWrite, kReadWrite };
+  DeviceAddress address = 0;
+  int64_t bytes = 1;
+  Mode mode = Mode::kReadWrite;  // recorded for later policies; demand swapping ignores it
+};
+
+// What BeforeOp pinned; hand it to AfterOp. Move-only.
+class OpTicket {
+ public:
+  OpTicket() = default;
+  OpTicket(OpTicket&&) = default;
+  OpTicket& operator=(OpTicket&&) = default;
+  StreamHandle stream() const { return stream_; }
+  absl::Span<const AllocationId> allocations() const { return ids_; }
+
+ private:
+  friend class ResidencyManager;
+  StreamHandle stream_ = kDefaultStream;
+  std::vector<AllocationId> ids_;
+};
+
+// What the interposer and lineage log need to know about an address.
+struct AllocationInfo {
+  AllocationId id = 0;
+  DeviceAddress address = 0;  // base
+  int64_t bytes = 0;
+  bool swappable = false;
+  ResidencyState state = ResidencyState::kResident;
+  uint64_t first_use_op = 0;
+  uint64_t last_use_op = 0;
+  uint64_t use_count = 0;
+};
+
+// For the at-exit summary.
+struct ResidencyStats {
+  int64_t device_bytes = 0;  // physical + external, now
+  int64_t peak_device_bytes = 0;
+  int64_t host_bytes = 0;  // pinned bytes holding swapped data, now
+  int64_t peak_host_bytes = 0;
+  int64_t bytes_swapped_out = 0;  // D2H bytes
+  int64_t bytes_swapped_in = 0;   // H2D bytes
+  int64_t swap_outs = 0;
+  int64_t swap_ins = 0;             // every one is a demand hit in this policy
+  int64_t demand_swap_ins = 0;      // swap-ins an op had to wait for (not prefetched)
+  int64_t cancelled_swap_outs = 0;  // touched again while the D2H copy was in flight
+  int64_t allocations = 0;
+  int64_t frees = 0;
+  int64_t out_of_memory = 0;  // Allocate/BeforeOp that returned ResourceExhausted
+  absl::Duration swap_wait = absl::ZeroDuration();  // host time blocked in SynchronizeEvent
+};
+
+// Note [Tracing hooks]: the interposer connects core/trace here. Start times are when the copy
+// was queued, end times when the manager observed its event complete (query or synchronize);
+// exact device times come later from timed events.
+struct SwapRecord {
+  enum class Kind { kOutStart, kOutEnd, kInStart, kInEnd, kOutCancelled };
+  Kind kind = Kind::kOutStart;
+  AllocationId allocation = 0;
+  DeviceAddress address = 0;
+  int64_t bytes = 0;
+  absl::Time at;
+};
+
+class ResidencyObserver {
+ public:
+  virtual ~ResidencyObserver() = default;
+  // Both are called with the manager's mutex held: be quick, do not call the manager.
+  virtual void OnSwap(const SwapRecord& record) {}
+  virtual void OnMemory(int64_t device_bytes, int64_t host_bytes, absl::Time at) {}
+};
+
+class ResidencyManager {
+ public:
+  // Creates the copy streams. `device` and `observer` (may be null) must outlive the manager.
+  static absl::StatusOr<std::unique_ptr<ResidencyManager>> Create(
+      Device& device, ResidencyOptions options, ResidencyObserver* observer = nullptr);
+  // Waits for queued copies and releases everything the manager holds.
+  ~ResidencyManager();
+
+  // Reserves an address range and backs it with one physical chunk, evicting least recently
+  // used allocations if needed. ResourceExhausted when it cannot fit (bytes > limit, everything
+  // else pinned, host budget exhausted, or the device refused the chunk).
+  absl::StatusOr<DeviceAddress> Allocate(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Frees the allocation at `address` (its base) wherever its data is. Memory still used by
+  // queued work is released when that work completes. NotFound if not the manager's.
+  absl::Status Free(DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Makes every allocation overlapping `touched` resident at its address, makes `stream` wait
+  // for the copies that did so, and pins them until AfterOp. On error nothing stays pinned.
+  // REQUIRES: the returned ticket is passed to AfterOp once the op is queued.
+  absl::StatusOr<OpTicket> BeforeOp(StreamHandle stream, absl::Span<const AccessRange> touched)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Records the op's completion event as the last use of each pinned allocation and unpins.
+  absl::Status AfterOp(OpTicket ticket) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Note [Small allocations]: allocations below min_swap_bytes are never swapped, and giving
+  // each its own 2 MiB-granular mapping would waste most of it, so the interposer passes them to
+  // the real allocator (which packs them) and charges their bytes here; the budget then covers
+  // everything the program holds and evicts swappable data to make room for them. Allocate()
+  // still accepts small sizes (non-swappable, rounded up to the granularity) for callers that
+  // want one path; a VMM-backed sub-allocator can replace the pass-through later.
+  // ChargeExternal evicts to make room; ResourceExhausted when it cannot.
+  absl::Status ChargeExternal(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  void UnchargeExternal(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Finishes swaps and frees whose events completed; never blocks.
+  absl::Status Poll() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits for every queued copy and deferred free (at exit, or device synchronisation).
+  absl::Status Drain() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Iteration boundary (from the interposer's marker), recorded for later policies.
+  void MarkIteration() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The allocation containing `address`, if any.
+  std::optional<AllocationInfo> Lookup(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  ResidencyStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t memory_limit() const { return options_.memory_limit; }
+
+ private:
+  // Memory whose release waits for events: a freed allocation's chunk, range and host copy.
+  struct Retired {
+    std::vector<EventRef> events;
+    DeviceAddress address = 0;
+    int64_t mapped_bytes = 0;
+    PhysicalHandle physical = 0;  // 0: nothing mapped
+    void* host = nullptr;
+    int64_t host_bytes = 0;
+  };
+
+  ResidencyManager(Device& device, ResidencyOptions options, ResidencyObserver* observer,
+                   StreamHandle d2h, StreamHandle h2d);
+
+  // Budget (residency.cc). Returns with mu_ held and device_bytes_ + bytes <= limit, so that
+  // the caller can create the chunk before anyone else takes the room. May drop mu_ while it
+  // waits. `self_active`: the caller is an op between BeforeOp and AfterOp.
+  absl::Status MakeRoomLocked(int64_t bytes, bool self_active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates and maps a chunk at `address` and counts it. REQUIRES: room was made.
+  absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FreeLocked(Allocation* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReleaseRetiredLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnpinLocked(absl::Span<const AllocationId> ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reclaims what completed; never blocks. (residency_swap.cc)
+  absl::Status PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Bytes that PollLocked will release once their events complete, and one event to wait for.
+  int64_t PendingReleaseBytesLocked(EventRef* oldest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An event that the next release waits for, or null when nothing is pending.
+  EventRef AnyPendingEventLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops mu_, waits for `event`, takes mu_ again; accounts the time.
+  absl::Status WaitUnlocked(const EventRef& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Swap engine (residency_swap.cc).
+  // Note [Swap-out failure]: when the host budget or the copy fails, the allocation stays
+  // resident and intact and the error is returned; the caller tries another victim or fails.
+  absl::Status StartSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FinishSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // REQUIRES: a.state == kOnHost and room was made for a.mapped_bytes.
+  absl::Status StartSwapInLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An op touches `a` while its D2H copy is in flight: keep the chunk.
+  void CancelSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unpinned, swappable, mapped allocations, least recently used first. (residency_evict.cc)
+  std::vector<Allocation*> EvictionCandidatesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  void NotifyMemoryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NotifySwapLocked(SwapRecord::Kind kind, const Allocation& a)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Constant after construction.
+  Device& device_;
+  const ResidencyOptions options_;
+  ResidencyObserver* const observer_;
+  const int64_t granularity_;
+  const StreamHandle d2h_stream_;  // swap-outs
+  const StreamHandle h2d_stream_;  // swap-ins
+  EventPool events_;               // thread-safe itself
+
+  mutable Mutex mu_;
+  CondVar unpinned_;  // signalled when pins drop or memory is released
+  AllocationTable table_ ABSL_GUARDED_BY(mu_);
+  HostPool host_pool_ ABSL_GUARDED_BY(mu_);
+  std::vector<Retired> retired_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<AllocationId> in_flight_ ABSL_GUARDED_BY(mu_);  // transfer != null
+  AllocationId next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t op_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t iteration_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t device_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // physical created + external
+  int64_t external_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int active_ops_ ABSL_GUARDED_BY(mu_) = 0;          // between BeforeOp and AfterOp
+  int waiting_active_ops_ ABSL_GUARDED_BY(mu_) = 0;  // of those, waiting for pins to drop
+  ResidencyStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_RESIDENCY_H_
