@@ -1,0 +1,304 @@
+// cudnn_hooks.cc: the cuDNN hooks under a residency policy (intercept.h). Each names the memory
+// its call reads and writes, from the descriptors (sizes from the real cudnnGet*SizeInBytes),
+// and runs on the handle's stream (the real cudnnGetStream).
+#include "interpose/hook_table.h"
+#include "interpose/intercept.h"
+#include "interpose/managed.h"
+
+namespace pooch::interpose::intercept {
+namespace {
+
+using Mode = pooch::AccessRange::Mode;
+constexpr Mode kR = Mode::kRead;
+constexpr Mode kW = Mode::kWrite;
+constexpr Mode kRW = Mode::kReadWrite;
+
+uintptr_t HandleStream(cudnnHandle_t handle) {
+  cudaStream_t stream = nullptr;
+  if (const auto get = real::cudnnGetStream()) get(handle, &stream);
+  return reinterpret_cast<uintptr_t>(stream);
+}
+
+// A tensor's bytes; 1 (the allocation it points into) when cuDNN cannot say.
+void T(Ranges& r, cudnnTensorDescriptor_t desc, const void* p, Mode mode) {
+  if (p == nullptr) return;
+  size_t bytes = 0;
+  const auto size = real::cudnnGetTensorSizeInBytes();
+  if (size == nullptr || size(desc, &bytes) != CUDNN_STATUS_SUCCESS) bytes = 1;
+  r.Add(p, bytes, mode);
+}
+
+void F(Ranges& r, cudnnFilterDescriptor_t desc, const void* p, Mode mode) {
+  if (p == nullptr) return;
+  size_t bytes = 0;
+  const auto size = real::cudnnGetFilterSizeInBytes();
+  if (size == nullptr || size(desc, &bytes) != CUDNN_STATUS_SUCCESS) bytes = 1;
+  r.Add(p, bytes, mode);
+}
+
+}  // namespace
+
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
+                                      const cudnnTensorDescriptor_t xDesc, const void* x,
+                                      const cudnnFilterDescriptor_t wDesc, const void* w,
+                                      const cudnnConvolutionDescriptor_t convDesc,
+                                      cudnnConvolutionFwdAlgo_t algo, void* workSpace,
+                                      size_t workSpaceSizeInBytes, const void* beta,
+                                      const cudnnTensorDescriptor_t yDesc, void* y) {
+  Ranges r;
+  T(r, xDesc, x, kR);
+  F(r, wDesc, w, kR);
+  r.Add(workSpace, workSpaceSizeInBytes, kRW);
+  T(r, yDesc, y, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnConvolutionForward()(handle, alpha, xDesc, x, wDesc, w, convDesc, algo,
+                                           workSpace, workSpaceSizeInBytes, beta, yDesc, y);
+  });
+}
+
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alpha,
+                                           const cudnnFilterDescriptor_t wDesc, const void* w,
+                                           const cudnnTensorDescriptor_t dyDesc, const void* dy,
+                                           const cudnnConvolutionDescriptor_t convDesc,
+                                           cudnnConvolutionBwdDataAlgo_t algo, void* workSpace,
+                                           size_t workSpaceSizeInBytes, const void* beta,
+                                           const cudnnTensorDescriptor_t dxDesc, void* dx) {
+  Ranges r;
+  F(r, wDesc, w, kR);
+  T(r, dyDesc, dy, kR);
+  r.Add(workSpace, workSpaceSizeInBytes, kRW);
+  T(r, dxDesc, dx, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnConvolutionBackwardData()(handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo,
+                                                workSpace, workSpaceSizeInBytes, beta, dxDesc, dx);
+  });
+}
+
+cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* alpha,
+                                             const cudnnTensorDescriptor_t xDesc, const void* x,
+                                             const cudnnTensorDescriptor_t dyDesc, const void* dy,
+                                             const cudnnConvolutionDescriptor_t convDesc,
+                                             cudnnConvolutionBwdFilterAlgo_t algo, void* workSpace,
+                                             size_t workSpaceSizeInBytes, const void* beta,
+                                             const cudnnFilterDescriptor_t dwDesc, void* dw) {
+  Ranges r;
+  T(r, xDesc, x, kR);
+  T(r, dyDesc, dy, kR);
+  r.Add(workSpace, workSpaceSizeInBytes, kRW);
+  F(r, dwDesc, dw, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnConvolutionBackwardFilter()(handle, alpha, xDesc, x, dyDesc, dy, convDesc,
+                                                  algo, workSpace, workSpaceSizeInBytes, beta,
+                                                  dwDesc, dw);
+  });
+}
+
+cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void* alpha,
+                                           const cudnnTensorDescriptor_t dyDesc, const void* dy,
+                                           const void* beta, const cudnnTensorDescriptor_t dbDesc,
+                                           void* db) {
+  Ranges r;
+  T(r, dyDesc, dy, kR);
+  T(r, dbDesc, db, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnConvolutionBackwardBias()(handle, alpha, dyDesc, dy, beta, dbDesc, db);
+  });
+}
+
+cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
+                             const cudnnTensorDescriptor_t aDesc, const void* A, const void* beta,
+                             const cudnnTensorDescriptor_t cDesc, void* C) {
+  Ranges r;
+  T(r, aDesc, A, kR);
+  T(r, cDesc, C, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnAddTensor()(handle, alpha, aDesc, A, beta, cDesc, C);
+  });
+}
+
+cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t opTensorDesc,
+                            const void* alpha1, const cudnnTensorDescriptor_t aDesc, const void* A,
+                            const void* alpha2, const cudnnTensorDescriptor_t bDesc, const void* B,
+                            const void* beta, const cudnnTensorDescriptor_t cDesc, void* C) {
+  Ranges r;
+  T(r, aDesc, A, kR);
+  T(r, bDesc, B, kR);
+  T(r, cDesc, C, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnOpTensor()(handle, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta,
+                                 cDesc, C);
+  });
+}
+
+cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void* y,
+                               const void* alpha) {
+  Ranges r;
+  T(r, yDesc, y, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
+                              [&] { return real::cudnnScaleTensor()(handle, yDesc, y, alpha); });
+}
+
+cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void* y,
+                             const void* valuePtr) {
+  Ranges r;
+  T(r, yDesc, y, kW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
+                              [&] { return real::cudnnSetTensor()(handle, yDesc, y, valuePtr); });
+}
+
+cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle,
+                                     cudnnActivationDescriptor_t activationDesc, const void* alpha,
+                                     const cudnnTensorDescriptor_t xDesc, const void* x,
+                                     const void* beta, const cudnnTensorDescriptor_t yDesc,
+                                     void* y) {
+  Ranges r;
+  T(r, xDesc, x, kR);
+  T(r, yDesc, y, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnActivationForward()(handle, activationDesc, alpha, xDesc, x, beta, yDesc, y);
+  });
+}
+
+cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle,
+                                      cudnnActivationDescriptor_t activationDesc, const void* alpha,
+                                      const cudnnTensorDescriptor_t yDesc, const void* y,
+                                      const cudnnTensorDescriptor_t dyDesc, const void* dy,
+                                      const cudnnTensorDescriptor_t xDesc, const void* x,
+                                      const void* beta, const cudnnTensorDescriptor_t dxDesc,
+                                      void* dx) {
+  Ranges r;
+  T(r, yDesc, y, kR);
+  T(r, dyDesc, dy, kR);
+  T(r, xDesc, x, kR);
+  T(r, dxDesc, dx, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnActivationBackward()(handle, activationDesc, alpha, yDesc, y, dyDesc, dy,
+                                           xDesc, x, beta, dxDesc, dx);
+  });
+}
+
+cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc,
+                                  const void* alpha, const cudnnTensorDescriptor_t xDesc,
+                                  const void* x, const void* beta,
+                                  const cudnnTensorDescriptor_t yDesc, void* y) {
+  Ranges r;
+  T(r, xDesc, x, kR);
+  T(r, yDesc, y, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnPoolingForward()(handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y);
+  });
+}
+
+cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc,
+                                   const void* alpha, const cudnnTensorDescriptor_t yDesc,
+                                   const void* y, const cudnnTensorDescriptor_t dyDesc,
+                                   const void* dy, const cudnnTensorDescriptor_t xDesc,
+                                   const void* x, const void* beta,
+                                   const cudnnTensorDescriptor_t dxDesc, void* dx) {
+  Ranges r;
+  T(r, yDesc, y, kR);
+  T(r, dyDesc, dy, kR);
+  T(r, xDesc, x, kR);
+  T(r, dxDesc, dx, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnPoolingBackward()(handle, poolingDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x,
+                                        beta, dxDesc, dx);
+  });
+}
+
+cudnnStatus_t cudnnBatchNormalizationForwardTraining(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta,
+    const cudnnTensorDescriptor_t xDesc, const void* x, const cudnnTensorDescriptor_t yDesc,
+    void* y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void* bnScale,
+    const void* bnBias, double exponentialAverageFactor, void* resultRunningMean,
+    void* resultRunningVariance, double epsilon, void* resultSaveMean,
+    void* resultSaveInvVariance) {
+  Ranges r;
+  T(r, xDesc, x, kR);
+  T(r, yDesc, y, kRW);
+  T(r, bnScaleBiasMeanVarDesc, bnScale, kR);
+  T(r, bnScaleBiasMeanVarDesc, bnBias, kR);
+  T(r, bnScaleBiasMeanVarDesc, resultRunningMean, kRW);
+  T(r, bnScaleBiasMeanVarDesc, resultRunningVariance, kRW);
+  T(r, bnScaleBiasMeanVarDesc, resultSaveMean, kW);
+  T(r, bnScaleBiasMeanVarDesc, resultSaveInvVariance, kW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnBatchNormalizationForwardTraining()(
+        handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias,
+        exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean,
+        resultSaveInvVariance);
+  });
+}
+
+cudnnStatus_t cudnnBatchNormalizationForwardInference(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta,
+    const cudnnTensorDescriptor_t xDesc, const void* x, const cudnnTensorDescriptor_t yDesc,
+    void* y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void* bnScale,
+    const void* bnBias, const void* estimatedMean, const void* estimatedVariance, double epsilon) {
+  Ranges r;
+  T(r, xDesc, x, kR);
+  T(r, yDesc, y, kRW);
+  T(r, bnScaleBiasMeanVarDesc, bnScale, kR);
+  T(r, bnScaleBiasMeanVarDesc, bnBias, kR);
+  T(r, bnScaleBiasMeanVarDesc, estimatedMean, kR);
+  T(r, bnScaleBiasMeanVarDesc, estimatedVariance, kR);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnBatchNormalizationForwardInference()(
+        handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias,
+        estimatedMean, estimatedVariance, epsilon);
+  });
+}
+
+cudnnStatus_t cudnnBatchNormalizationBackward(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alphaDataDiff,
+    const void* betaDataDiff, const void* alphaParamDiff, const void* betaParamDiff,
+    const cudnnTensorDescriptor_t xDesc, const void* x, const cudnnTensorDescriptor_t dyDesc,
+    const void* dy, const cudnnTensorDescriptor_t dxDesc, void* dx,
+    const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void* bnScale, void* dBnScaleResult,
+    void* dBnBiasResult, double epsilon, const void* savedMean, const void* savedInvVariance) {
+  Ranges r;
+  T(r, xDesc, x, kR);
+  T(r, dyDesc, dy, kR);
+  T(r, dxDesc, dx, kRW);
+  T(r, dBnScaleBiasDesc, bnScale, kR);
+  T(r, dBnScaleBiasDesc, dBnScaleResult, kRW);
+  T(r, dBnScaleBiasDesc, dBnBiasResult, kRW);
+  T(r, dBnScaleBiasDesc, savedMean, kR);
+  T(r, dBnScaleBiasDesc, savedInvVariance, kR);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnBatchNormalizationBackward()(
+        handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc,
+        dy, dxDesc, dx, dBnScaleBiasDesc, bnScale, dBnScaleResult, dBnBiasResult, epsilon,
+        savedMean, savedInvVariance);
+  });
+}
+
+cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo,
+                                  cudnnSoftmaxMode_t mode, const void* alpha,
+                                  const cudnnTensorDescriptor_t xDesc, const void* x,
+                                  const void* beta, const cudnnTensorDescriptor_t yDesc, void* y) {
+  Ranges r;
+  T(r, xDesc, x, kR);
+  T(r, yDesc, y, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnSoftmaxForward()(handle, algo, mode, alpha, xDesc, x, beta, yDesc, y);
+  });
+}
+
+cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo,
+                                   cudnnSoftmaxMode_t mode, const void* alpha,
+                                   const cudnnTensorDescriptor_t yDesc, const void* y,
+                                   const cudnnTensorDescriptor_t dyDesc, const void* dy,
+                                   const void* beta, const cudnnTensorDescriptor_t dxDesc,
+                                   void* dx) {
+  Ranges r;
+  T(r, yDesc, y, kR);
+  T(r, dyDesc, dy, kR);
+  T(r, dxDesc, dx, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnSoftmaxBackward()(handle, algo, mode, alpha, yDesc, y, dyDesc, dy, beta,
+                                        dxDesc, dx);
+  });
+}
+
+}  // namespace pooch::interpose::intercept

@@ -1,0 +1,102 @@
+// runtime_hooks.cc: the CUDA runtime hooks under a residency policy (intercept.h): allocation
+// goes to the manager, every copy, set and kernel launch makes the memory it touches resident
+// first. Without a policy these are not called (the generated hooks forward).
+#include <cstring>
+
+#include "interpose/hook_table.h"
+#include "interpose/intercept.h"
+#include "interpose/kernel_args.h"
+#include "interpose/managed.h"
+#include "interpose/runtime_state.h"
+
+namespace pooch::interpose::intercept {
+namespace {
+
+using Mode = pooch::AccessRange::Mode;
+
+uintptr_t S(cudaStream_t stream) { return reinterpret_cast<uintptr_t>(stream); }
+
+}  // namespace
+
+cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  return ManagedAlloc(reinterpret_cast<uintptr_t*>(devPtr), size, cudaSuccess,
+                      [&] { return real::cudaMalloc()(devPtr, size); });
+}
+
+cudaError_t cudaFree(void* devPtr) {
+  return ManagedFree(reinterpret_cast<uintptr_t>(devPtr), cudaSuccess,
+                     [&] { return real::cudaFree()(devPtr); });
+}
+
+// Stream-ordered allocation: the manager's memory is usable by any stream once allocated, and
+// a free waits for the last use it recorded, so the stream order is kept.
+cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  return ManagedAlloc(reinterpret_cast<uintptr_t*>(devPtr), size, cudaSuccess,
+                      [&] { return real::cudaMallocAsync()(devPtr, size, hStream); });
+}
+
+cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+  return ManagedFree(reinterpret_cast<uintptr_t>(devPtr), cudaSuccess,
+                     [&] { return real::cudaFreeAsync()(devPtr, hStream); });
+}
+
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  if (ManagedMemoryInfo(free, total)) return cudaSuccess;
+  return real::cudaMemGetInfo()(free, total);
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+  Ranges r;
+  r.Add(dst, count, Mode::kWrite);
+  r.Add(src, count, Mode::kRead);
+  return RunOp<cudaError_t>(0, r, [&] { return real::cudaMemcpy()(dst, src, count, kind); });
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  Ranges r;
+  r.Add(dst, count, Mode::kWrite);
+  r.Add(src, count, Mode::kRead);
+  return RunOp<cudaError_t>(S(stream), r,
+                            [&] { return real::cudaMemcpyAsync()(dst, src, count, kind, stream); });
+}
+
+cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
+  Ranges r;
+  r.Add(devPtr, count, Mode::kWrite);
+  return RunOp<cudaError_t>(0, r, [&] { return real::cudaMemset()(devPtr, value, count); });
+}
+
+cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
+  Ranges r;
+  r.Add(devPtr, count, Mode::kWrite);
+  return RunOp<cudaError_t>(S(stream), r,
+                            [&] { return real::cudaMemsetAsync()(devPtr, value, count, stream); });
+}
+
+cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                             size_t sharedMem, cudaStream_t stream) {
+  const Ranges r = RuntimeKernelRanges(GetManager(), func, args);
+  return RunOp<cudaError_t>(S(stream), r, [&] {
+    return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream);
+  });
+}
+
+// Synchronisation points are a good time to reclaim finished swaps and frees.
+// With POOCH_ITERATION_MARKER=sync, each device-wide synchronisation also ends an iteration.
+cudaError_t cudaDeviceSynchronize() {
+  const cudaError_t result = real::cudaDeviceSynchronize()();
+  if (pooch::ResidencyManager* m = ExistingManager()) {
+    m->Poll().IgnoreError();
+    if (GetConfig().iteration_marker == pooch::IterationMarker::kSync) m->MarkIteration();
+  }
+  return result;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  const cudaError_t result = real::cudaStreamSynchronize()(stream);
+  if (pooch::ResidencyManager* m = ExistingManager()) m->Poll().IgnoreError();
+  return result;
+}
+
+}  // namespace pooch::interpose::intercept

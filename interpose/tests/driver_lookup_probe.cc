@@ -1,0 +1,119 @@
+// driver_lookup_probe: allocates, copies to and frees device memory with the driver API, reaching
+// cuMemAlloc, cuMemcpyHtoDAsync and cuMemFree in the way the first argument names:
+//   byname      calling the exported names (cuMemAlloc_v2, ...) directly
+//   proc        through cuGetProcAddress (the CUDA 11.3 form, 4 arguments), version 12000
+//   proc_v2     through cuGetProcAddress_v2, version 12000
+//   entry       through cudaGetDriverEntryPointByVersion (runtime), version 12000
+//   entry_rt    through cudaGetDriverEntryPoint (runtime's own version)
+//   legacy      cuGetProcAddress_v2("cuMemAlloc", version 2000): the 32-bit base form
+//   meminfo     prints "meminfo FREE TOTAL" from cuMemGetInfo_v2 after a 4 MiB cuMemAlloc
+// Each of the first five does `kRounds` rounds and prints "probe ok"; interpose_driver_lookup
+// runs it under libpooch.so and compares the per-hook call counts of the summary.
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#define CUDA_ENABLE_DEPRECATED 1  // cudaGetDriverEntryPoint is deprecated, and tested
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#undef cuGetProcAddress
+extern "C" CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
+                                     cuuint64_t flags);
+
+namespace {
+
+constexpr int kRounds = 3;
+constexpr size_t kBytes = 1 << 20;
+
+using AllocFn = CUresult (*)(CUdeviceptr*, size_t);
+using FreeFn = CUresult (*)(CUdeviceptr);
+using CopyFn = CUresult (*)(CUdeviceptr, const void*, size_t, CUstream);
+using LegacyAllocFn = CUresult (*)(unsigned int*, unsigned int);
+
+bool Check(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) std::fprintf(stderr, "probe: %s failed: %d\n", what, static_cast<int>(r));
+  return r == CUDA_SUCCESS;
+}
+
+template <typename Fn>
+bool Get(const char* mode, const char* name, Fn* fn) {
+  void* p = nullptr;
+  CUdriverProcAddressQueryResult found{};
+  cudaDriverEntryPointQueryResult rt_found{};
+  bool ok = false;
+  if (std::strcmp(mode, "proc") == 0) {
+    ok = cuGetProcAddress(name, &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT) == CUDA_SUCCESS;
+  } else if (std::strcmp(mode, "proc_v2") == 0) {
+    ok = cuGetProcAddress_v2(name, &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &found) == CUDA_SUCCESS;
+  } else if (std::strcmp(mode, "entry") == 0) {
+    ok = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &rt_found) ==
+         cudaSuccess;
+  } else if (std::strcmp(mode, "entry_rt") == 0) {
+    ok = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &rt_found) == cudaSuccess;
+  }
+  if (!ok || p == nullptr) {
+    std::fprintf(stderr, "probe: look-up of %s (%s) failed\n", name, mode);
+    return false;
+  }
+  *fn = reinterpret_cast<Fn>(p);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "byname";
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  if (!Check(cuInit(0), "cuInit") || !Check(cuDeviceGet(&dev, 0), "cuDeviceGet") ||
+      !Check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain") ||
+      !Check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent")) {
+    return 1;
+  }
+  if (std::strcmp(mode, "legacy") == 0) {
+    void* p = nullptr;
+    CUdriverProcAddressQueryResult found{};
+    if (!Check(cuGetProcAddress_v2("cuMemAlloc", &p, 2000, CU_GET_PROC_ADDRESS_DEFAULT, &found),
+               "cuGetProcAddress_v2(cuMemAlloc, 2000)")) {
+      return 1;
+    }
+    unsigned int small = 0;
+    const CUresult r = reinterpret_cast<LegacyAllocFn>(p)(&small, 4096);
+    std::printf("probe legacy result %d\n", static_cast<int>(r));
+    return 0;
+  }
+
+  if (std::strcmp(mode, "meminfo") == 0) {
+    CUdeviceptr d = 0;
+    size_t free_bytes = 0, total_bytes = 0;
+    if (!Check(cuMemAlloc_v2(&d, 4 << 20), "cuMemAlloc") ||
+        !Check(cuMemGetInfo_v2(&free_bytes, &total_bytes), "cuMemGetInfo") ||
+        !Check(cuMemFree_v2(d), "cuMemFree")) {
+      return 1;
+    }
+    std::printf("meminfo %zu %zu\n", free_bytes, total_bytes);
+    return 0;
+  }
+
+  AllocFn alloc = &cuMemAlloc_v2;
+  FreeFn free_fn = &cuMemFree_v2;
+  CopyFn copy = &cuMemcpyHtoDAsync_v2;
+  if (std::strcmp(mode, "byname") != 0) {
+    if (!Get(mode, "cuMemAlloc", &alloc) || !Get(mode, "cuMemFree", &free_fn) ||
+        !Get(mode, "cuMemcpyHtoDAsync", &copy)) {
+      return 1;
+    }
+  }
+  std::vector<char> host(kBytes, 7);
+  for (int i = 0; i < kRounds; ++i) {
+    CUdeviceptr d = 0;
+    if (!Check(alloc(&d, kBytes), "cuMemAlloc") ||
+        !Check(copy(d, host.data(), kBytes, nullptr), "cuMemcpyHtoDAsync") ||
+        !Check(cuCtxSynchronize(), "cuCtxSynchronize") || !Check(free_fn(d), "cuMemFree")) {
+      return 1;
+    }
+  }
+  std::printf("probe ok\n");
+  return 0;
+}

@@ -1,0 +1,256 @@
+#!/bin/sh
+# Checks of libpooch.so, registered by CMakeLists.txt here (which says what each case checks).
+#   interpose_test.sh CASE LIBPOOCH SIMGPU_LIB_DIR [ARG]
+# Exit 0 on success; otherwise prints what failed and exits 1.
+set -u
+case_name=$1
+libpooch=$2
+libdir=$3
+arg=${4:-}
+work=$(mktemp -d "${TMPDIR:-/tmp}/interpose_test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+fail() {
+  echo "FAIL ($case_name): $*" >&2
+  for f in "$work"/*.out "$work"/*.err; do
+    [ -s "$f" ] || continue
+    echo "--- $f" >&2
+    tail -n 40 "$f" >&2
+  done
+  exit 1
+}
+
+need_simgpu() {
+  for lib in libcuda.so.1 libcudart.so.13 libcudnn.so.9 libcublas.so.13; do
+    [ -e "$libdir/$lib" ] || fail "simgpu library $libdir/$lib is missing (build the simgpu targets)"
+  done
+  LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH
+}
+
+# The POOCH_* variables of the caller must not change what a case checks.
+for v in $(env | sed -n 's/^\(POOCH_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+
+# run NAME CMD...: stdout to NAME.out, stderr to NAME.err; sets $rc.
+run() {
+  name=$1
+  shift
+  "$@" >"$work/$name.out" 2>"$work/$name.err"
+  rc=$?
+}
+
+# top_calls FILE HOOK: the program's own calls of HOOK from the summary (0 if not listed).
+top_calls() {
+  awk -v hook="$2" '$1 == "pooch:" && $2 == "calls:" && $3 == hook { n = $4 } END { print n + 0 }' "$1"
+}
+
+case $case_name in
+exports)
+  names=$arg
+  [ -s "$names" ] || fail "no list of hooks at $names"
+  tr -s ' \t' '\n\n' <"$names" | grep . | sort >"$work/want.txt"
+  nm -D --defined-only "$libpooch" | awk '{ print $NF }' | sort >"$work/have.txt"
+  [ -s "$work/have.txt" ] || fail "nm found no exported symbols in $libpooch"
+  if ! diff "$work/want.txt" "$work/have.txt" >"$work/diff.out"; then
+    fail "exports differ from hooked_symbols.def (< missing, > unexpected)"
+  fi
+  # Every export is a function, and none carries a version (an unversioned definition is what
+  # a program's versioned reference cudaMalloc@libcudart.so.13 binds to).
+  objdump -T "$libpooch" | awk '$2 == "g" && $NF !~ /^_/ && $(NF-1) != "Base" && $3 == "DF" { print }' \
+    >"$work/versioned.out"
+  [ -s "$work/versioned.out" ] && fail "exports with a version node"
+  readelf -d "$libpooch" | grep NEEDED >"$work/needed.out"
+  if grep -E 'libcuda|libcudart|libcudnn|libcublas|libnvidia' "$work/needed.out" >/dev/null; then
+    fail "libpooch.so has a NEEDED entry on a CUDA library"
+  fi
+  n=$(wc -l <"$work/want.txt")
+  echo "ok: $n exported hooks, no CUDA library needed"
+  ;;
+
+startup_config)
+  # A bad value stops the program before main: one line, exit 2, nothing from the program.
+  run bad env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMIT=12QB sh -c 'echo main-ran'
+  [ "$rc" -eq 2 ] || fail "bad POOCH_MEMORY_LIMIT: exit $rc, want 2"
+  [ "$(wc -l <"$work/bad.err")" -eq 1 ] || fail "bad POOCH_MEMORY_LIMIT: want exactly one stderr line"
+  grep -q "^pooch: POOCH_MEMORY_LIMIT='12QB': " "$work/bad.err" || fail "bad line: $(cat "$work/bad.err")"
+  [ -s "$work/bad.out" ] && fail "the program ran despite the bad configuration"
+  run policy env LD_PRELOAD="$libpooch" POOCH_POLICY=sometimes true
+  [ "$rc" -eq 2 ] || fail "bad POOCH_POLICY: exit $rc, want 2"
+  grep -q "^pooch: POOCH_POLICY='sometimes'" "$work/policy.err" || fail "bad POOCH_POLICY line"
+  # Good values: the program runs, and with POOCH_SUMMARY=0 pooch prints nothing.
+  run good env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMIT=1GiB POOCH_POLICY=off POOCH_SUMMARY=0 \
+    sh -c 'echo main-ran'
+  [ "$rc" -eq 0 ] || fail "good configuration: exit $rc"
+  [ "$(cat "$work/good.out")" = main-ran ] || fail "good configuration: the program did not run"
+  [ -s "$work/good.err" ] && fail "good configuration: unexpected stderr"
+  # A misspelt variable is warned about, not fatal.
+  run typo env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMT=1GiB POOCH_SUMMARY=0 true
+  [ "$rc" -eq 0 ] || fail "misspelt variable: exit $rc"
+  grep -q "POOCH_MEMORY_LIMT" "$work/typo.err" || fail "misspelt variable not reported"
+  echo "ok"
+  ;;
+
+missing_real)
+  run probe env -u LD_LIBRARY_PATH POOCH_SUMMARY=0 "$arg" "$libpooch"
+  [ "$rc" -eq 0 ] || fail "probe exit $rc"
+  # CUDA_ERROR_NOT_INITIALIZED = 3.
+  [ "$(grep -c '^cuMemAlloc_v2 3$' "$work/probe.out")" -eq 2 ] || fail "cuMemAlloc_v2 codes"
+  [ "$(grep -c '^cuMemFree_v2 3$' "$work/probe.out")" -eq 2 ] || fail "cuMemFree_v2 codes"
+  [ "$(grep -c '^pooch: cannot find the real cuMemAlloc_v2 ' "$work/probe.err")" -eq 1 ] ||
+    fail "want one line about cuMemAlloc_v2"
+  [ "$(grep -c '^pooch: cannot find the real cuMemFree_v2 ' "$work/probe.err")" -eq 1 ] ||
+    fail "want one line about cuMemFree_v2"
+  echo "ok"
+  ;;
+
+driver_lookup)
+  need_simgpu
+  probe=$arg
+  run plain "$probe" byname
+  [ "$rc" -eq 0 ] || fail "probe without pooch: exit $rc"
+  grep -q '^pooch:' "$work/plain.err" && fail "pooch output without the preload"
+  for mode in byname proc proc_v2 entry entry_rt; do
+    run "$mode" env LD_PRELOAD="$libpooch" POOCH_POLICY=off "$probe" "$mode"
+    [ "$rc" -eq 0 ] || fail "$mode: exit $rc"
+    grep -q '^probe ok$' "$work/$mode.out" || fail "$mode: probe did not finish"
+    for hook in cuMemAlloc_v2 cuMemFree_v2 cuMemcpyHtoDAsync_v2; do
+      n=$(top_calls "$work/$mode.err" "$hook")
+      [ "$n" -eq 3 ] || fail "$mode: $hook intercepted $n times, want 3 (as by name)"
+    done
+  done
+  # The version argument selects the form: 2000 is the 32-bit cuMemAlloc.
+  run legacy env LD_PRELOAD="$libpooch" POOCH_POLICY=off "$probe" legacy
+  [ "$rc" -eq 0 ] || fail "legacy: exit $rc"
+  [ "$(top_calls "$work/legacy.err" cuMemAlloc)" -eq 1 ] || fail "legacy: cuMemAlloc not intercepted"
+  [ "$(top_calls "$work/legacy.err" cuMemAlloc_v2)" -eq 0 ] || fail "legacy: got cuMemAlloc_v2"
+  # Under a policy, cuMemGetInfo reports the limit and what the manager holds (4 MiB here).
+  run meminfo env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=64MiB "$probe" meminfo
+  [ "$rc" -eq 0 ] || fail "meminfo: exit $rc"
+  [ "$(cat "$work/meminfo.out")" = "meminfo $((60 << 20)) $((64 << 20))" ] ||
+    fail "meminfo under POOCH_MEMORY_LIMIT=64MiB: $(cat "$work/meminfo.out")"
+  # POOCH_LOG=debug names each substitution.
+  run debug env LD_PRELOAD="$libpooch" POOCH_POLICY=off POOCH_LOG=debug "$probe" proc_v2
+  grep -q '^pooch: debug: cuGetProcAddress_v2(cuMemAlloc, 12000) -> pooch' "$work/debug.err" ||
+    fail "no debug line for the substitution"
+  echo "ok"
+  ;;
+
+passthrough)
+  need_simgpu
+  bin=$arg
+  run plain "$bin" --model tiny --iters 5
+  [ "$rc" -eq 0 ] || fail "cnn_train without pooch: exit $rc"
+  run pooch env LD_PRELOAD="$libpooch" POOCH_POLICY=off "$bin" --model tiny --iters 5
+  [ "$rc" -eq 0 ] || fail "cnn_train under pooch: exit $rc"
+  cmp -s "$work/plain.out" "$work/pooch.out" || fail "output differs under POOCH_POLICY=off"
+  grep -q '^params_checksum ' "$work/pooch.out" || fail "no params_checksum"
+  # The preload was really in the path: the summary counts the program's calls.
+  for hook in cudaMalloc cudnnConvolutionForward cublasSgemm_v2; do
+    [ "$(top_calls "$work/pooch.err" "$hook")" -gt 0 ] || fail "$hook not intercepted"
+  done
+  echo "ok"
+  ;;
+
+threads)
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run plain "$arg" 4 3
+  [ "$rc" -eq 0 ] || fail "without pooch: exit $rc"
+  run pooch env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=24MiB "$arg" 4 3
+  [ "$rc" -eq 0 ] || fail "under pooch: exit $rc"
+  grep -q '^threads ok$' "$work/pooch.out" || fail "under pooch: no 'threads ok'"
+  grep -i 'hazard' "$work/pooch.err" && fail "simgpu reported a hazard"
+  outs=$(awk '$2 == "swaps:" { print $4 }' "$work/pooch.err")
+  [ "${outs:-0}" -gt 0 ] || fail "no swapping happened"
+  echo "ok: $outs swap-outs"
+  ;;
+
+run_command)
+  pooch=$arg
+  # pooch run finds libpooch.so at ../lib/libpooch.so from its own directory.
+  [ "$(cd "$(dirname "$pooch")/../lib" 2>/dev/null && pwd)/libpooch.so" = \
+    "$(cd "$(dirname "$libpooch")" && pwd)/libpooch.so" ] || fail "pooch and libpooch.so not in bin/ and lib/"
+  run usage "$pooch" run
+  [ "$rc" -eq 2 ] || fail "missing command: exit $rc, want 2"
+  grep -q '^usage: pooch run' "$work/usage.err" || fail "missing command: no usage"
+  run usage2 "$pooch" run --policy off --
+  [ "$rc" -eq 2 ] || fail "missing command after --: exit $rc, want 2"
+  for bad in "--memory-limit 12QB" "--policy sometimes" "--log loud" "--min-swap-bytes -1" \
+             "--bogus 1" "--policy"; do
+    # shellcheck disable=SC2086
+    run bad "$pooch" run $bad -- sh -c 'echo ran'
+    [ "$rc" -eq 2 ] || fail "'$bad': exit $rc, want 2"
+    [ "$(wc -l <"$work/bad.err")" -eq 1 ] || fail "'$bad': want one stderr line"
+    grep -q '^pooch: ' "$work/bad.err" || fail "'$bad': line not prefixed pooch:"
+    [ -s "$work/bad.out" ] && fail "'$bad': the command ran"
+  done
+  run missing "$pooch" run -- /nonexistent/command
+  [ "$rc" -eq 127 ] || fail "unrunnable command: exit $rc, want 127"
+  [ "$(wc -l <"$work/missing.err")" -eq 1 ] || fail "unrunnable command: want one line"
+  # The variables, the preload (first, existing entries kept) and the command's exit status.
+  run env env LD_PRELOAD=/lib/other.so "$pooch" run --policy off --memory-limit 1GiB \
+    --min-swap-bytes 4MiB --log warn --trace "$work/t.json" --no-summary -- \
+    sh -c 'echo "$LD_PRELOAD|$POOCH_POLICY|$POOCH_MEMORY_LIMIT|$POOCH_MIN_SWAP_BYTES|$POOCH_LOG|$POOCH_TRACE|$POOCH_SUMMARY|$PYTORCH_NO_CUDA_MEMORY_CACHING"; exit 5'
+  [ "$rc" -eq 5 ] || fail "command's exit status not passed on: $rc"
+  want="$(cd "$(dirname "$libpooch")" && pwd)/libpooch.so:/lib/other.so|off|1GiB|4MiB|warn|$work/t.json|0|1"
+  [ "$(cat "$work/env.out")" = "$want" ] || fail "environment: got '$(cat "$work/env.out")', want '$want'"
+  # Without "--": the first argument that is not a flag (or a flag's value) is the command.
+  run nodash "$pooch" run --policy off --no-summary sh -c 'echo "$POOCH_POLICY"'
+  [ "$rc" -eq 0 ] && [ "$(cat "$work/nodash.out")" = off ] || fail "command without --"
+  # With simgpu: the preload is really in the program.
+  if [ -e "$libdir/libcudart.so.13" ]; then
+    need_simgpu
+    run summary "$pooch" run --policy off --log info -- true
+    grep -q '^pooch: loaded, policy off' "$work/summary.err" || fail "libpooch.so not loaded"
+  fi
+  echo "ok"
+  ;;
+
+demand)
+  # Demand swapping on simgpu: cnn_train --model tiny --batch 256 with the device at
+  # $POOCH_DEMAND_PERCENT % (default 70) of its in-core peak fails alone (exit 3) and trains
+  # under `pooch run --policy demand` to the same parameters, with the hazard checker at error.
+  # Why not 40 %: relu1's backward pass touches y, dy, x and dx, 16 MiB each, so no schedule
+  # fits below 64 MiB + weights, 67 % of the 97.7 MB peak (see interpose/README text).
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  percent=${POOCH_DEMAND_PERCENT:-70}
+  iters=20
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run incore "$bin" --model tiny --batch 256 --iters $iters
+  [ "$rc" -eq 0 ] || fail "in-core run: exit $rc"
+  peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
+  sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
+  [ -n "$peak" ] && [ -n "$sum" ] || fail "in-core run: no peak or checksum"
+  SIMGPU_MEMORY=$((peak * percent / 100))
+  export SIMGPU_MEMORY
+  run alone "$bin" --model tiny --batch 256 --iters $iters
+  [ "$rc" -eq 3 ] || fail "without pooch at $percent % ($SIMGPU_MEMORY bytes): exit $rc, want 3 (OOM)"
+  run pooch "$pooch" run --policy demand --trace "$work/trace.json" -- \
+    "$bin" --model tiny --batch 256 --iters $iters
+  [ "$rc" -eq 0 ] || fail "under pooch at $percent % ($SIMGPU_MEMORY bytes): exit $rc"
+  n=$(grep -c '^iter ' "$work/pooch.out")
+  [ "$n" -eq $iters ] || fail "under pooch: $n iterations, want $iters"
+  got=$(awk '$1 == "params_checksum" { print $2 }' "$work/pooch.out")
+  [ "$got" = "$sum" ] || fail "params_checksum $got under pooch, $sum in-core"
+  grep -i 'hazard' "$work/pooch.err" && fail "simgpu reported a hazard"
+  outs=$(awk '$2 == "swaps:" { print $4 }' "$work/pooch.err")
+  ins=$(awk '$2 == "swaps:" { print $8 }' "$work/pooch.err")
+  [ "${outs:-0}" -gt 0 ] && [ "${ins:-0}" -gt 0 ] || fail "no swapping happened (out ${outs:-?}, in ${ins:-?})"
+  limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
+  used=$(awk '$2 == "memory:" { print $6 }' "$work/pooch.err")
+  [ "$used" -le "$limit" ] || fail "peak $used above the limit $limit"
+  # POOCH_TRACE: a terminated document with the swaps in it.
+  tail -c 200 "$work/trace.json" | grep -q '"displayTimeUnit"' || fail "trace not terminated"
+  grep -q '"name":"swap out"' "$work/trace.json" || fail "no swap-out in the trace"
+  echo "ok: $percent % of $peak bytes, checksum $sum, $outs swap-outs, $ins swap-ins"
+  ;;
+
+*)
+  fail "unknown case"
+  ;;
+esac
+exit 0
