@@ -19,9 +19,11 @@ void PrintUsage(std::ostream& out) {
          "       pooch <command> --help\n"
          "\n"
          "commands:\n";
+  size_t width = 0;  // the longest name, so that the summaries line up
+  for (const Subcommand& s : Subcommands()) width = std::max(width, std::string(s.name).size());
   for (const Subcommand& s : Subcommands()) {
     std::string name = s.name;
-    name.resize(std::max<size_t>(name.size() + 2, 8), ' ');
+    name.resize(width + 2, ' ');
     out << "  " << name << s.summary << "\n";
   }
   out << "\n"

@@ -137,8 +137,8 @@ const Variable kVariables[] = {
       "off, demand, in-core, swap-all-nosched, swap-all, swap-opt, pooch, superneurons, "
       "checkpoint, optimal",
       "off: pass every call through. demand: swap least recently used data out when the limit "
-      "is reached and back in before an op touches it. The planner's policy names are accepted "
-      "and, for now, run as demand."},
+      "is reached and back in before an op touches it. A planner policy name asks for that "
+      "policy's plan; until the runtime carries out plans, it runs as demand."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
        for (const auto& m : kRunModes) {
@@ -180,7 +180,8 @@ const Variable kVariables[] = {
        c.summary = *b;
        return absl::OkStatus();
      }},
-    {{"POOCH_PROFILE_ITERS", "2", "integer >= 1", "Iterations measured before a plan is made."},
+    {{"POOCH_PROFILE_ITERS", "2", "integer >= 1", "Iterations measured before a plan is made. Not yet in effect: read once the runtime "
+      "carries out plans."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int> n = ParsePositiveInt(name, value);
        if (!n.ok()) return n.status();
@@ -188,13 +189,15 @@ const Variable kVariables[] = {
        return absl::OkStatus();
      }},
     {{"POOCH_PROFILE_OUT", "not written", "path",
-      "Write the measured profile (pooch-profile JSON, input of `pooch plan --profile`) here."},
+      "Write the measured profile (pooch-profile JSON, input of `pooch plan --profile`) here. "
+      "Not yet in effect: read once the runtime carries out plans."},
      [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
        c.profile_out = std::string(value);
        return absl::OkStatus();
      }},
     {{"POOCH_REPROFILE_AFTER", "3", "integer >= 1",
-      "Consecutive iterations that do not match the profile before pooch profiles again."},
+      "Consecutive iterations that do not match the profile before pooch profiles again. Not "
+      "yet in effect: read once the runtime carries out plans."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int> n = ParsePositiveInt(name, value);
        if (!n.ok()) return n.status();
