@@ -67,6 +67,10 @@ absl::StatusOr<Plan> PlanOptimal(PlanContext& ctx);
 // recompute one at a time by r(X). Exposed so tests can run step 2 on chosen inputs.
 Plan RecomputeStep(PlanContext& ctx, Plan start);
 
+// Ours, beyond the paper: a budgeted local search after §4.4.3 (Note [Refinement after §4.4.3]
+// in plan_pooch.cc). Takes and returns a feasible plan; the result is never slower.
+Plan RefineStep(PlanContext& ctx, Plan start);
+
 }  // namespace pooch
 
 #endif  // POOCH_CORE_PLAN_INTERNAL_H_

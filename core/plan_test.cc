@@ -208,6 +208,29 @@ TEST(PlanTest, PoliciesAgainstOptimalOnRandomSmallGraphs) {
   EXPECT_LE(worst_gap, 0.10) << "worst seed " << worst_seed;
 }
 
+// The refinement after §4.4.3 (ours, Note [Refinement after §4.4.3]) only ever takes feasible,
+// faster plans: pooch is never slower than the paper's method alone (refine_simulations = 0),
+// and somewhere it is faster.
+TEST(PlanTest, RefinementNeverSlowerThanThePapersMethod) {
+  PlanOptions paper;
+  paper.refine_simulations = 0;
+  int faster = 0;
+  for (uint64_t seed = 1100; seed < 1180; ++seed) {
+    const Profile p = RandomProfile(seed, {.min_layers = 3, .max_layers = 9});
+    const int64_t in_core = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p)).peak_bytes;
+    for (double fraction : {0.5, 0.7, 0.9}) {
+      const MachineModel m = TestMachine(static_cast<int64_t>(in_core * fraction));
+      absl::StatusOr<PlanResult> base = MakePlan(p, m, Policy::kPooch, paper);
+      absl::StatusOr<PlanResult> refined = MakePlan(p, m, Policy::kPooch);
+      ASSERT_EQ(base.ok(), refined.ok()) << "seed " << seed;
+      if (!base.ok()) continue;
+      EXPECT_LE(refined->sim.iteration_us, base->sim.iteration_us) << "seed " << seed;
+      faster += refined->sim.iteration_us < base->sim.iteration_us;
+    }
+  }
+  EXPECT_GT(faster, 0);
+}
+
 // SuperNeurons issues swap-ins with the preceding convolution whatever the memory: with the
 // smallest capacity at which swap-all fits, that overflows where pooch still finds a plan, and
 // the reason names the swap-in (as at batch 640, §5.2).
