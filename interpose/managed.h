@@ -80,6 +80,14 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward) {
   return result;
 }
 
+// What a small (pass-through) allocation of `bytes` costs on the device: rounded up to
+// kSmallGranule, the unit in which cudaMalloc sizes count against capacity (simgpu models the
+// same 512 bytes; CUDA's own allocator aligns to at least 256 and sub-allocates in such units).
+inline constexpr int64_t kSmallGranule = 512;
+constexpr int64_t SmallChargeBytes(size_t bytes) {
+  return (static_cast<int64_t>(bytes) + kSmallGranule - 1) / kSmallGranule * kSmallGranule;
+}
+
 // cudaMalloc-like: the manager's for large sizes, the real allocator (charged) for small ones.
 // `real_alloc()` performs the real allocation into *out and returns the API's code.
 template <typename Ret, typename RealAlloc>
@@ -97,14 +105,19 @@ Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_all
     *out = *address;
     return success;
   }
-  if (absl::Status s = manager->ChargeExternal(static_cast<int64_t>(bytes)); !s.ok()) {
+  // The real allocator spends whole granules on each allocation, so charging the requested
+  // bytes under-counts: a program with hundreds of small tensors (a BN layer's 64-float scale,
+  // shift, statistics, gradients, momentum) then finds the device full while the budget says
+  // there is room, and the real cudaMalloc fails with nothing left to evict.
+  const int64_t charged = SmallChargeBytes(bytes);
+  if (absl::Status s = manager->ChargeExternal(charged); !s.ok()) {
     return StatusTo<Ret>(s);
   }
   const Ret result = real_alloc();
   if (result == success) {
-    RememberSmall(*out, bytes);
+    RememberSmall(*out, static_cast<size_t>(charged));
   } else {
-    manager->UnchargeExternal(static_cast<int64_t>(bytes));
+    manager->UnchargeExternal(charged);
   }
   return result;
 }

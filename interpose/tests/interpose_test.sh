@@ -208,29 +208,38 @@ run_command)
   ;;
 
 demand)
-  # Demand swapping on simgpu: cnn_train --model tiny --batch 256 with the device at
-  # $POOCH_DEMAND_PERCENT % (default 70) of its in-core peak fails alone (exit 3) and trains
-  # under `pooch run --policy demand` to the same parameters, with the hazard checker at error.
-  # Why not 40 %: relu1's backward pass touches y, dy, x and dx, 16 MiB each, so no schedule
-  # fits below 64 MiB + weights, 67 % of the 97.7 MB peak (see interpose/README text).
+  # Demand swapping on simgpu (issue 4, point 1): args POOCH CNN_TRAIN MODEL PERCENT.
+  #   tiny      --batch 64 (so that every feature map is >= 1 MiB, POOCH_MIN_SWAP_BYTES'
+  #             default, and can be swapped), 20 iterations
+  #   resnet18  --batch 8 --image 64 --classes 10, 3 iterations: its peak is mostly the
+  #             parameters, gradients and momentum, one tensor each, and the feature maps are
+  #             below 1 MiB, so this is the optimizer's and the small tensors' case
+  # The in-core run gives the peak and the checksum; with the device (SIMGPU_MEMORY) at
+  # PERCENT % of that peak, cnn_train alone must exit 3 (OOM), and under `pooch run --policy
+  # demand` at pooch's default limit (what the device reports free) must train every iteration
+  # to the same params_checksum, bit for bit, with the hazard checker at error.
   need_simgpu
   pooch=$arg
   bin=$5
-  percent=${POOCH_DEMAND_PERCENT:-70}
-  iters=20
+  model=${6:-tiny}
+  percent=${7:-40}
+  case $model in
+    tiny) iters=20; set -- --model tiny --batch 64 --iters $iters ;;
+    resnet18) iters=3; set -- --model resnet18 --batch 8 --image 64 --classes 10 --iters $iters ;;
+    *) fail "unknown model $model" ;;
+  esac
   SIMGPU_HAZARDS=error
   export SIMGPU_HAZARDS
-  run incore "$bin" --model tiny --batch 256 --iters $iters
+  run incore "$bin" "$@"
   [ "$rc" -eq 0 ] || fail "in-core run: exit $rc"
   peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
   sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
   [ -n "$peak" ] && [ -n "$sum" ] || fail "in-core run: no peak or checksum"
   SIMGPU_MEMORY=$((peak * percent / 100))
   export SIMGPU_MEMORY
-  run alone "$bin" --model tiny --batch 256 --iters $iters
+  run alone "$bin" "$@"
   [ "$rc" -eq 3 ] || fail "without pooch at $percent % ($SIMGPU_MEMORY bytes): exit $rc, want 3 (OOM)"
-  run pooch "$pooch" run --policy demand --trace "$work/trace.json" -- \
-    "$bin" --model tiny --batch 256 --iters $iters
+  run pooch "$pooch" run --policy demand --trace "$work/trace.json" -- "$bin" "$@"
   [ "$rc" -eq 0 ] || fail "under pooch at $percent % ($SIMGPU_MEMORY bytes): exit $rc"
   n=$(grep -c '^iter ' "$work/pooch.out")
   [ "$n" -eq $iters ] || fail "under pooch: $n iterations, want $iters"
@@ -243,10 +252,12 @@ demand)
   limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
   used=$(awk '$2 == "memory:" { print $6 }' "$work/pooch.err")
   [ "$used" -le "$limit" ] || fail "peak $used above the limit $limit"
+  [ "$limit" -le "$SIMGPU_MEMORY" ] || fail "limit $limit above the device's $SIMGPU_MEMORY bytes"
   # POOCH_TRACE: a terminated document with the swaps in it.
   tail -c 200 "$work/trace.json" | grep -q '"displayTimeUnit"' || fail "trace not terminated"
   grep -q '"name":"swap out"' "$work/trace.json" || fail "no swap-out in the trace"
-  echo "ok: $percent % of $peak bytes, checksum $sum, $outs swap-outs, $ins swap-ins"
+  echo "ok: $model at $percent % of $peak bytes (device $SIMGPU_MEMORY, limit $limit, peak $used)," \
+    "checksum $sum, $outs swap-outs, $ins swap-ins"
   ;;
 
 *)

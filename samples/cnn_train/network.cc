@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "checks.h"
@@ -9,11 +10,6 @@
 
 namespace cnn_train {
 namespace {
-
-// Each parameter starts on a 256-byte boundary in its arena, as cudaMalloc would give it.
-constexpr int64_t kAlignFloats = 64;
-
-int64_t AlignUp(int64_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
 
 size_t Bytes(int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); }
 
@@ -44,10 +40,7 @@ Network::Network(Dims input) { nodes_.push_back({"input", nullptr, {}, input}); 
 
 Network::~Network() {
   if (memory_ == nullptr) return;
-  memory_->Free(values_);
-  memory_->Free(grads_);
-  memory_->Free(momentum_);
-  memory_->Free(state_);
+  for (float* tensor : owned_) memory_->Free(tensor);
 }
 
 int Network::Add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs) {
@@ -58,44 +51,44 @@ int Network::Add(std::string name, std::unique_ptr<Layer> layer, std::vector<int
 
 void Network::InitParams(Context& ctx, uint64_t seed) {
   memory_ = ctx.memory;
+  std::vector<ParamSpec*> params;
+  std::vector<std::string> names;  // "<layer>.<param>", for out-of-memory messages
   for (Node& node : nodes_) {
     if (!node.layer) continue;
     for (ParamSpec& p : node.layer->params()) {
-      (p.trainable ? trainable_count_ : state_count_) += AlignUp(p.count);
+      params.push_back(&p);
+      names.push_back(node.name + "." + p.name);
     }
   }
-  values_ = memory_->AllocateFloats(trainable_count_, "parameters");
-  grads_ = memory_->AllocateFloats(trainable_count_, "parameter gradients");
-  momentum_ = memory_->AllocateFloats(trainable_count_, "momentum");
-  // Padding never changes: zero gradients and momentum leave zero parameters zero.
-  CUDA_CHECK(cudaMemset(grads_, 0, Bytes(trainable_count_)));
-  CUDA_CHECK(cudaMemset(momentum_, 0, Bytes(trainable_count_)));
-  if (state_count_ > 0) state_ = memory_->AllocateFloats(state_count_, "batch-norm statistics");
-
-  std::vector<float> host_values(trainable_count_, 0.0f);
-  std::vector<float> host_state(state_count_, 0.0f);
+  // Model construction: every parameter tensor, in layer order, initialised on the host from
+  // one random stream (so the draws do not depend on how the tensors are allocated).
   SplitMix64 rng(Mix64(seed ^ 0x5eed0000c0ffeeULL));
-  int64_t value_offset = 0;
-  int64_t state_offset = 0;
-  for (Node& node : nodes_) {
-    if (!node.layer) continue;
-    for (ParamSpec& p : node.layer->params()) {
-      if (p.trainable) {
-        FillInit(p, rng, host_values.data() + value_offset);
-        p.value = values_ + value_offset;
-        p.grad = grads_ + value_offset;
-        value_offset += AlignUp(p.count);
-      } else {
-        FillInit(p, rng, host_state.data() + state_offset);
-        p.value = state_ + state_offset;
-        state_offset += AlignUp(p.count);
-      }
-    }
+  std::vector<float> host;
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamSpec& p = *params[i];
+    p.value = memory_->AllocateFloats(p.count, names[i]);
+    owned_.push_back(p.value);
+    host.resize(p.count);
+    FillInit(p, rng, host.data());
+    CUDA_CHECK(cudaMemcpy(p.value, host.data(), Bytes(p.count), cudaMemcpyHostToDevice));
   }
-  CUDA_CHECK(
-      cudaMemcpy(values_, host_values.data(), Bytes(trainable_count_), cudaMemcpyHostToDevice));
-  if (state_count_ > 0) {
-    CUDA_CHECK(cudaMemcpy(state_, host_state.data(), Bytes(state_count_), cudaMemcpyHostToDevice));
+  // Then the gradients (every backward overwrites them; zeroed so that nothing ever reads
+  // uninitialised memory), then the optimizer's momentum buffers, zero as SGD starts.
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamSpec* p = params[i];
+    if (!p->trainable) continue;
+    p->grad = memory_->AllocateFloats(p->count, names[i] + " grad");
+    owned_.push_back(p->grad);
+    CUDA_CHECK(cudaMemset(p->grad, 0, Bytes(p->count)));
+    trainable_count_ += p->count;
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamSpec* p = params[i];
+    if (!p->trainable) continue;
+    float* momentum = memory_->AllocateFloats(p->count, names[i] + " momentum");
+    owned_.push_back(momentum);
+    CUDA_CHECK(cudaMemset(momentum, 0, Bytes(p->count)));
+    trainables_.push_back({p, momentum});
   }
   y_.assign(nodes_.size(), nullptr);
   dy_.assign(nodes_.size(), nullptr);
@@ -157,28 +150,28 @@ void Network::Backward(Context& ctx, int batch) {
 }
 
 void Network::SgdStep(Context& ctx, float lr, float momentum) {
-  // The arenas are far below 2^31 floats for every supported model.
-  const int n = static_cast<int>(trainable_count_);
   const float one = 1.0f;
   const float minus_lr = -lr;
-  CUBLAS_CHECK(cublasSscal(ctx.cublas, n, &momentum, momentum_, 1));
-  CUBLAS_CHECK(cublasSaxpy(ctx.cublas, n, &one, grads_, 1, momentum_, 1));
-  CUBLAS_CHECK(cublasSaxpy(ctx.cublas, n, &minus_lr, momentum_, 1, values_, 1));
+  for (const Trainable& t : trainables_) {
+    // Every parameter tensor is far below 2^31 floats.
+    const int n = static_cast<int>(t.param->count);
+    CUBLAS_CHECK(cublasSscal(ctx.cublas, n, &momentum, t.momentum, 1));
+    CUBLAS_CHECK(cublasSaxpy(ctx.cublas, n, &one, t.param->grad, 1, t.momentum, 1));
+    CUBLAS_CHECK(cublasSaxpy(ctx.cublas, n, &minus_lr, t.momentum, 1, t.param->value, 1));
+  }
 }
 
 uint64_t Network::ParamsChecksum() const {
-  std::vector<float> host(trainable_count_);
-  CUDA_CHECK(cudaMemcpy(host.data(), values_, Bytes(trainable_count_), cudaMemcpyDeviceToHost));
   uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a 64 offset basis
-  for (const Node& node : nodes_) {
-    if (!node.layer) continue;
-    for (const ParamSpec& p : node.layer->params()) {
-      if (!p.trainable) continue;
-      const auto* bytes = reinterpret_cast<const unsigned char*>(host.data() + (p.value - values_));
-      for (size_t i = 0; i < Bytes(p.count); ++i) {
-        hash ^= bytes[i];
-        hash *= 0x100000001b3ULL;  // FNV-1a 64 prime
-      }
+  std::vector<float> host;
+  for (const Trainable& t : trainables_) {
+    const ParamSpec& p = *t.param;
+    host.resize(p.count);
+    CUDA_CHECK(cudaMemcpy(host.data(), p.value, Bytes(p.count), cudaMemcpyDeviceToHost));
+    const auto* bytes = reinterpret_cast<const unsigned char*>(host.data());
+    for (size_t i = 0; i < Bytes(p.count); ++i) {
+      hash ^= bytes[i];
+      hash *= 0x100000001b3ULL;  // FNV-1a 64 prime
     }
   }
   return hash;

@@ -1,7 +1,10 @@
 // Network: a directed acyclic graph of layers in forward (topological) order, and the memory
 // discipline of a framework without a caching allocator:
-//   - parameters, their gradients, the momentum and the batch-norm running statistics live in
-//     four arenas allocated once (cudaMalloc each), one pointer per parameter into them;
+//   - every parameter tensor (each layer's weight and bias, batch-norm scale, shift and running
+//     statistics), every gradient and every momentum buffer is its own cudaMalloc, made once,
+//     as a framework allocates one tensor per parameter: model construction allocates the
+//     values, then the gradients, then the optimizer its momentum buffers (names
+//     "<layer>.<param>", "... grad", "... momentum");
 //   - forward cudaMallocs each layer's output ("<layer> output") and keeps it for backward;
 //   - backward cudaMallocs the gradient of a layer's input when the first consumer produces it
 //     ("<layer> output gradient"; later consumers add to it) and, once a layer's backward has
@@ -37,9 +40,11 @@ class Network {
   const Dims& dims(int node) const { return nodes_[node].out; }
   // The last node added: the logits.
   int output() const { return static_cast<int>(nodes_.size()) - 1; }
+  // Floats in the trainable parameters.
   int64_t trainable_count() const { return trainable_count_; }
 
-  // Allocates the arenas and initialises the parameters on the host from `seed` (He init).
+  // Allocates the parameter tensors, their gradients and momentum (zeroed), and initialises the
+  // parameters on the host from `seed` (He init).
   // REQUIRES: all layers added.
   void InitParams(Context& ctx, uint64_t seed);
 
@@ -54,7 +59,8 @@ class Network {
   // feature map and gradient of the iteration.
   void Backward(Context& ctx, int batch);
 
-  // SGD with momentum over all trainable parameters (cuBLAS):
+  // SGD with momentum, one trainable tensor at a time as a framework's optimizer loops over
+  // its parameters (cuBLAS):
   //   v = momentum * v + g;  w = w - lr * v
   void SgdStep(Context& ctx, float lr, float momentum);
 
@@ -70,15 +76,19 @@ class Network {
   };
 
   std::vector<Node> nodes_;
-  std::vector<float*> y_;           // per node: forward output, live from forward to its backward
-  std::vector<float*> dy_;          // per node: gradient of that output
-  DeviceMemory* memory_ = nullptr;  // set by InitParams; frees the arenas
-  int64_t trainable_count_ = 0;     // floats in the trainable arenas, padding included
-  int64_t state_count_ = 0;
-  float* values_ = nullptr;
-  float* grads_ = nullptr;
-  float* momentum_ = nullptr;
-  float* state_ = nullptr;
+  std::vector<float*> y_;   // per node: forward output, live from forward to its backward
+  std::vector<float*> dy_;  // per node: gradient of that output
+  // The trainable parameters, in layer order, with their momentum buffers (ParamSpec holds the
+  // value and gradient pointers).
+  struct Trainable {
+    ParamSpec* param;
+    float* momentum;
+  };
+
+  DeviceMemory* memory_ = nullptr;  // set by InitParams; frees the parameter tensors
+  int64_t trainable_count_ = 0;
+  std::vector<Trainable> trainables_;
+  std::vector<float*> owned_;  // every parameter, gradient and momentum tensor
 };
 
 }  // namespace cnn_train

@@ -104,7 +104,7 @@ class Trainer {
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
     memory_.Free(ones_);
-    net_.reset();  // frees the parameter arenas while the handles still exist
+    net_.reset();  // frees the parameter tensors while the handles still exist
     cublasDestroy(ctx_.cublas);
     cudnnDestroy(ctx_.cudnn);
   }

@@ -8,8 +8,11 @@
 #   resnet50    ResNet-50 b64 224x224 on v100-pcie3 (timing mode, 64 GiB): img/s within a
 #               factor of 2 of the PoocH paper's in-core 316 img/s (158..632)
 #   oom         ResNet-50 b640 on a 16 GiB device: exit 3, names the allocation
-#   inject      tiny with simgpu's SIMGPU_FAIL=cudaMalloc:7: exit 3 naming the 7th allocation
-#               (parameters, gradients, momentum, BN statistics, ones, input, then conv1 output)
+#   inject      tiny with simgpu's SIMGPU_FAIL=cudaMalloc:N: exit 3 naming the Nth allocation.
+#               One tensor per parameter: the 42 parameter tensors in layer order (8 conv
+#               weights, 8 x 4 BN tensors, fc weight and bias), then the 26 gradients, then the
+#               26 momentum buffers, the ones vector, the input, then conv1 output; N = 69 (the
+#               first momentum buffer) and 97 (the first feature map)
 #   resnet18    ResNet-18 b8 64x64, 10 classes, math on, 3 iterations: a finite loss that does
 #               not rise (with 1000 classes a batch of 8 sees new labels every iteration)
 #   args        bad arguments: one line on stderr, exit 2 (no device needed)
@@ -123,12 +126,14 @@ case $case_name in
     ;;
   inject)
     need_simgpu
-    SIMGPU_FAIL=cudaMalloc:7
-    export SIMGPU_FAIL
-    run a --model tiny --iters 1
-    [ "$rc" -eq 3 ] || fail "expected exit 3 (out of memory), got $rc"
-    grep -q -x 'cnn_train: out of memory allocating conv1 output (2097152 bytes)' "$work/a.err" ||
-      fail "stderr does not name the 7th allocation (conv1 output, 32x16x32x32 floats)"
+    for spec in '69:conv1.weight momentum (864 bytes)' '97:conv1 output (1048576 bytes)'; do
+      SIMGPU_FAIL=cudaMalloc:${spec%%:*}
+      export SIMGPU_FAIL
+      run a --model tiny --iters 1
+      [ "$rc" -eq 3 ] || fail "$SIMGPU_FAIL: expected exit 3 (out of memory), got $rc"
+      grep -q -x "cnn_train: out of memory allocating ${spec#*:}" "$work/a.err" ||
+        fail "$SIMGPU_FAIL: stderr does not name ${spec#*:} (conv1: 8x3x3x3 weights, 32x8x32x32 output)"
+    done
     ;;
   resnet18)
     need_simgpu

@@ -7,8 +7,8 @@
 // their cuDNN descriptors (and convolution algorithms) per batch size.
 //
 // Memory: a layer never allocates its output or gradients; Network (network.h) does, one
-// cudaMalloc per tensor, and frees them when backward no longer needs them. Parameters live in
-// flat arenas owned by Network; a layer sees pointers into them (ParamSpec::value, ::grad).
+// cudaMalloc per tensor, and frees them when backward no longer needs them. Parameters and
+// their gradients are tensors owned by Network; a layer sees them as ParamSpec::value, ::grad.
 #ifndef POOCH_SAMPLES_CNN_TRAIN_LAYERS_LAYER_H_
 #define POOCH_SAMPLES_CNN_TRAIN_LAYERS_LAYER_H_
 
