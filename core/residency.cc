@@ -221,6 +221,11 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
   r.host = a->host;
   r.host_bytes = a->bytes;
   if (a->transfer != nullptr) r.events.push_back(a->transfer);
+  if (a->state == ResidencyState::kSwappingIn || a->state == ResidencyState::kSwappingOut) {
+    r.swap_end = a->state == ResidencyState::kSwappingIn ? SwapRecord::Kind::kInEnd
+                                                         : SwapRecord::Kind::kOutEnd;
+    r.allocation = a->id;
+  }
   for (auto& [stream, event] : a->last_uses) r.events.push_back(event);
   in_flight_.erase(a->id);
   table_.Remove(a->id);  // `a` is gone from here on
@@ -250,6 +255,10 @@ absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
     r.host = nullptr;
   }
   status.Update(device_.FreeAddress(r.address, r.mapped_bytes));
+  if (r.swap_end.has_value() && observer_ != nullptr) {
+    observer_->OnSwap(SwapRecord{*r.swap_end, r.allocation, r.address, r.host_bytes, absl::Now()});
+    r.swap_end.reset();
+  }
   r.events.clear();
   NotifyMemoryLocked();
   unpinned_.SignalAll();

@@ -193,6 +193,10 @@ class ResidencyManager {
     PhysicalHandle physical = 0;  // 0: nothing mapped
     void* host = nullptr;
     int64_t host_bytes = 0;
+    // A swap that was in flight when the allocation was freed: its end is reported on release
+    // (Note [Tracing hooks]), so that the trace shows every swap the summary counts.
+    std::optional<SwapRecord::Kind> swap_end;
+    AllocationId allocation = 0;
   };
 
   ResidencyManager(Device& device, ResidencyOptions options, ResidencyObserver* observer,

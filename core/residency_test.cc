@@ -381,6 +381,36 @@ TEST_F(ResidencyTest, ObserverSeesSwaps) {
   ASSERT_TRUE(manager_->Free(b).ok());
 }
 
+// A buffer freed after its swap-in completed but before any poll saw it still gets its end (the
+// trace otherwise shows fewer swap-ins than the summary counts).
+TEST_F(ResidencyTest, ObserverSeesTheEndOfASwapInFreedBeforeAPoll) {
+  Init(kG);
+  DeviceAddress a = *manager_->Allocate(kG);
+  DeviceAddress b = *manager_->Allocate(kG);
+  ASSERT_TRUE(ReadBack(a, kG).ok());
+  using K = SwapRecord::Kind;
+  ASSERT_EQ(observer_.swaps.back(), K::kInStart);
+  ASSERT_TRUE(manager_->Free(a).ok());
+  EXPECT_EQ(observer_.swaps.back(), K::kInEnd);
+  ASSERT_TRUE(manager_->Free(b).ok());
+}
+
+// ... and one freed while its swap-in copy is still queued gets it when the copy completes.
+TEST_F(ResidencyTest, ObserverSeesTheEndOfASwapInFreedInFlight) {
+  Init(kG, std::nullopt, FakeDevice::Mode::kManual);
+  DeviceAddress a = *manager_->Allocate(kG);
+  DeviceAddress b = *manager_->Allocate(kG);  // a -> host (waits for the copy)
+  ASSERT_TRUE(Fill(a, kG, 1).ok());           // b -> host, a back in: queued, not run
+  using K = SwapRecord::Kind;
+  ASSERT_EQ(observer_.swaps.back(), K::kInStart);
+  ASSERT_TRUE(manager_->Free(a).ok());
+  EXPECT_EQ(observer_.swaps.back(), K::kInStart);  // nothing known complete yet
+  device_->RunPending();
+  ASSERT_TRUE(manager_->Poll().ok());
+  EXPECT_EQ(observer_.swaps.back(), K::kInEnd);
+  ASSERT_TRUE(manager_->Free(b).ok());
+}
+
 TEST_F(ResidencyTest, DestroyingTheManagerWaitsForQueuedWork) {
   Init(2 * kG, std::nullopt, FakeDevice::Mode::kManual);
   DeviceAddress a = *manager_->Allocate(kG);

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "interpose/cuda_device.h"
 #include "interpose/hook_table.h"
 #include "interpose/intercept.h"
@@ -21,8 +21,9 @@ namespace {
 std::atomic<pooch::ResidencyManager*> g_manager{nullptr};
 std::atomic<TraceObserver*> g_trace{nullptr};
 
+// pooch::Mutex, not absl::Mutex: ThreadSanitizer sees its locks (core/mutex.h says why).
 struct SmallTable {
-  absl::Mutex mu;
+  pooch::Mutex mu;
   absl::flat_hash_map<uintptr_t, size_t> sizes ABSL_GUARDED_BY(mu);
 };
 SmallTable& Small() {
@@ -101,13 +102,13 @@ pooch::ResidencyManager* ExistingManager() { return g_manager.load(std::memory_o
 
 void RememberSmall(uintptr_t address, size_t bytes) {
   SmallTable& t = Small();
-  absl::MutexLock lock(&t.mu);
+  pooch::MutexLock lock(&t.mu);
   t.sizes[address] = bytes;
 }
 
 size_t ForgetSmall(uintptr_t address) {
   SmallTable& t = Small();
-  absl::MutexLock lock(&t.mu);
+  pooch::MutexLock lock(&t.mu);
   auto it = t.sizes.find(address);
   if (it == t.sizes.end()) return 0;
   const size_t bytes = it->second;
