@@ -65,6 +65,12 @@ inline std::atomic<uint64_t> g_top_calls[kHookCount];
 inline std::atomic<uint64_t> g_nested_calls[kHookCount];
 // The "call NAME" line of POOCH_LOG=debug.
 void LogCall(FunctionId id);
+// How many hooks this thread is inside (HookScope). Defined here, inline and constant-initialised,
+// so that every hook reads it directly: declared here and defined in hooks.cc, it was reached
+// through a TLS wrapper function, an extra call on every hook, on whose never-taken null path
+// GCC 12's UBSan reported a null load. initial-exec: libpooch.so is preloaded, so its TLS is in
+// the static block and a hook pays no __tls_get_addr call.
+__attribute__((tls_model("initial-exec"))) inline thread_local int g_hook_depth = 0;
 }  // namespace internal
 
 inline void* Real(FunctionId id) {
@@ -106,7 +112,7 @@ CallCounts Calls(FunctionId id);
 class HookScope {
  public:
   // Inline: this is most of what a pass-through hook costs (hook_overhead_bench: 2-4 ns).
-  explicit HookScope(FunctionId id) : top_(depth_++ == 0) {
+  explicit HookScope(FunctionId id) : top_(internal::g_hook_depth++ == 0) {
     // A plain load and store, not a locked add: counting is statistics, and a lost increment
     // when two threads call the same hook at once costs less than a locked instruction on
     // every call. Exact for single-threaded callers (the tests).
@@ -115,14 +121,13 @@ class HookScope {
     counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (top_ && LogEnabled(Severity::kDebug)) internal::LogCall(id);
   }
-  ~HookScope() { --depth_; }
+  ~HookScope() { --internal::g_hook_depth; }
   HookScope(const HookScope&) = delete;
   HookScope& operator=(const HookScope&) = delete;
 
   bool top() const { return top_; }
 
  private:
-  __attribute__((tls_model("initial-exec"))) static thread_local int depth_;
   bool top_;
 };
 

@@ -117,10 +117,6 @@ CallCounts Calls(FunctionId id) {
           internal::g_nested_calls[i].load(std::memory_order_relaxed)};
 }
 
-// initial-exec: libpooch.so is preloaded, so its TLS is in the static block and a hook pays
-// no __tls_get_addr call.
-__attribute__((tls_model("initial-exec"))) thread_local int HookScope::depth_ = 0;
-
 void internal::LogCall(FunctionId id) {
   Log(Severity::kDebug, "call %s", kFunctions[Index(id)].name);
 }
