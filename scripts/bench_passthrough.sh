@@ -63,3 +63,33 @@ for kind in memset event cudnn; do
     printf "%-8s %11.2f %11.2f %9.2f %8.2f%% %11.2f %11.2f %8.2f%%\n",
            k, pm, qm, qm - pm, 100 * (qm - pm) / pm, pn, qn, 100 * (qn - pn) / pn }'
 done
+
+# A whole program's stream of small calls: cnn_train's ResNet-50 under SIMGPU_COMPUTE=timing runs
+# no math, so its host time is the calls themselves (about 2,900 hooked calls per iteration).
+# CPU time (user + sys) of the whole process, plain and with the pass-through preload, runs
+# alternating; medians of $reps. Skipped on a GPU machine (SIMGPU_LIB_DIR=none): there the
+# program's GPU time dominates.
+cnn=$build/bin/cnn_train
+if [ "$libdir" != none ] && [ -x "$cnn" ]; then
+  iters=${ITERS:-80}
+  python3 - "$cnn" "$libpooch" "$reps" "$iters" <<'PY'
+import os, resource, statistics, subprocess, sys
+cnn, libpooch, reps, iters = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+base = dict(os.environ, SIMGPU_COMPUTE="timing", SIMGPU_MEMORY="64GiB")
+pooch = dict(base, LD_PRELOAD=libpooch, POOCH_POLICY="off", POOCH_SUMMARY="0")
+def cpu(env):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([cnn, "--model", "resnet50", "--batch", "64", "--iters", iters], env=env,
+                   stdout=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+plain, hooked = [], []
+for _ in range(reps):
+    plain.append(cpu(base))
+    hooked.append(cpu(pooch))
+p, q = statistics.median(plain), statistics.median(hooked)
+print(f"\nwhole program: cnn_train resnet50 b64, {iters} iterations, SIMGPU_COMPUTE=timing")
+print(f"  cpu seconds plain {p:.3f}  pass-through {q:.3f}  overhead {100 * (q - p) / p:+.2f}%"
+      f"  (medians of {reps}; runs: plain {sorted(plain)}, pooch {sorted(hooked)})")
+PY
+fi
