@@ -53,6 +53,10 @@ ResidencyManager::ResidencyManager(Device& device, ResidencyOptions options,
       options_(options),
       observer_(observer),
       granularity_(std::max<int64_t>(1, device.Granularity())),
+      cache_limit_(
+          options.reuse_cache_entries <= 0
+              ? 0
+              : std::max<int64_t>(0, options.reuse_cache_bytes.value_or(options.memory_limit / 4))),
       d2h_stream_(d2h),
       h2d_stream_(h2d),
       events_(device),
@@ -61,6 +65,8 @@ ResidencyManager::ResidencyManager(Device& device, ResidencyOptions options,
 ResidencyManager::~ResidencyManager() {
   {
     MutexLock lock(&mu_);
+    closing_ = true;
+    SpillCacheLocked(cached_bytes_);  // retires what is still in use
     std::vector<AllocationId> ids;
     table_.ForEach([&](Allocation& a) { ids.push_back(a.id); });
     for (AllocationId id : ids) {
@@ -102,6 +108,11 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, bool self_active) {
   while (true) {
     if (absl::Status s = PollLocked(); !s.ok()) return s;
     if (device_bytes_ + bytes <= limit) return absl::OkStatus();
+    // Note [Reuse cache]: cached memory goes before anything is waited for or evicted.
+    if (!cache_.empty()) {
+      SpillCacheLocked(device_bytes_ + bytes - limit);
+      continue;
+    }
 
     EventRef pending_event;
     const int64_t pending = PendingReleaseBytesLocked(&pending_event);
@@ -172,6 +183,32 @@ absl::StatusOr<PhysicalHandle> ResidencyManager::MapChunkLocked(DeviceAddress ad
 absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes) {
   if (bytes <= 0) return absl::InvalidArgumentError(absl::StrCat("Allocate(", bytes, ")"));
   const int64_t mapped = RoundUp(bytes, granularity_);
+  const bool swappable = bytes >= options_.min_swap_bytes;
+  auto insert = [&](DeviceAddress address, PhysicalHandle physical)
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                      auto a = std::make_unique<Allocation>();
+                      a->id = next_id_++;
+                      a->address = address;
+                      a->bytes = bytes;
+                      a->mapped_bytes = mapped;
+                      a->swappable = swappable;
+                      a->physical = physical;
+                      a->lru_tick = ++tick_;
+                      a->allocated_at_op = op_seq_;
+                      a->allocated_in_iteration = iteration_;
+                      table_.Insert(std::move(a));
+                      ++stats_.allocations;
+                    };
+  if (swappable) {
+    MutexLock lock(&mu_);
+    // Note [Reuse cache]: a hit makes no device call but event queries.
+    if (std::optional<Retired> cached = TakeCachedLocked(mapped); cached.has_value()) {
+      ++stats_.reuse_hits;
+      insert(cached->address, cached->physical);  // still mapped and counted
+      return cached->address;
+    }
+    ++stats_.reuse_misses;
+  }
   absl::StatusOr<DeviceAddress> address = device_.ReserveAddress(mapped);
   if (!address.ok()) return address.status();
 
@@ -179,23 +216,19 @@ absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes) {
   absl::Status s = MakeRoomLocked(mapped, /*self_active=*/false);
   absl::StatusOr<PhysicalHandle> chunk =
       s.ok() ? MapChunkLocked(*address, mapped) : absl::StatusOr<PhysicalHandle>(s);
+  if (s.ok() && !chunk.ok() && absl::IsResourceExhausted(chunk.status()) && !cache_.empty()) {
+    // The device itself is full (another process?): give the cache back and try once more.
+    // Spilling only lowers device_bytes_, so the room MakeRoomLocked made is still there.
+    SpillCacheLocked(cached_bytes_);
+    s = PollLocked();
+    chunk = s.ok() ? MapChunkLocked(*address, mapped) : absl::StatusOr<PhysicalHandle>(s);
+  }
   if (!chunk.ok()) {
     if (absl::IsResourceExhausted(chunk.status())) ++stats_.out_of_memory;
     device_.FreeAddress(*address, mapped).IgnoreError();
     return chunk.status();
   }
-  auto a = std::make_unique<Allocation>();
-  a->id = next_id_++;
-  a->address = *address;
-  a->bytes = bytes;
-  a->mapped_bytes = mapped;
-  a->swappable = bytes >= options_.min_swap_bytes;
-  a->physical = *chunk;
-  a->lru_tick = ++tick_;
-  a->allocated_at_op = op_seq_;
-  a->allocated_in_iteration = iteration_;
-  table_.Insert(std::move(a));
-  ++stats_.allocations;
+  insert(*address, *chunk);
   return *address;
 }
 
@@ -220,6 +253,8 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
   r.physical = a->physical;  // 0 when on host
   r.host = a->host;
   r.host_bytes = a->bytes;
+  const bool cacheable = a->swappable && a->state == ResidencyState::kResident &&
+                         a->physical != 0 && a->host == nullptr && a->transfer == nullptr;
   if (a->transfer != nullptr) r.events.push_back(a->transfer);
   if (a->state == ResidencyState::kSwappingIn || a->state == ResidencyState::kSwappingOut) {
     r.swap_end = a->state == ResidencyState::kSwappingIn ? SwapRecord::Kind::kInEnd
@@ -230,6 +265,7 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
   in_flight_.erase(a->id);
   table_.Remove(a->id);  // `a` is gone from here on
   ++stats_.frees;
+  if (cacheable && CacheLocked(r)) return absl::OkStatus();
 
   bool done = true;
   for (const EventRef& e : r.events) {
@@ -417,8 +453,84 @@ ResidencyStats ResidencyManager::Stats() const {
   MutexLock lock(&mu_);
   ResidencyStats s = stats_;
   s.device_bytes = device_bytes_;
+  s.cached_bytes = cached_bytes_;
   s.host_bytes = host_pool_.in_use_bytes();
   return s;
+}
+
+// Note [Reuse cache]
+// Without a caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1, Decision 2) every tensor is a
+// cudaMalloc/cudaFree pair, and each swappable one costs four VMM calls each way. So Free of a
+// resident swappable allocation keeps its reserved range and its chunk mapped in cache_ (with
+// the last-use events it had), and Allocate of the same rounded size takes the oldest cached
+// entry whose events all completed, making no device call but event queries. An entry whose
+// events are pending is never handed out: the new owner must not race the old owner's queued
+// work (Decision 8). Allocations on the host or in a swap, and small ones, are freed as before.
+// Budget: cached chunks stay counted in device_bytes_ (so in peak_device_bytes too; the
+// interposer reports them as free in cudaMemGetInfo). Whenever MakeRoomLocked finds no room it
+// spills the cache first, before waiting for or evicting anything: entries whose events
+// completed are released at once, then older pending ones are retired, which is exactly where
+// a plain Free would have left them, so the cache never causes a swap-out or an out-of-memory
+// that would not happen without it. Bounds: options_.reuse_cache_bytes (default a quarter of
+// the limit) and reuse_cache_entries (64); a Free that would exceed them spills the oldest
+// entries first. The destructor spills everything. Reuse is by exact rounded size only.
+absl::StatusOr<bool> ResidencyManager::AllDoneLocked(const Retired& r) {
+  for (const EventRef& e : r.events) {
+    absl::StatusOr<bool> d = events_.Done(e);
+    if (!d.ok()) return d.status();
+    if (!*d) return false;
+  }
+  return true;
+}
+
+bool ResidencyManager::CacheLocked(Retired& r) {
+  if (closing_ || r.mapped_bytes > cache_limit_) return false;
+  while (!cache_.empty() && (cached_bytes_ + r.mapped_bytes > cache_limit_ ||
+                             cache_.size() >= static_cast<size_t>(options_.reuse_cache_entries))) {
+    SpillCacheLocked(std::max<int64_t>(1, cached_bytes_ + r.mapped_bytes - cache_limit_));
+  }
+  cached_bytes_ += r.mapped_bytes;
+  cache_.push_back(std::move(r));
+  unpinned_.SignalAll();  // a MakeRoomLocked waiting for pins can spill it
+  return true;
+}
+
+std::optional<ResidencyManager::Retired> ResidencyManager::TakeCachedLocked(int64_t mapped_bytes) {
+  for (size_t i = 0; i < cache_.size(); ++i) {
+    if (cache_[i].mapped_bytes != mapped_bytes) continue;
+    absl::StatusOr<bool> done = AllDoneLocked(cache_[i]);
+    if (!done.ok() || !*done) continue;
+    Retired r = std::move(cache_[i]);
+    cache_.erase(cache_.begin() + static_cast<ptrdiff_t>(i));
+    cached_bytes_ -= r.mapped_bytes;
+    r.events.clear();
+    return r;
+  }
+  return std::nullopt;
+}
+
+int64_t ResidencyManager::SpillCacheLocked(int64_t bytes) {
+  int64_t spilled = 0;
+  // Completed entries first, released now; then the oldest pending ones, retired.
+  for (size_t i = 0; i < cache_.size() && spilled < bytes;) {
+    absl::StatusOr<bool> done = AllDoneLocked(cache_[i]);
+    if (!done.ok() || !*done) {
+      ++i;
+      continue;
+    }
+    Retired r = std::move(cache_[i]);
+    cache_.erase(cache_.begin() + static_cast<ptrdiff_t>(i));
+    cached_bytes_ -= r.mapped_bytes;
+    spilled += r.mapped_bytes;
+    ReleaseRetiredLocked(r).IgnoreError();
+  }
+  while (!cache_.empty() && spilled < bytes) {
+    cached_bytes_ -= cache_.front().mapped_bytes;
+    spilled += cache_.front().mapped_bytes;
+    retired_.push_back(std::move(cache_.front()));
+    cache_.erase(cache_.begin());
+  }
+  return spilled;
 }
 
 void ResidencyManager::NotifyMemoryLocked() {

@@ -22,6 +22,8 @@
 // that cannot fit even after evicting every unpinned swappable allocation fails with
 // ResourceExhausted, which the interposer returns as cudaErrorMemoryAllocation /
 // CUDA_ERROR_OUT_OF_MEMORY; nothing already swapped out is lost.
+// Freed swappable chunks may stay mapped for reuse, counted in the budget and given back before
+// anything is evicted (Note [Reuse cache], residency.cc).
 //
 // Thread safety: thread-safe. One mutex guards all state. Device calls that only queue work
 // are made under it; the manager drops it while blocking on an event (SynchronizeEvent) and
@@ -56,6 +58,10 @@ struct ResidencyOptions {
   // How long an op or allocation that finds every candidate pinned by other threads' ops waits
   // for them to finish before it fails with ResourceExhausted.
   absl::Duration pinned_wait = absl::Seconds(10);
+  // Note [Reuse cache]: bytes of freed swappable allocations kept mapped for reuse by an
+  // Allocate of the same rounded size. nullopt = memory_limit / 4; 0 disables the cache.
+  std::optional<int64_t> reuse_cache_bytes;
+  int reuse_cache_entries = 64;  // at most this many cached allocations
 };
 
 // Options from the configuration; an unset POOCH_MEMORY_LIMIT becomes the device's free memory.
@@ -113,6 +119,11 @@ struct ResidencyStats {
   int64_t allocations = 0;
   int64_t frees = 0;
   int64_t out_of_memory = 0;  // Allocate/BeforeOp that returned ResourceExhausted
+  // Note [Reuse cache]: swappable Allocate calls served from the cache without a device call,
+  // and those that were not (cache disabled or no completed entry of the size).
+  int64_t reuse_hits = 0;
+  int64_t reuse_misses = 0;
+  int64_t cached_bytes = 0;  // now; part of device_bytes (and of peak_device_bytes)
   absl::Duration swap_wait = absl::ZeroDuration();  // host time blocked in SynchronizeEvent
 };
 
@@ -210,6 +221,18 @@ class ResidencyManager {
   absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FreeLocked(Allocation* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Reuse cache] (residency.cc).
+  // Keeps `r` (a freed resident allocation's range and chunk) for reuse; false when it does not
+  // fit the cache's bounds (then the caller retires it as before).
+  bool CacheLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the oldest cached entry of exactly `mapped_bytes` whose events all completed (queried,
+  // never waited for); nullopt when none.
+  std::optional<Retired> TakeCachedLocked(int64_t mapped_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives back at least `bytes` of cached memory (or all of it), oldest first: entries whose
+  // events completed are released now, then others are retired (released once their events
+  // complete, as a plain Free would have). Returns the bytes given back.
+  int64_t SpillCacheLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> AllDoneLocked(const Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReleaseRetiredLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UnpinLocked(absl::Span<const AllocationId> ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reclaims what completed; never blocks. (residency_swap.cc)
@@ -242,6 +265,7 @@ class ResidencyManager {
   const ResidencyOptions options_;
   ResidencyObserver* const observer_;
   const int64_t granularity_;
+  const int64_t cache_limit_;      // Note [Reuse cache]; 0: disabled
   const StreamHandle d2h_stream_;  // swap-outs
   const StreamHandle h2d_stream_;  // swap-ins
   EventPool events_;               // thread-safe itself
@@ -251,6 +275,9 @@ class ResidencyManager {
   AllocationTable table_ ABSL_GUARDED_BY(mu_);
   HostPool host_pool_ ABSL_GUARDED_BY(mu_);
   std::vector<Retired> retired_ ABSL_GUARDED_BY(mu_);
+  std::vector<Retired> cache_ ABSL_GUARDED_BY(mu_);  // oldest first; Note [Reuse cache]
+  int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs: cache nothing
   absl::flat_hash_set<AllocationId> in_flight_ ABSL_GUARDED_BY(mu_);  // transfer != null
   AllocationId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;

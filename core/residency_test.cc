@@ -41,6 +41,7 @@ class ResidencyTest : public ::testing::Test {
     r.min_swap_bytes = kG;
     r.host_memory_limit = host_limit;
     r.pinned_wait = absl::Milliseconds(50);
+    r.reuse_cache_bytes = reuse_cache_bytes_;
     auto m = ResidencyManager::Create(*device_, r, &observer_);
     ASSERT_TRUE(m.ok()) << m.status();
     manager_ = *std::move(m);
@@ -94,6 +95,8 @@ class ResidencyTest : public ::testing::Test {
     return info.has_value() ? info->state : ResidencyState::kResident;
   }
 
+  // Note [Reuse cache]: off unless a test turns it on, so that the other tests see every release.
+  std::optional<int64_t> reuse_cache_bytes_ = 0;
   RecordingObserver observer_;
   std::unique_ptr<FakeDevice> device_;
   StreamHandle stream_ = 0;
@@ -422,6 +425,152 @@ TEST_F(ResidencyTest, DestroyingTheManagerWaitsForQueuedWork) {
   EXPECT_GT(device_->queued_commands(), 0);
   manager_.reset();  // TearDown checks: no violation, nothing left mapped or allocated
   EXPECT_EQ(device_->host_bytes(), 0);
+}
+
+TEST_F(ResidencyTest, ReuseCacheServesTheSameSizeWithoutADeviceCall) {
+  reuse_cache_bytes_ = 4 * kG;
+  Init(8 * kG);
+  DeviceAddress a = *manager_->Allocate(2 * kG);
+  ASSERT_TRUE(Fill(a, 2 * kG, 1).ok());
+  ASSERT_TRUE(manager_->Free(a).ok());
+  EXPECT_EQ(device_->physical_bytes(), 2 * kG);  // kept mapped
+  EXPECT_EQ(manager_->Stats().cached_bytes, 2 * kG);
+  const int64_t creates = device_->create_physical_calls();
+  const int64_t queued = device_->queued_commands();
+  DeviceAddress b = *manager_->Allocate(2 * kG - 5);  // same rounded size
+  EXPECT_EQ(b, a);  // the same reservation: no ReserveAddress either
+  EXPECT_EQ(device_->create_physical_calls(), creates);
+  EXPECT_EQ(device_->queued_commands(), queued);
+  ResidencyStats s = manager_->Stats();
+  EXPECT_EQ(s.reuse_hits, 1);
+  EXPECT_EQ(s.reuse_misses, 1);
+  EXPECT_EQ(s.cached_bytes, 0);
+  EXPECT_EQ(s.device_bytes, 2 * kG);
+  ASSERT_TRUE(Fill(b, 2 * kG - 5, 7).ok());
+  EXPECT_TRUE(Holds(b, 2 * kG - 5, 7));
+  // Another size is a miss.
+  DeviceAddress c = *manager_->Allocate(kG);
+  EXPECT_NE(c, a);
+  EXPECT_EQ(manager_->Stats().reuse_misses, 2);
+  ASSERT_TRUE(manager_->Free(b).ok());
+  ASSERT_TRUE(manager_->Free(c).ok());
+  // TearDown: the destructor releases the cache.
+}
+
+TEST_F(ResidencyTest, ReuseCacheNeverHandsOutMemoryWithPendingWork) {
+  reuse_cache_bytes_ = 4 * kG;
+  Init(8 * kG, std::nullopt, FakeDevice::Mode::kManual);
+  DeviceAddress a = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());  // queued, not run
+  ASSERT_TRUE(manager_->Free(a).ok());
+  EXPECT_EQ(manager_->Stats().cached_bytes, kG);
+  DeviceAddress b = *manager_->Allocate(kG);
+  EXPECT_NE(b, a);  // a's last use is still queued
+  EXPECT_EQ(manager_->Stats().reuse_hits, 0);
+  device_->RunPending();
+  DeviceAddress c = *manager_->Allocate(kG);
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(manager_->Stats().reuse_hits, 1);
+  ASSERT_TRUE(Fill(c, kG, 2).ok());
+  EXPECT_TRUE(Holds(c, kG, 2));
+  ASSERT_TRUE(manager_->Free(b).ok());
+  ASSERT_TRUE(manager_->Free(c).ok());
+}
+
+TEST_F(ResidencyTest, ReuseCacheIsGivenBackBeforeAnySwapOut) {
+  reuse_cache_bytes_ = 3 * kG;
+  Init(3 * kG);
+  DeviceAddress x = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(x, kG, 1).ok());
+  DeviceAddress y = *manager_->Allocate(2 * kG);
+  ASSERT_TRUE(Fill(y, 2 * kG, 2).ok());
+  ASSERT_TRUE(manager_->Free(y).ok());  // cached: the limit is full
+  EXPECT_EQ(manager_->Stats().device_bytes, 3 * kG);
+  DeviceAddress z = *manager_->Allocate(kG);  // another size: needs room
+  EXPECT_EQ(StateOf(x), ResidencyState::kResident);
+  ResidencyStats s = manager_->Stats();
+  EXPECT_EQ(s.swap_outs, 0);
+  EXPECT_EQ(s.out_of_memory, 0);
+  EXPECT_EQ(s.cached_bytes, 0);
+  EXPECT_EQ(s.device_bytes, 2 * kG);
+  EXPECT_TRUE(Holds(x, kG, 1));
+  ASSERT_TRUE(manager_->Free(x).ok());
+  ASSERT_TRUE(manager_->Free(z).ok());
+}
+
+TEST_F(ResidencyTest, ReuseCacheWithPendingWorkIsWaitedForNotSwappedAround) {
+  reuse_cache_bytes_ = 2 * kG;
+  Init(2 * kG, std::nullopt, FakeDevice::Mode::kManual);
+  DeviceAddress x = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(x, kG, 1).ok());
+  DeviceAddress a = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 2).ok());  // queued, not run
+  ASSERT_TRUE(manager_->Free(a).ok());
+  DeviceAddress y = *manager_->Allocate(2 * kG);  // x must go; a's chunk waits for its kernel
+  ResidencyStats s = manager_->Stats();
+  EXPECT_EQ(s.swap_outs, 1);  // x only, as without a cache
+  EXPECT_EQ(s.out_of_memory, 0);
+  EXPECT_LE(observer_.max_device, 2 * kG);
+  ASSERT_TRUE(manager_->Free(y).ok());
+  EXPECT_TRUE(Holds(x, kG, 1));
+  ASSERT_TRUE(manager_->Free(x).ok());
+}
+
+TEST_F(ResidencyTest, ReuseCacheIsBounded) {
+  reuse_cache_bytes_ = 2 * kG;
+  Init(8 * kG);
+  std::vector<DeviceAddress> xs;
+  for (int i = 0; i < 4; ++i) xs.push_back(*manager_->Allocate(kG));
+  for (DeviceAddress x : xs) ASSERT_TRUE(manager_->Free(x).ok());
+  EXPECT_EQ(manager_->Stats().cached_bytes, 2 * kG);
+  EXPECT_EQ(device_->physical_bytes(), 2 * kG);
+}
+
+// The same workload with and without the cache: the same swaps, no new failures, same data.
+TEST_F(ResidencyTest, ReuseCacheCausesNoExtraSwapsOrFailures) {
+  for (FakeDevice::Mode mode : {FakeDevice::Mode::kImmediate, FakeDevice::Mode::kManual}) {
+    ResidencyStats stats[2];
+    for (int with_cache = 0; with_cache < 2; ++with_cache) {
+      reuse_cache_bytes_ = with_cache ? 6 * kG : 0;
+      Init(6 * kG, std::nullopt, mode);
+      std::vector<std::pair<DeviceAddress, int64_t>> live;
+      uint32_t rng = 12345;
+      for (int step = 0; step < 300; ++step) {
+        rng = rng * 1103515245 + 12345;
+        const int pick = static_cast<int>((rng >> 16) % 8);
+        if (pick < 4 || live.empty()) {
+          const int64_t bytes = (1 + pick % 3) * kG;
+          absl::StatusOr<DeviceAddress> a = manager_->Allocate(bytes);
+          if (!a.ok()) continue;
+          ASSERT_TRUE(Fill(*a, bytes, static_cast<uint8_t>(step)).ok());
+          live.emplace_back(*a, bytes);
+          if (live.size() > 4) {
+            ASSERT_TRUE(manager_->Free(live.front().first).ok());
+            live.erase(live.begin());
+          }
+        } else if (pick < 6) {
+          const size_t i = (rng >> 8) % live.size();
+          ASSERT_TRUE(manager_->Free(live[i].first).ok());
+          live.erase(live.begin() + static_cast<ptrdiff_t>(i));
+        } else {
+          const size_t i = (rng >> 8) % live.size();
+          ASSERT_TRUE(Fill(live[i].first, live[i].second, static_cast<uint8_t>(step)).ok());
+          EXPECT_TRUE(Holds(live[i].first, live[i].second, static_cast<uint8_t>(step)));
+        }
+      }
+      stats[with_cache] = manager_->Stats();
+      for (auto& [a, bytes] : live) ASSERT_TRUE(manager_->Free(a).ok());
+      manager_.reset();
+      EXPECT_THAT(device_->violations(), IsEmpty());
+      EXPECT_EQ(device_->physical_bytes(), 0);
+    }
+    EXPECT_GT(stats[0].swap_outs, 0);
+    EXPECT_EQ(stats[1].swap_outs, stats[0].swap_outs);
+    EXPECT_EQ(stats[1].swap_ins, stats[0].swap_ins);
+    EXPECT_EQ(stats[1].out_of_memory, stats[0].out_of_memory);
+    EXPECT_GT(stats[1].reuse_hits, 0);
+    EXPECT_EQ(stats[0].reuse_hits, 0);
+  }
 }
 
 TEST(ResidencyOptionsTest, FromConfig) {

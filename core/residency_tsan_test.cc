@@ -182,11 +182,14 @@ TEST(ResidencyThreadsTest, FourThreadsSwapEachOtherAndKeepTheirData) {
   EXPECT_GT(stats.swap_outs, 0);
   EXPECT_GT(stats.swap_ins, 0);
   EXPECT_EQ(stats.out_of_memory, 0);
-  std::printf("swap_outs=%lld swap_ins=%lld cancelled=%lld peak=%lld wait=%s\n",
+  EXPECT_GT(stats.reuse_hits, 0);  // the default reuse cache is in play (Note [Reuse cache])
+  std::printf("swap_outs=%lld swap_ins=%lld cancelled=%lld peak=%lld wait=%s reuse=%lld/%lld\n",
               static_cast<long long>(stats.swap_outs), static_cast<long long>(stats.swap_ins),
               static_cast<long long>(stats.cancelled_swap_outs),
               static_cast<long long>(stats.peak_device_bytes),
-              absl::FormatDuration(stats.swap_wait).c_str());
+              absl::FormatDuration(stats.swap_wait).c_str(),
+              static_cast<long long>(stats.reuse_hits),
+              static_cast<long long>(stats.reuse_hits + stats.reuse_misses));
 }
 
 }  // namespace

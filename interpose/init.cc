@@ -84,6 +84,11 @@ __attribute__((destructor)) void Stop() {
         static_cast<long long>(s.demand_swap_ins), static_cast<long long>(s.cancelled_swap_outs),
         absl::ToDoubleMilliseconds(s.swap_wait), static_cast<long long>(s.out_of_memory),
         static_cast<long long>(s.allocations), static_cast<long long>(s.frees));
+    // The reuse cache (core/residency.cc, Note [Reuse cache]): freed chunks handed out again
+    // without a device call.
+    LogLine("reuse: hits %lld misses %lld cached_bytes %lld",
+            static_cast<long long>(s.reuse_hits), static_cast<long long>(s.reuse_misses),
+            static_cast<long long>(s.cached_bytes));
   }
   for (int i = 0; i < kHookCount; ++i) {
     const CallCounts calls = Calls(static_cast<FunctionId>(i));

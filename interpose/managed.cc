@@ -120,7 +120,9 @@ bool ManagedMemoryInfo(size_t* free_bytes, size_t* total_bytes) {
   pooch::ResidencyManager* manager = GetManager();
   if (manager == nullptr) return false;
   const int64_t limit = manager->memory_limit();
-  const int64_t used = manager->Stats().device_bytes;
+  const pooch::ResidencyStats stats = manager->Stats();
+  // Cached chunks are free to the program (Note [Reuse cache]).
+  const int64_t used = stats.device_bytes - stats.cached_bytes;
   if (free_bytes != nullptr) *free_bytes = static_cast<size_t>(std::max<int64_t>(0, limit - used));
   if (total_bytes != nullptr) *total_bytes = static_cast<size_t>(limit);
   return true;
