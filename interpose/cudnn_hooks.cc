@@ -20,7 +20,7 @@ uintptr_t HandleStream(cudnnHandle_t handle) {
 }
 
 // A tensor's bytes; 1 (the allocation it points into) when cuDNN cannot say.
-void T(Ranges& r, cudnnTensorDescriptor_t desc, const void* p, Mode mode) {
+void AddTensor(Ranges& r, cudnnTensorDescriptor_t desc, const void* p, Mode mode) {
   if (p == nullptr) return;
   size_t bytes = 0;
   const auto size = real::cudnnGetTensorSizeInBytes();
@@ -28,7 +28,7 @@ void T(Ranges& r, cudnnTensorDescriptor_t desc, const void* p, Mode mode) {
   r.Add(p, bytes, mode);
 }
 
-void F(Ranges& r, cudnnFilterDescriptor_t desc, const void* p, Mode mode) {
+void AddFilter(Ranges& r, cudnnFilterDescriptor_t desc, const void* p, Mode mode) {
   if (p == nullptr) return;
   size_t bytes = 0;
   const auto size = real::cudnnGetFilterSizeInBytes();
@@ -46,10 +46,10 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
                                       size_t workSpaceSizeInBytes, const void* beta,
                                       const cudnnTensorDescriptor_t yDesc, void* y) {
   Ranges r;
-  T(r, xDesc, x, kR);
-  F(r, wDesc, w, kR);
+  AddTensor(r, xDesc, x, kR);
+  AddFilter(r, wDesc, w, kR);
   r.Add(workSpace, workSpaceSizeInBytes, kRW);
-  T(r, yDesc, y, kRW);
+  AddTensor(r, yDesc, y, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnConvolutionForward()(handle, alpha, xDesc, x, wDesc, w, convDesc, algo,
                                            workSpace, workSpaceSizeInBytes, beta, yDesc, y);
@@ -64,10 +64,10 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alp
                                            size_t workSpaceSizeInBytes, const void* beta,
                                            const cudnnTensorDescriptor_t dxDesc, void* dx) {
   Ranges r;
-  F(r, wDesc, w, kR);
-  T(r, dyDesc, dy, kR);
+  AddFilter(r, wDesc, w, kR);
+  AddTensor(r, dyDesc, dy, kR);
   r.Add(workSpace, workSpaceSizeInBytes, kRW);
-  T(r, dxDesc, dx, kRW);
+  AddTensor(r, dxDesc, dx, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnConvolutionBackwardData()(handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo,
                                                 workSpace, workSpaceSizeInBytes, beta, dxDesc, dx);
@@ -82,10 +82,10 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* a
                                              size_t workSpaceSizeInBytes, const void* beta,
                                              const cudnnFilterDescriptor_t dwDesc, void* dw) {
   Ranges r;
-  T(r, xDesc, x, kR);
-  T(r, dyDesc, dy, kR);
+  AddTensor(r, xDesc, x, kR);
+  AddTensor(r, dyDesc, dy, kR);
   r.Add(workSpace, workSpaceSizeInBytes, kRW);
-  F(r, dwDesc, dw, kRW);
+  AddFilter(r, dwDesc, dw, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnConvolutionBackwardFilter()(handle, alpha, xDesc, x, dyDesc, dy, convDesc,
                                                   algo, workSpace, workSpaceSizeInBytes, beta,
@@ -98,8 +98,8 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void* alp
                                            const void* beta, const cudnnTensorDescriptor_t dbDesc,
                                            void* db) {
   Ranges r;
-  T(r, dyDesc, dy, kR);
-  T(r, dbDesc, db, kRW);
+  AddTensor(r, dyDesc, dy, kR);
+  AddTensor(r, dbDesc, db, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnConvolutionBackwardBias()(handle, alpha, dyDesc, dy, beta, dbDesc, db);
   });
@@ -109,8 +109,8 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
                              const cudnnTensorDescriptor_t aDesc, const void* A, const void* beta,
                              const cudnnTensorDescriptor_t cDesc, void* C) {
   Ranges r;
-  T(r, aDesc, A, kR);
-  T(r, cDesc, C, kRW);
+  AddTensor(r, aDesc, A, kR);
+  AddTensor(r, cDesc, C, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnAddTensor()(handle, alpha, aDesc, A, beta, cDesc, C);
   });
@@ -121,9 +121,9 @@ cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_
                             const void* alpha2, const cudnnTensorDescriptor_t bDesc, const void* B,
                             const void* beta, const cudnnTensorDescriptor_t cDesc, void* C) {
   Ranges r;
-  T(r, aDesc, A, kR);
-  T(r, bDesc, B, kR);
-  T(r, cDesc, C, kRW);
+  AddTensor(r, aDesc, A, kR);
+  AddTensor(r, bDesc, B, kR);
+  AddTensor(r, cDesc, C, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnOpTensor()(handle, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta,
                                  cDesc, C);
@@ -133,7 +133,7 @@ cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_
 cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void* y,
                                const void* alpha) {
   Ranges r;
-  T(r, yDesc, y, kRW);
+  AddTensor(r, yDesc, y, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r,
                               [&] { return real::cudnnScaleTensor()(handle, yDesc, y, alpha); });
 }
@@ -141,7 +141,7 @@ cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor
 cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void* y,
                              const void* valuePtr) {
   Ranges r;
-  T(r, yDesc, y, kW);
+  AddTensor(r, yDesc, y, kW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r,
                               [&] { return real::cudnnSetTensor()(handle, yDesc, y, valuePtr); });
 }
@@ -152,8 +152,8 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle,
                                      const void* beta, const cudnnTensorDescriptor_t yDesc,
                                      void* y) {
   Ranges r;
-  T(r, xDesc, x, kR);
-  T(r, yDesc, y, kRW);
+  AddTensor(r, xDesc, x, kR);
+  AddTensor(r, yDesc, y, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnActivationForward()(handle, activationDesc, alpha, xDesc, x, beta, yDesc, y);
   });
@@ -167,10 +167,10 @@ cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle,
                                       const void* beta, const cudnnTensorDescriptor_t dxDesc,
                                       void* dx) {
   Ranges r;
-  T(r, yDesc, y, kR);
-  T(r, dyDesc, dy, kR);
-  T(r, xDesc, x, kR);
-  T(r, dxDesc, dx, kRW);
+  AddTensor(r, yDesc, y, kR);
+  AddTensor(r, dyDesc, dy, kR);
+  AddTensor(r, xDesc, x, kR);
+  AddTensor(r, dxDesc, dx, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnActivationBackward()(handle, activationDesc, alpha, yDesc, y, dyDesc, dy,
                                            xDesc, x, beta, dxDesc, dx);
@@ -182,8 +182,8 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
                                   const void* x, const void* beta,
                                   const cudnnTensorDescriptor_t yDesc, void* y) {
   Ranges r;
-  T(r, xDesc, x, kR);
-  T(r, yDesc, y, kRW);
+  AddTensor(r, xDesc, x, kR);
+  AddTensor(r, yDesc, y, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnPoolingForward()(handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y);
   });
@@ -196,10 +196,10 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
                                    const void* x, const void* beta,
                                    const cudnnTensorDescriptor_t dxDesc, void* dx) {
   Ranges r;
-  T(r, yDesc, y, kR);
-  T(r, dyDesc, dy, kR);
-  T(r, xDesc, x, kR);
-  T(r, dxDesc, dx, kRW);
+  AddTensor(r, yDesc, y, kR);
+  AddTensor(r, dyDesc, dy, kR);
+  AddTensor(r, xDesc, x, kR);
+  AddTensor(r, dxDesc, dx, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnPoolingBackward()(handle, poolingDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x,
                                         beta, dxDesc, dx);
@@ -214,14 +214,14 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
     void* resultRunningVariance, double epsilon, void* resultSaveMean,
     void* resultSaveInvVariance) {
   Ranges r;
-  T(r, xDesc, x, kR);
-  T(r, yDesc, y, kRW);
-  T(r, bnScaleBiasMeanVarDesc, bnScale, kR);
-  T(r, bnScaleBiasMeanVarDesc, bnBias, kR);
-  T(r, bnScaleBiasMeanVarDesc, resultRunningMean, kRW);
-  T(r, bnScaleBiasMeanVarDesc, resultRunningVariance, kRW);
-  T(r, bnScaleBiasMeanVarDesc, resultSaveMean, kW);
-  T(r, bnScaleBiasMeanVarDesc, resultSaveInvVariance, kW);
+  AddTensor(r, xDesc, x, kR);
+  AddTensor(r, yDesc, y, kRW);
+  AddTensor(r, bnScaleBiasMeanVarDesc, bnScale, kR);
+  AddTensor(r, bnScaleBiasMeanVarDesc, bnBias, kR);
+  AddTensor(r, bnScaleBiasMeanVarDesc, resultRunningMean, kRW);
+  AddTensor(r, bnScaleBiasMeanVarDesc, resultRunningVariance, kRW);
+  AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveMean, kW);
+  AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveInvVariance, kW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnBatchNormalizationForwardTraining()(
         handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias,
@@ -236,12 +236,12 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(
     void* y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void* bnScale,
     const void* bnBias, const void* estimatedMean, const void* estimatedVariance, double epsilon) {
   Ranges r;
-  T(r, xDesc, x, kR);
-  T(r, yDesc, y, kRW);
-  T(r, bnScaleBiasMeanVarDesc, bnScale, kR);
-  T(r, bnScaleBiasMeanVarDesc, bnBias, kR);
-  T(r, bnScaleBiasMeanVarDesc, estimatedMean, kR);
-  T(r, bnScaleBiasMeanVarDesc, estimatedVariance, kR);
+  AddTensor(r, xDesc, x, kR);
+  AddTensor(r, yDesc, y, kRW);
+  AddTensor(r, bnScaleBiasMeanVarDesc, bnScale, kR);
+  AddTensor(r, bnScaleBiasMeanVarDesc, bnBias, kR);
+  AddTensor(r, bnScaleBiasMeanVarDesc, estimatedMean, kR);
+  AddTensor(r, bnScaleBiasMeanVarDesc, estimatedVariance, kR);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnBatchNormalizationForwardInference()(
         handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias,
@@ -257,14 +257,14 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
     const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void* bnScale, void* dBnScaleResult,
     void* dBnBiasResult, double epsilon, const void* savedMean, const void* savedInvVariance) {
   Ranges r;
-  T(r, xDesc, x, kR);
-  T(r, dyDesc, dy, kR);
-  T(r, dxDesc, dx, kRW);
-  T(r, dBnScaleBiasDesc, bnScale, kR);
-  T(r, dBnScaleBiasDesc, dBnScaleResult, kRW);
-  T(r, dBnScaleBiasDesc, dBnBiasResult, kRW);
-  T(r, dBnScaleBiasDesc, savedMean, kR);
-  T(r, dBnScaleBiasDesc, savedInvVariance, kR);
+  AddTensor(r, xDesc, x, kR);
+  AddTensor(r, dyDesc, dy, kR);
+  AddTensor(r, dxDesc, dx, kRW);
+  AddTensor(r, dBnScaleBiasDesc, bnScale, kR);
+  AddTensor(r, dBnScaleBiasDesc, dBnScaleResult, kRW);
+  AddTensor(r, dBnScaleBiasDesc, dBnBiasResult, kRW);
+  AddTensor(r, dBnScaleBiasDesc, savedMean, kR);
+  AddTensor(r, dBnScaleBiasDesc, savedInvVariance, kR);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnBatchNormalizationBackward()(
         handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc,
@@ -278,8 +278,8 @@ cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t 
                                   const cudnnTensorDescriptor_t xDesc, const void* x,
                                   const void* beta, const cudnnTensorDescriptor_t yDesc, void* y) {
   Ranges r;
-  T(r, xDesc, x, kR);
-  T(r, yDesc, y, kRW);
+  AddTensor(r, xDesc, x, kR);
+  AddTensor(r, yDesc, y, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnSoftmaxForward()(handle, algo, mode, alpha, xDesc, x, beta, yDesc, y);
   });
@@ -292,9 +292,9 @@ cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t
                                    const void* beta, const cudnnTensorDescriptor_t dxDesc,
                                    void* dx) {
   Ranges r;
-  T(r, yDesc, y, kR);
-  T(r, dyDesc, dy, kR);
-  T(r, dxDesc, dx, kRW);
+  AddTensor(r, yDesc, y, kR);
+  AddTensor(r, dyDesc, dy, kR);
+  AddTensor(r, dxDesc, dx, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnSoftmaxBackward()(handle, algo, mode, alpha, yDesc, y, dyDesc, dy, beta,
                                         dxDesc, dx);
