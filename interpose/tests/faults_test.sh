@@ -20,16 +20,7 @@ libdir=$3
 probe=$4
 work=$(mktemp -d "${TMPDIR:-/tmp}/faults_test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-
-fail() {
-  echo "FAIL ($case_name): $*" >&2
-  for f in "$work"/*.out "$work"/*.err; do
-    [ -s "$f" ] || continue
-    echo "--- $f" >&2
-    tail -n 40 "$f" >&2
-  done
-  exit 1
-}
+. "$(dirname "$0")/../../tests/case_helpers.sh"
 
 for lib in libcuda.so.1 libcudart.so.13; do
   [ -e "$libdir/$lib" ] || fail "simgpu library $libdir/$lib is missing (build the simgpu targets)"
@@ -47,14 +38,6 @@ N=6          # buffers
 B=4          # MiB each (a multiple of simgpu's 2 MiB granularity: no rounding)
 R=2          # buffers that fit under the limit
 LIMIT=$((R * B))MiB
-
-# run NAME CMD...: stdout to NAME.out, stderr to NAME.err; sets $rc.
-run() {
-  name=$1
-  shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err"
-  rc=$?
-}
 
 # summary NAME FIELD: a number from the summary's "swaps:" line ("out", "in", "oom", ...).
 summary() {

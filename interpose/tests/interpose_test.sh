@@ -9,35 +9,10 @@ libdir=$3
 arg=${4:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/interpose_test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-
-fail() {
-  echo "FAIL ($case_name): $*" >&2
-  for f in "$work"/*.out "$work"/*.err; do
-    [ -s "$f" ] || continue
-    echo "--- $f" >&2
-    tail -n 40 "$f" >&2
-  done
-  exit 1
-}
-
-need_simgpu() {
-  for lib in libcuda.so.1 libcudart.so.13 libcudnn.so.9 libcublas.so.13; do
-    [ -e "$libdir/$lib" ] || fail "simgpu library $libdir/$lib is missing (build the simgpu targets)"
-  done
-  LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export LD_LIBRARY_PATH
-}
+. "$(dirname "$0")/../../tests/case_helpers.sh"
 
 # The POOCH_* variables of the caller must not change what a case checks.
 for v in $(env | sed -n 's/^\(POOCH_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
-
-# run NAME CMD...: stdout to NAME.out, stderr to NAME.err; sets $rc.
-run() {
-  name=$1
-  shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err"
-  rc=$?
-}
 
 # top_calls FILE HOOK: the program's own calls of HOOK from the summary (0 if not listed).
 top_calls() {

@@ -23,25 +23,7 @@ bin=$2
 libdir=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/cnn_train_e2e.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-
-fail() {
-  echo "FAIL ($case_name): $*" >&2
-  for f in "$work"/*.out "$work"/*.err; do
-    [ -s "$f" ] || continue
-    echo "--- $f" >&2
-    tail -n 30 "$f" >&2
-  done
-  exit 1
-}
-
-need_simgpu() {
-  for lib in libcuda.so.1 libcudart.so.13 libcudnn.so.9 libcublas.so.13; do
-    [ -e "$libdir/$lib" ] || fail "simgpu library $libdir/$lib is missing (build the simgpu targets)"
-  done
-  # Run on simgpu even if the test runner did not set the variable.
-  LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export LD_LIBRARY_PATH
-}
+. "$(dirname "$0")/../case_helpers.sh"
 
 # run NAME ARGS...: runs cnn_train, stdout to NAME.out, stderr to NAME.err; sets $rc.
 run() {
