@@ -33,12 +33,24 @@ bool MakeInaccessible(uint64_t addr, uint64_t bytes) {
 Err Device::EnsureReservedLocked() {
   if (va_base_ != 0) return Err::kOk;
   uint64_t want = std::max(kTiB, RoundUp(4 * config_.machine.capacity_bytes, kGranularity));
-  // Over-reserve by one granule so the base can be aligned to it.
-  void* p = mmap(nullptr, want + kGranularity, PROT_NONE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  // Room for cudaMalloc blocks plus the VA ranges pooch reserves beside them. A smaller range
+  // still works, so halve on failure: sanitizer runtimes (TSan's shadow layout) and address-space
+  // limits can refuse a terabyte.
+  const uint64_t smallest = RoundUp(2 * config_.machine.capacity_bytes, kGranularity);
+  void* p = MAP_FAILED;
+  int mmap_errno = 0;
+  for (;;) {
+    // Over-reserve by one granule so the base can be aligned to it.
+    p = mmap(nullptr, want + kGranularity, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) break;
+    mmap_errno = errno;
+    if (want / 2 < smallest) break;
+    want = RoundUp(want / 2, kGranularity);
+  }
   if (p == MAP_FAILED) {
     std::fprintf(stderr, "simgpu: cannot reserve %" PRIu64 " bytes of address space: %s\n", want,
-                 std::strerror(errno));
+                 std::strerror(mmap_errno));
     return Err::kOutOfMemory;
   }
   uint64_t raw = reinterpret_cast<uint64_t>(p);
