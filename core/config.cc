@@ -117,7 +117,8 @@ const Variable kVariables[] = {
        return absl::OkStatus();
      }},
     {{"POOCH_MIN_SWAP_BYTES", "1MiB", "size",
-      "Allocations smaller than this always stay on the device."},
+      "Allocations smaller than this always stay on the device, packed into slabs of "
+      "max(2 MiB, this size)."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int64_t> bytes = ParseSize(name, value);
        if (!bytes.ok()) return bytes.status();

@@ -90,6 +90,17 @@ __attribute__((destructor)) void Stop() {
             static_cast<long long>(s.reuse_hits), static_cast<long long>(s.reuse_misses),
             static_cast<long long>(s.cached_bytes));
   }
+  if (pooch::SmallAllocator* small = ExistingSmallAllocator()) {
+    // Allocations under POOCH_MIN_SWAP_BYTES (core/small_allocator.h): the slabs they live in,
+    // and how often an allocation had to wait for freed blocks' work to finish.
+    const pooch::SmallAllocatorStats s = small->Stats();
+    LogLine("small: slabs %lld slab_bytes %lld peak_slab_bytes %lld live_blocks %lld "
+            "live_bytes %lld peak_live_bytes %lld waits %lld",
+            static_cast<long long>(s.slabs), static_cast<long long>(s.slab_bytes),
+            static_cast<long long>(s.peak_slab_bytes), static_cast<long long>(s.live_blocks),
+            static_cast<long long>(s.live_bytes), static_cast<long long>(s.peak_live_bytes),
+            static_cast<long long>(s.waits));
+  }
   for (int i = 0; i < kHookCount; ++i) {
     const CallCounts calls = Calls(static_cast<FunctionId>(i));
     if (calls.top == 0 && calls.nested == 0) continue;

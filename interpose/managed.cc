@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "core/mutex.h"
 #include "interpose/cuda_device.h"
 #include "interpose/hook_table.h"
@@ -21,14 +21,24 @@ namespace {
 std::atomic<pooch::ResidencyManager*> g_manager{nullptr};
 std::atomic<TraceObserver*> g_trace{nullptr};
 
-// pooch::Mutex, not absl::Mutex: ThreadSanitizer sees its locks (core/mutex.h says why).
-struct SmallTable {
+std::atomic<pooch::SmallAllocator*> g_small{nullptr};
+
+// The program's cudaStreamNonBlocking streams (Note [Reuse after free] in
+// core/small_allocator.h). pooch::Mutex, not absl::Mutex: ThreadSanitizer sees its locks
+// (core/mutex.h says why).
+struct NonBlockingStreams {
   pooch::Mutex mu;
-  absl::flat_hash_map<uintptr_t, size_t> sizes ABSL_GUARDED_BY(mu);
+  absl::flat_hash_set<uintptr_t> streams ABSL_GUARDED_BY(mu);
 };
-SmallTable& Small() {
-  static SmallTable* table = new SmallTable();  // never destroyed: hooks may run at exit
+NonBlockingStreams& Unordered() {
+  static NonBlockingStreams* table = new NonBlockingStreams();  // never destroyed: hooks may run at exit
   return *table;
+}
+
+void AppendUnorderedStreams(std::vector<pooch::StreamHandle>* out) {
+  NonBlockingStreams& t = Unordered();
+  pooch::MutexLock lock(&t.mu);
+  out->insert(out->end(), t.streams.begin(), t.streams.end());
 }
 
 void LogStatus(const char* what, const absl::Status& s) {
@@ -74,6 +84,22 @@ pooch::ResidencyManager* Create() {
     LogStatus("cannot start the residency manager", manager.status());
     return nullptr;
   }
+  // Slabs are charged to the manager, which evicts swappable data to make room for them.
+  pooch::ResidencyManager* raw_manager = manager->get();
+  pooch::SmallAllocatorOptions small_options;
+  small_options.max_bytes = options->min_swap_bytes;
+  small_options.charge = [raw_manager](int64_t bytes) {
+    return raw_manager->ChargeExternal(bytes);
+  };
+  small_options.uncharge = [raw_manager](int64_t bytes) { raw_manager->UnchargeExternal(bytes); };
+  small_options.unordered_streams = AppendUnorderedStreams;
+  absl::StatusOr<std::unique_ptr<pooch::SmallAllocator>> small =
+      pooch::SmallAllocator::Create(*raw_device, std::move(small_options));
+  if (!small.ok()) {
+    LogStatus("cannot start the small-allocation sub-allocator", small.status());
+    return nullptr;
+  }
+  g_small.store(small->release(), std::memory_order_release);
   POOCH_LOG_AT(kInfo, "managing device memory: limit %lld bytes, min swap %lld bytes",
                static_cast<long long>(options->memory_limit),
                static_cast<long long>(options->min_swap_bytes));
@@ -100,20 +126,20 @@ pooch::ResidencyManager* GetManager() {
 
 pooch::ResidencyManager* ExistingManager() { return g_manager.load(std::memory_order_acquire); }
 
-void RememberSmall(uintptr_t address, size_t bytes) {
-  SmallTable& t = Small();
-  pooch::MutexLock lock(&t.mu);
-  t.sizes[address] = bytes;
+pooch::SmallAllocator* ExistingSmallAllocator() {
+  return g_small.load(std::memory_order_acquire);
 }
 
-size_t ForgetSmall(uintptr_t address) {
-  SmallTable& t = Small();
+void NoteNonBlockingStream(uintptr_t stream) {
+  NonBlockingStreams& t = Unordered();
   pooch::MutexLock lock(&t.mu);
-  auto it = t.sizes.find(address);
-  if (it == t.sizes.end()) return 0;
-  const size_t bytes = it->second;
-  t.sizes.erase(it);
-  return bytes;
+  t.streams.insert(stream);
+}
+
+bool ForgetNonBlockingStream(uintptr_t stream) {
+  NonBlockingStreams& t = Unordered();
+  pooch::MutexLock lock(&t.mu);
+  return t.streams.erase(stream) > 0;
 }
 
 bool ManagedMemoryInfo(size_t* free_bytes, size_t* total_bytes) {

@@ -7,10 +7,13 @@
 // configured limit (unset: the device's free memory). If that fails, pooch says so once and
 // passes every call through from then on.
 //
-// Note [Small allocations]: allocations below POOCH_MIN_SWAP_BYTES go to the real allocator and
-// stay resident; their bytes are charged to the manager's budget (ChargeExternal) so that the
-// limit covers everything the program holds. Larger ones are the manager's: a reserved address
-// range, backed by a physical chunk while resident (DESIGN.md, decision 1).
+// Note [Small allocations]: allocations below POOCH_MIN_SWAP_BYTES come from a sub-allocator
+// (core/small_allocator.h) over slabs of device memory mapped through the VMM API; they stay
+// resident, and each slab is charged to the manager's budget (ChargeExternal) so that the limit
+// covers everything the program holds. A freed small block is reused only after the work queued
+// before its free completed (Note [Reuse after free] in core/small_allocator.h). Larger ones are
+// the manager's: a reserved address range, backed by a physical chunk while resident (DESIGN.md,
+// decision 1).
 //
 // Thread safety: all functions may be called from any thread.
 #ifndef POOCH_INTERPOSE_MANAGED_H_
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "core/residency.h"
+#include "core/small_allocator.h"
 #include "interpose/errors.h"
 #include "interpose/log.h"
 
@@ -38,9 +42,14 @@ int64_t MinSwapBytes();
 // Terminates the POOCH_TRACE file, if one is being written (at exit).
 void CloseTrace();
 
-// Remembers a small (pass-through) allocation, and forgets it returning its size (0 if unknown).
-void RememberSmall(uintptr_t address, size_t bytes);
-size_t ForgetSmall(uintptr_t address);
+// The sub-allocator for sizes below MinSwapBytes(); non-null whenever GetManager() is.
+pooch::SmallAllocator* ExistingSmallAllocator();
+
+// The program's streams created with cudaStreamNonBlocking, which the sub-allocator must order
+// reuse after (Note [Reuse after free] in core/small_allocator.h). Forget returns whether the
+// stream was one.
+void NoteNonBlockingStream(uintptr_t stream);
+bool ForgetNonBlockingStream(uintptr_t stream);
 
 // The ranges an op touches; entries with a null address are dropped.
 class Ranges {
@@ -80,61 +89,40 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward) {
   return result;
 }
 
-// What a small (pass-through) allocation of `bytes` costs on the device: rounded up to
-// kSmallGranule, the unit in which cudaMalloc sizes count against capacity (simgpu models the
-// same 512 bytes; CUDA's own allocator aligns to at least 256 and sub-allocates in such units).
-inline constexpr int64_t kSmallGranule = 512;
-constexpr int64_t SmallChargeBytes(size_t bytes) {
-  return (static_cast<int64_t>(bytes) + kSmallGranule - 1) / kSmallGranule * kSmallGranule;
-}
-
-// cudaMalloc-like: the manager's for large sizes, the real allocator (charged) for small ones.
-// `real_alloc()` performs the real allocation into *out and returns the API's code.
+// cudaMalloc-like: the manager's for large sizes, the sub-allocator's for small ones (Note [Small
+// allocations]). `real_alloc()` performs the real allocation into *out and returns the API's
+// code; it is used only when pooch does not manage memory.
 template <typename Ret, typename RealAlloc>
 Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_alloc) {
   pooch::ResidencyManager* manager = GetManager();
   if (manager == nullptr || out == nullptr || bytes == 0) return real_alloc();
-  if (static_cast<int64_t>(bytes) >= MinSwapBytes()) {
-    absl::StatusOr<pooch::DeviceAddress> address = manager->Allocate(static_cast<int64_t>(bytes));
-    if (!address.ok()) {
-      POOCH_LOG_AT(kInfo, "allocation of %zu bytes failed: %.*s", bytes,
-                   static_cast<int>(address.status().message().size()),
-                   address.status().message().data());
-      return StatusTo<Ret>(address.status());
-    }
-    *out = *address;
-    return success;
+  absl::StatusOr<pooch::DeviceAddress> address =
+      static_cast<int64_t>(bytes) >= MinSwapBytes()
+          ? manager->Allocate(static_cast<int64_t>(bytes))
+          : ExistingSmallAllocator()->Allocate(static_cast<int64_t>(bytes));
+  if (!address.ok()) {
+    POOCH_LOG_AT(kInfo, "allocation of %zu bytes failed: %.*s", bytes,
+                 static_cast<int>(address.status().message().size()),
+                 address.status().message().data());
+    return StatusTo<Ret>(address.status());
   }
-  // The real allocator spends whole granules on each allocation, so charging the requested
-  // bytes under-counts: a program with hundreds of small tensors (a BN layer's 64-float scale,
-  // shift, statistics, gradients, momentum) then finds the device full while the budget says
-  // there is room, and the real cudaMalloc fails with nothing left to evict.
-  const int64_t charged = SmallChargeBytes(bytes);
-  if (absl::Status s = manager->ChargeExternal(charged); !s.ok()) {
-    return StatusTo<Ret>(s);
-  }
-  const Ret result = real_alloc();
-  if (result == success) {
-    RememberSmall(*out, static_cast<size_t>(charged));
-  } else {
-    manager->UnchargeExternal(charged);
-  }
-  return result;
+  *out = *address;
+  return success;
 }
 
-// cudaFree-like: `real_free()` frees through the real allocator.
+// cudaFree-like: `real_free()` frees through the real allocator what pooch did not allocate.
 template <typename Ret, typename RealFree>
-Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
+Ret ManagedFree(uintptr_t address, [[maybe_unused]] Ret success, RealFree&& real_free) {
   pooch::ResidencyManager* manager = GetManager();
   if (manager == nullptr || address == 0) return real_free();
+  if (absl::Status s = ExistingSmallAllocator()->Free(address); !absl::IsNotFound(s)) {
+    return StatusTo<Ret>(s);  // OK, or InvalidArgument for a double free / interior pointer
+  }
   if (std::optional<pooch::AllocationInfo> info = manager->Lookup(address);
       info.has_value() && info->address == address) {
     return StatusTo<Ret>(manager->Free(address));
   }
-  const size_t small = ForgetSmall(address);
-  const Ret result = real_free();
-  if (result == success && small > 0) manager->UnchargeExternal(static_cast<int64_t>(small));
-  return result;
+  return real_free();
 }
 
 // The limit and what is in use, for cudaMemGetInfo/cuMemGetInfo. False when unmanaged.

@@ -99,4 +99,34 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return result;
 }
 
+// Non-blocking streams are not ordered by the legacy default stream, so the sub-allocator
+// orders the reuse of freed small blocks after their work too (Note [Reuse after free] in
+// core/small_allocator.h).
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
+  const cudaError_t result = real::cudaStreamCreateWithFlags()(pStream, flags);
+  if (result == cudaSuccess && (flags & cudaStreamNonBlocking) != 0) {
+    NoteNonBlockingStream(S(*pStream));
+  }
+  return result;
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int flags, int priority) {
+  const cudaError_t result = real::cudaStreamCreateWithPriority()(pStream, flags, priority);
+  if (result == cudaSuccess && (flags & cudaStreamNonBlocking) != 0) {
+    NoteNonBlockingStream(S(*pStream));
+  }
+  return result;
+}
+
+// A destroyed stream's queued work still runs, and the real cudaFree of a buffer it uses would
+// wait for it; once the stream is forgotten nothing orders reuse after that work, so wait for
+// it here (programs destroy streams rarely).
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (ForgetNonBlockingStream(S(stream))) {
+    const cudaError_t synced = real::cudaStreamSynchronize()(stream);
+    if (synced != cudaSuccess) return synced;
+  }
+  return real::cudaStreamDestroy()(stream);
+}
+
 }  // namespace pooch::interpose::intercept
