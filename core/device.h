@@ -91,6 +91,14 @@ class Device {
   virtual absl::Status SynchronizeEvent(EventHandle event) = 0;
   // cuStreamWaitEvent: work queued on `stream` after this call waits for `event`.
   virtual absl::Status StreamWaitEvent(StreamHandle stream, EventHandle event) = 0;
+
+  // cuEventCreate(0): like CreateEvent, but the event also records when it completed on the
+  // device, for measuring copies while profiling (timing costs a little, so only when asked).
+  virtual absl::StatusOr<EventHandle> CreateTimingEvent() = 0;
+  // cuEventElapsedTime, in microseconds: from the completion of `start`'s latest record to that
+  // of `end`'s. REQUIRES: both come from CreateTimingEvent, were recorded and completed (an
+  // error otherwise: FailedPrecondition on the fake device, the driver's on a GPU).
+  virtual absl::StatusOr<double> ElapsedMicroseconds(EventHandle start, EventHandle end) = 0;
 };
 
 }  // namespace pooch

@@ -323,15 +323,21 @@ void FakeDevice::ExecuteLocked(Command& c) {
     case Kind::kCopyToHost: {
       uint8_t* src = TranslateLocked(c.ranges[0].address, c.bytes, "CopyToHost", c.captured[0]);
       if (src != nullptr) std::memcpy(c.host, src, static_cast<size_t>(c.bytes));
+      clock_us_ += static_cast<double>(c.bytes) / options_.copy_bytes_per_us;
       break;
     }
     case Kind::kCopyToDevice: {
       uint8_t* dst = TranslateLocked(c.ranges[0].address, c.bytes, "CopyToDevice", c.captured[0]);
       if (dst != nullptr) std::memcpy(dst, c.host, static_cast<size_t>(c.bytes));
+      clock_us_ += static_cast<double>(c.bytes) / options_.copy_bytes_per_us;
       break;
     }
     case Kind::kRecord: {
       pending_records_.erase(c.generation);
+      auto e = events_.find(c.event);
+      if (e != events_.end() && e->second.latest == c.generation) {
+        e->second.completed_at_us = clock_us_;
+      }
       break;
     }
     case Kind::kWait:
@@ -484,6 +490,31 @@ absl::StatusOr<EventHandle> FakeDevice::CreateEvent() {
   const EventHandle handle = next_handle_++;
   events_[handle];
   return handle;
+}
+
+absl::StatusOr<EventHandle> FakeDevice::CreateTimingEvent() {
+  MutexLock lock(&mu_);
+  const EventHandle handle = next_handle_++;
+  events_[handle].timing = true;
+  return handle;
+}
+
+absl::StatusOr<double> FakeDevice::ElapsedMicroseconds(EventHandle start, EventHandle end) {
+  MutexLock lock(&mu_);
+  auto s = events_.find(start);
+  auto e = events_.find(end);
+  if (s == events_.end() || e == events_.end()) {
+    return absl::InvalidArgumentError("ElapsedMicroseconds: no such event");
+  }
+  for (const Event* ev : {&s->second, &e->second}) {
+    if (!ev->timing) {
+      return absl::FailedPreconditionError("ElapsedMicroseconds: not a timing event");
+    }
+    if (ev->latest == 0 || !RecordDoneLocked(ev->latest)) {
+      return absl::FailedPreconditionError("ElapsedMicroseconds: event not recorded or not done");
+    }
+  }
+  return e->second.completed_at_us - s->second.completed_at_us;
 }
 
 absl::Status FakeDevice::DestroyEvent(EventHandle event) {

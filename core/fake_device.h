@@ -18,6 +18,11 @@
 //   - FreeHost of a buffer that a queued copy still uses; a copy from or to non-pinned memory;
 //   - FreeAddress of a range that still has mappings.
 //
+// Time: a virtual clock, serial like the device's one worker: each copy advances it by its bytes
+// at Options::copy_bytes_per_us, and a timing event (CreateTimingEvent) records the clock when
+// its record executes, so ElapsedMicroseconds around one copy in kImmediate mode is exactly the
+// copy's modelled duration (with other streams' copies in between in the other modes).
+//
 // Thread safety: every method may be called from any thread. Kernel functions run with the
 // device's lock held and must touch memory only through the Memory they are given.
 #ifndef POOCH_CORE_FAKE_DEVICE_H_
@@ -59,6 +64,7 @@ class FakeDevice final : public Device {
     Mode mode = Mode::kImmediate;
     uint64_t seed = 1;                                    // worker's choice among runnable streams
     absl::Duration command_delay = absl::ZeroDuration();  // worker sleeps this per command
+    double copy_bytes_per_us = 16000;  // the virtual clock's copy rate: 16 GB/s, PCIe gen3
   };
 
   struct Range {
@@ -102,6 +108,8 @@ class FakeDevice final : public Device {
   absl::StatusOr<bool> QueryEvent(EventHandle event) override;
   absl::Status SynchronizeEvent(EventHandle event) override;
   absl::Status StreamWaitEvent(StreamHandle stream, EventHandle event) override;
+  absl::StatusOr<EventHandle> CreateTimingEvent() override;
+  absl::StatusOr<double> ElapsedMicroseconds(EventHandle start, EventHandle end) override;
 
   // Test side. Launch queues `kernel` on `stream`; `ranges` are what it may touch (checked when
   // it is queued against later Unmap/Release, and when it runs against the mapping table).
@@ -140,6 +148,8 @@ class FakeDevice final : public Device {
   // even if the event is recorded again on another stream meanwhile (as in CUDA).
   struct Event {
     uint64_t latest = 0;  // record id of the most recent RecordEvent; 0 = never recorded
+    bool timing = false;  // from CreateTimingEvent
+    double completed_at_us = 0;  // the virtual clock when `latest` executed (timing events)
   };
   enum class Kind { kCopyToHost, kCopyToDevice, kRecord, kWait, kKernel };
   struct Command {
@@ -206,6 +216,7 @@ class FakeDevice final : public Device {
   int64_t physical_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t host_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t create_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  double clock_us_ ABSL_GUARDED_BY(mu_) = 0;  // virtual time (see "Time" above)
   int fail_create_after_ ABSL_GUARDED_BY(mu_) = -1;
   int fail_host_after_ ABSL_GUARDED_BY(mu_) = -1;
   std::vector<std::string> violations_ ABSL_GUARDED_BY(mu_);

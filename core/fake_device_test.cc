@@ -153,5 +153,40 @@ TEST(FakeDeviceTest, CapacityAndInjectedFailures) {
   EXPECT_TRUE(d.AllocHost(16).ok());
 }
 
+TEST(FakeDeviceTest, TimingEventsMeasureCopiesOnTheVirtualClock) {
+  for (FakeDevice::Mode mode : {FakeDevice::Mode::kImmediate, FakeDevice::Mode::kManual}) {
+    FakeDevice::Options o = Opts(mode);
+    o.copy_bytes_per_us = 1000;
+    FakeDevice d(o);
+    StreamHandle s = *d.CreateStream();
+    DeviceAddress va = *d.ReserveAddress(2 * kG);
+    PhysicalHandle p = *d.CreatePhysical(2 * kG);
+    ASSERT_TRUE(d.Map(va, 2 * kG, p).ok());
+    void* host = *d.AllocHost(2 * kG);
+    EventHandle start = *d.CreateTimingEvent();
+    EventHandle end = *d.CreateTimingEvent();
+    EventHandle plain = *d.CreateEvent();
+    ASSERT_TRUE(d.RecordEvent(start, s).ok());
+    ASSERT_TRUE(d.CopyToHostAsync(host, va, 2 * kG, s).ok());
+    ASSERT_TRUE(d.RecordEvent(end, s).ok());
+    ASSERT_TRUE(d.RecordEvent(plain, s).ok());
+    if (mode == FakeDevice::Mode::kManual) {  // not completed yet
+      EXPECT_TRUE(absl::IsFailedPrecondition(d.ElapsedMicroseconds(start, end).status()));
+    }
+    ASSERT_TRUE(d.SynchronizeStream(s).ok());
+    absl::StatusOr<double> us = d.ElapsedMicroseconds(start, end);
+    ASSERT_TRUE(us.ok()) << us.status();
+    EXPECT_DOUBLE_EQ(*us, 2.0 * kG / 1000);
+    EXPECT_DOUBLE_EQ(*d.ElapsedMicroseconds(end, end), 0);
+    EXPECT_TRUE(absl::IsFailedPrecondition(d.ElapsedMicroseconds(start, plain).status()));
+    for (EventHandle e : {start, end, plain}) ASSERT_TRUE(d.DestroyEvent(e).ok());
+    ASSERT_TRUE(d.FreeHost(host).ok());
+    ASSERT_TRUE(d.Unmap(va, 2 * kG).ok());
+    ASSERT_TRUE(d.ReleasePhysical(p).ok());
+    ASSERT_TRUE(d.FreeAddress(va, 2 * kG).ok());
+    EXPECT_THAT(d.violations(), IsEmpty());
+  }
+}
+
 }  // namespace
 }  // namespace pooch

@@ -177,6 +177,21 @@ absl::StatusOr<EventHandle> CudaDevice::CreateEvent() {
   return reinterpret_cast<EventHandle>(event);
 }
 
+absl::StatusOr<EventHandle> CudaDevice::CreateTimingEvent() {
+  POOCH_ENSURE_CONTEXT();
+  CUevent event = nullptr;
+  POOCH_DRIVER_CALL(cuEventCreate, &event, CU_EVENT_DEFAULT);  // timing enabled
+  return reinterpret_cast<EventHandle>(event);
+}
+
+absl::StatusOr<double> CudaDevice::ElapsedMicroseconds(EventHandle start, EventHandle end) {
+  POOCH_ENSURE_CONTEXT();
+  float ms = 0;
+  // cuEventElapsedTime is a macro for the _v2 entry point (CUDA 12.8+), which cuda.h declares.
+  POOCH_DRIVER_CALL(cuEventElapsedTime_v2, &ms, Event(start), Event(end));
+  return static_cast<double>(ms) * 1000.0;
+}
+
 absl::Status CudaDevice::DestroyEvent(EventHandle event) {
   POOCH_ENSURE_CONTEXT();
   POOCH_DRIVER_CALL(cuEventDestroy_v2, Event(event));

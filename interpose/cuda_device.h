@@ -46,6 +46,8 @@ class CudaDevice final : public pooch::Device {
   absl::StatusOr<bool> QueryEvent(EventHandle event) override;
   absl::Status SynchronizeEvent(EventHandle event) override;
   absl::Status StreamWaitEvent(StreamHandle stream, EventHandle event) override;
+  absl::StatusOr<EventHandle> CreateTimingEvent() override;
+  absl::StatusOr<double> ElapsedMicroseconds(EventHandle start, EventHandle end) override;
 
  private:
   CudaDevice(CUcontext context, CUdevice device, int64_t granularity)
