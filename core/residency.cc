@@ -79,6 +79,8 @@ ResidencyManager::~ResidencyManager() {
   MutexLock lock(&mu_);
   for (Retired& r : retired_) ReleaseRetiredLocked(r).IgnoreError();  // only after errors
   retired_.clear();
+  for (PendingTiming& t : timings_) AbandonTimingLocked(std::move(t));  // Note [Copy timing]
+  timings_.clear();
   host_pool_.Trim();
   device_.DestroyStream(d2h_stream_).IgnoreError();
   device_.DestroyStream(h2d_stream_).IgnoreError();
@@ -132,6 +134,7 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, bool self_active) {
         absl::Status s = StartSwapOutLocked(*a);
         if (s.ok()) {
           started += a->mapped_bytes;
+          ++stats_.demand_swap_outs;
         } else {
           last_swap_error = s;
         }
@@ -263,6 +266,7 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
   }
   for (auto& [stream, event] : a->last_uses) r.events.push_back(event);
   in_flight_.erase(a->id);
+  dropping_.erase(a->id);
   table_.Remove(a->id);  // `a` is gone from here on
   ++stats_.frees;
   if (cacheable && CacheLocked(r)) return absl::OkStatus();
@@ -308,9 +312,16 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
   const uint64_t op = ++op_seq_;
   OpTicket ticket;
   ticket.stream_ = stream;
+  // Note [Planned residency]: dropped allocations this op reads (an error) or only writes.
+  std::vector<AllocationId> dropped_read;
+  std::vector<AllocationId> dropped_written;
   for (const AccessRange& range : touched) {
     table_.ForEachOverlapping(
         range.address, range.bytes, [&](Allocation& a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          if (a.state == ResidencyState::kDropped) {
+            auto& list = range.mode == AccessRange::Mode::kWrite ? dropped_written : dropped_read;
+            if (std::find(list.begin(), list.end(), a.id) == list.end()) list.push_back(a.id);
+          }
           if (std::find(ticket.ids_.begin(), ticket.ids_.end(), a.id) != ticket.ids_.end()) return;
           ticket.ids_.push_back(a.id);
           // Pin first, all of them: none may be evicted to make room for another (Note [Budget]).
@@ -328,10 +339,20 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
     unpinned_.SignalAll();
     return s;
   };
+  if (!dropped_read.empty()) {
+    const Allocation* a = table_.Find(dropped_read.front());
+    return fail(absl::FailedPreconditionError(
+        absl::StrCat("allocation 0x", absl::Hex(a->address), " (", FormatBytes(a->bytes),
+                     ") was dropped and must be recomputed before it is read")));
+  }
   if (absl::Status s = PollLocked(); !s.ok()) return fail(s);
 
   for (AllocationId id : ticket.ids_) {
     Allocation* a = table_.Find(id);  // pinned, so still in the table
+    if (a->state == ResidencyState::kDropped) {
+      // Only written by this op (reads failed above): the replay that recomputes it.
+      if (absl::Status s = RestoreLocked(*a, stream); !s.ok()) return fail(s);
+    }
     if (a->state == ResidencyState::kSwappingOut) CancelSwapOutLocked(*a);
     if (a->state == ResidencyState::kOnHost) {
       if (absl::Status s = MakeRoomLocked(a->mapped_bytes, /*self_active=*/true); !s.ok()) {

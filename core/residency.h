@@ -7,9 +7,14 @@
 //   any op on stream s   -> BeforeOp(s, touched)   makes every touched allocation resident, makes
 //                           forward the call          s wait for the copies that did it, pins them
 //                        -> AfterOp(ticket)        records the op's last use, unpins
-//   small cudaMalloc     -> ChargeExternal(n) before the real cudaMalloc, UnchargeExternal(n)
-//                           after the real cudaFree (Note [Small allocations])
+//   small-allocation slab -> ChargeExternal(n) when core/small_allocator maps it,
+//                           UnchargeExternal(n) when it releases it (Note [Small allocations])
 //   any hook, now and then -> Poll()               reclaims memory of finished swaps and frees
+//
+// A profile-guided plan adds (Note [Planned residency], residency_plan.cc):
+//   Offload(p)   planned swap-out now        Drop(p)  discard; the plan recomputes it by replay
+//   Prefetch(p)  planned swap-in, only into free room, early enough to hide the copy
+// BeforeOp stays the safety net: whatever the plan missed is swapped in on demand.
 //
 //   auto manager = ResidencyManager::Create(device, {.memory_limit = 8 << 30});
 //   DeviceAddress x = *(*manager)->Allocate(64 << 20);
@@ -40,6 +45,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/config.h"
@@ -62,6 +68,10 @@ struct ResidencyOptions {
   // Allocate of the same rounded size. nullopt = memory_limit / 4; 0 disables the cache.
   std::optional<int64_t> reuse_cache_bytes;
   int reuse_cache_entries = 64;  // at most this many cached allocations
+  // Bracket every swap copy with timing events (Device::CreateTimingEvent) so that its device
+  // duration can be taken with TakeCopyTimings, for profiling. Off by default: two more events
+  // per copy.
+  bool time_copies = false;
 };
 
 // Options from the configuration; an unset POOCH_MEMORY_LIMIT becomes the device's free memory.
@@ -74,7 +84,9 @@ struct AccessRange {
   enum class Mode { kRead, kWrite, kReadWrite };
   DeviceAddress address = 0;
   int64_t bytes = 1;
-  Mode mode = Mode::kReadWrite;  // recorded for later policies; demand swapping ignores it
+  // Demand swapping ignores it; for a dropped allocation (Drop) it decides between an error
+  // (a read) and a restore (only writes: the replay that recomputes it).
+  Mode mode = Mode::kReadWrite;
 };
 
 // What BeforeOp pinned; hand it to AfterOp. Move-only.
@@ -113,8 +125,13 @@ struct ResidencyStats {
   int64_t bytes_swapped_out = 0;  // D2H bytes
   int64_t bytes_swapped_in = 0;   // H2D bytes
   int64_t swap_outs = 0;
-  int64_t swap_ins = 0;             // every one is a demand hit in this policy
-  int64_t demand_swap_ins = 0;      // swap-ins an op had to wait for (not prefetched)
+  int64_t swap_ins = 0;             // every H2D copy: demand_swap_ins + prefetches
+  int64_t demand_swap_ins = 0;      // swap-ins started by BeforeOp: the plan's safety-net hits
+  int64_t prefetches = 0;           // swap-ins started by Prefetch
+  int64_t demand_swap_outs = 0;     // evictions to make room (swap_outs = demand + planned)
+  int64_t planned_swap_outs = 0;    // swap-outs started by Offload
+  int64_t drops = 0;                // allocations discarded by Drop
+  int64_t restores = 0;             // dropped allocations given a fresh chunk by a write-only op
   int64_t cancelled_swap_outs = 0;  // touched again while the D2H copy was in flight
   int64_t allocations = 0;
   int64_t frees = 0;
@@ -137,6 +154,15 @@ struct SwapRecord {
   DeviceAddress address = 0;
   int64_t bytes = 0;
   absl::Time at;
+};
+
+// One swap copy's measured device time (ResidencyOptions::time_copies).
+struct CopyTiming {
+  enum class Direction { kToHost, kToDevice };
+  AllocationId allocation = 0;
+  int64_t bytes = 0;
+  Direction direction = Direction::kToHost;
+  double microseconds = 0;
 };
 
 class ResidencyObserver {
@@ -173,11 +199,11 @@ class ResidencyManager {
   absl::Status AfterOp(OpTicket ticket) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Note [Small allocations]: allocations below min_swap_bytes are never swapped, and giving
-  // each its own 2 MiB-granular mapping would waste most of it, so the interposer passes them to
-  // the real allocator (which packs them) and charges their bytes here; the budget then covers
-  // everything the program holds and evicts swappable data to make room for them. Allocate()
-  // still accepts small sizes (non-swappable, rounded up to the granularity) for callers that
-  // want one path; a VMM-backed sub-allocator can replace the pass-through later.
+  // each its own 2 MiB-granular mapping would waste most of it, so the interposer packs them
+  // into slabs with core/small_allocator (which maps the slabs itself) and charges each slab's
+  // bytes here; the budget then covers everything the program holds and evicts swappable data
+  // to make room for them. Allocate() still accepts small sizes (non-swappable, rounded up to
+  // the granularity) for callers that want one path.
   // ChargeExternal evicts to make room; ResourceExhausted when it cannot.
   absl::Status ChargeExternal(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
   void UnchargeExternal(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
@@ -187,12 +213,48 @@ class ResidencyManager {
   // Waits for every queued copy and deferred free (at exit, or device synchronisation).
   absl::Status Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Note [Planned residency] (residency_plan.cc): what a profile-guided plan asks for. Each takes
+  // the base address of an allocation (NotFound otherwise), never blocks, and leaves the
+  // allocation correct to use: BeforeOp still makes it resident (or rejects a read of dropped
+  // data), so a plan that is wrong costs time, never correctness (DESIGN.md decision 4).
+  //
+  // Planned swap-out now: if the allocation is kResident, swappable, not pinned by an op in
+  // progress and not waiting to be freed, starts its swap-out (the D2H copy waits for every
+  // last use, as an eviction does) and counts stats.planned_swap_outs. Otherwise a no-op that
+  // returns Ok: already on the host or on the way there or back, dropped, pinned (the plan runs
+  // ahead of an op still using it; the next Offload or an eviction catches it), or too small.
+  // An error from the swap (host budget, device) leaves the allocation resident and intact.
+  absl::Status Offload(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
+  // The plan recomputes this allocation: if it is kResident, swappable, unpinned and not waiting
+  // to be freed, its content is discarded without a copy and it enters kDropped; its chunk is
+  // unmapped and released once every last use (and a cancelled swap-out's copy) completed —
+  // the deferred release of a Free, counted in the budget until then. Counts stats.drops.
+  // Otherwise a no-op that returns Ok (the data is elsewhere or in use; nothing is lost by
+  // keeping it): in particular a host copy is never thrown away, as the plan may be stale.
+  // After Drop, an op that reads the allocation fails (BeforeOp); one that only writes it
+  // restores it. Free of a dropped allocation releases its range (and a chunk still pending).
+  absl::Status Drop(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
+  // Planned swap-in, issued ahead of the op that needs it: if the allocation is kOnHost and its
+  // chunk fits under the limit without evicting anything (after reclaiming completed work and
+  // spilling the reuse cache), maps a chunk and queues the H2D copy on the manager's copy stream,
+  // counts stats.prefetches and returns true; false when there is no room (retry at a later op).
+  // true at once when it is kResident or kSwappingIn; kSwappingOut is cancelled as an op's touch
+  // would be (the chunk is still mapped and valid: no copy, no wait) and returns true. A
+  // dropped allocation is FailedPrecondition: only a replay can bring it back. The op that
+  // touches it later waits for the copy's event on the device through BeforeOp, with no second
+  // copy and no host block.
+  absl::StatusOr<bool> Prefetch(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Iteration boundary (from the interposer's marker), recorded for later policies.
   void MarkIteration() ABSL_LOCKS_EXCLUDED(mu_);
 
   // The allocation containing `address`, if any.
   std::optional<AllocationInfo> Lookup(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
   ResidencyStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The timings of the swap copies that completed since the last call, in the order they were
+  // queued; copies still in flight are kept for a later call. Never blocks. Empty unless
+  // ResidencyOptions::time_copies. (residency_timing.cc)
+  std::vector<CopyTiming> TakeCopyTimings() ABSL_LOCKS_EXCLUDED(mu_);
   int64_t memory_limit() const { return options_.memory_limit; }
 
  private:
@@ -221,6 +283,15 @@ class ResidencyManager {
   absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FreeLocked(Allocation* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The allocation whose base is `base`; NotFound naming `what` otherwise.
+  absl::StatusOr<Allocation*> FindBaseLocked(DeviceAddress base, absl::string_view what) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Planned residency]: gives a dropped allocation touched only by writes a chunk again
+  // (the pending one if its release has not happened yet), and orders `stream` after the
+  // chunk's previous users. May drop mu_ (MakeRoomLocked). (residency_plan.cc)
+  absl::Status RestoreLocked(Allocation& a, StreamHandle stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Releases the chunks of dropped allocations whose last uses completed. (residency_plan.cc)
+  absl::Status ReleaseDroppedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Note [Reuse cache] (residency.cc).
   // Keeps `r` (a freed resident allocation's range and chunk) for reuse; false when it does not
   // fit the cache's bounds (then the caller retires it as before).
@@ -256,6 +327,22 @@ class ResidencyManager {
   // Unpinned, swappable, mapped allocations, least recently used first. (residency_evict.cc)
   std::vector<Allocation*> EvictionCandidatesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Copy timing (residency_timing.cc). Begin records a start event on `stream` just before a
+  // copy is queued (nullopt when timing is off or the events cannot be made: the copy is then
+  // simply not timed); End records the end event after it and keeps both for TakeCopyTimings;
+  // Abandon destroys them when the copy could not be queued.
+  struct PendingTiming {
+    EventHandle start = 0;
+    EventHandle end = 0;
+    CopyTiming timing;
+  };
+  std::optional<PendingTiming> BeginTimingLocked(StreamHandle stream)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndTimingLocked(std::optional<PendingTiming> pending, StreamHandle stream,
+                       const Allocation& a, CopyTiming::Direction direction)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AbandonTimingLocked(std::optional<PendingTiming> pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   void NotifyMemoryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifySwapLocked(SwapRecord::Kind kind, const Allocation& a)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -279,6 +366,9 @@ class ResidencyManager {
   int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs: cache nothing
   absl::flat_hash_set<AllocationId> in_flight_ ABSL_GUARDED_BY(mu_);  // transfer != null
+  // kDropped allocations whose chunk still waits for its last uses (physical != 0).
+  absl::flat_hash_set<AllocationId> dropping_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingTiming> timings_ ABSL_GUARDED_BY(mu_);  // queued order
   AllocationId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t op_seq_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,5 +1,6 @@
 // ResidencyManager's swap engine: swap-out, swap-in, cancellation, and reclaiming memory whose
 // events completed.
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -44,10 +45,13 @@ absl::Status ResidencyManager::StartSwapOutLocked(Allocation& a) {
       return s;
     }
   }
+  std::optional<PendingTiming> timing = BeginTimingLocked(d2h_stream_);  // Note [Copy timing]
   if (absl::Status s = device_.CopyToHostAsync(a.host, a.address, a.bytes, d2h_stream_); !s.ok()) {
+    AbandonTimingLocked(std::move(timing));
     undo();
     return s;
   }
+  EndTimingLocked(std::move(timing), d2h_stream_, a, CopyTiming::Direction::kToHost);
   absl::StatusOr<EventRef> done = events_.Record(d2h_stream_);
   if (!done.ok()) {
     // The copy is queued but cannot be tracked: stay resident and keep the host buffer attached
@@ -97,8 +101,10 @@ absl::Status ResidencyManager::StartSwapInLocked(Allocation& a) {
   if (!chunk.ok()) return chunk.status();
   a.physical = *chunk;
   a.state = ResidencyState::kSwappingIn;
+  std::optional<PendingTiming> timing = BeginTimingLocked(h2d_stream_);  // Note [Copy timing]
   if (absl::Status s = device_.CopyToDeviceAsync(a.address, a.host, a.bytes, h2d_stream_);
       !s.ok()) {
+    AbandonTimingLocked(std::move(timing));
     device_.Unmap(a.address, a.mapped_bytes).IgnoreError();
     device_.ReleasePhysical(a.physical).IgnoreError();
     device_bytes_ -= a.mapped_bytes;
@@ -106,6 +112,7 @@ absl::Status ResidencyManager::StartSwapInLocked(Allocation& a) {
     a.state = ResidencyState::kOnHost;
     return s;
   }
+  EndTimingLocked(std::move(timing), h2d_stream_, a, CopyTiming::Direction::kToDevice);
   absl::StatusOr<EventRef> done = events_.Record(h2d_stream_);
   if (!done.ok()) {
     // Cannot track the copy: wait for the whole stream's work the slow way is not available
@@ -151,6 +158,7 @@ absl::Status ResidencyManager::PollLocked() {
     NotifyMemoryLocked();
   }
   for (AllocationId id : finished) in_flight_.erase(id);
+  status.Update(ReleaseDroppedLocked());  // after the loop above reset finished `transfer`s
 
   for (size_t i = 0; i < retired_.size();) {
     bool done = true;
@@ -189,6 +197,16 @@ int64_t ResidencyManager::PendingReleaseBytesLocked(EventRef* oldest) {
     bytes += a->mapped_bytes;
     if (*oldest == nullptr) *oldest = a->transfer;
   }
+  for (AllocationId id : dropping_) {  // Note [Planned residency]
+    const Allocation* a = table_.Find(id);
+    if (a == nullptr || a->physical == 0) continue;
+    bytes += a->mapped_bytes;
+    if (*oldest != nullptr) continue;
+    if (a->transfer != nullptr && !a->transfer->known_complete()) *oldest = a->transfer;
+    for (const auto& [stream, event] : a->last_uses) {
+      if (*oldest == nullptr && !event->known_complete()) *oldest = event;
+    }
+  }
   return bytes;
 }
 
@@ -201,6 +219,13 @@ EventRef ResidencyManager::AnyPendingEventLocked() {
   for (AllocationId id : in_flight_) {
     const Allocation* a = table_.Find(id);
     if (a != nullptr && a->transfer != nullptr) return a->transfer;
+  }
+  for (AllocationId id : dropping_) {
+    const Allocation* a = table_.Find(id);
+    if (a == nullptr) continue;
+    for (const auto& [stream, event] : a->last_uses) {
+      if (!event->known_complete()) return event;
+    }
   }
   return nullptr;
 }

@@ -12,6 +12,8 @@ absl::string_view ResidencyStateName(ResidencyState state) {
       return "on-host";
     case ResidencyState::kSwappingIn:
       return "swapping-in";
+    case ResidencyState::kDropped:
+      return "dropped";
   }
   return "?";
 }

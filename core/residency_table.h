@@ -9,6 +9,8 @@
 //       │                     ▼ (cancel: keep the chunk, drop the copy)               │
 //       └─────────────────────┴──────────────────H2D event done───────────────────────┘
 //
+//   kResident ──Drop──▶ kDropped ──an op that only writes it (the replay)──▶ kResident
+//
 //   kResident     chunk mapped, data valid on the device.
 //   kSwappingOut  chunk still mapped and counted; a D2H copy into `host` is queued on the D2H
 //                 stream behind every last-use event. The chunk is unmapped and released only
@@ -18,6 +20,11 @@
 //                 the H2D stream, `transfer` is its event. Ops may already be queued behind it:
 //                 every stream that touches the allocation waits on `transfer` first. The host
 //                 buffer goes back to the pool once `transfer` completed.
+//
+//   kDropped      content discarded (Note [Planned residency], residency_plan.cc): no valid data
+//                 anywhere. `physical` is the old chunk until its last uses (and `transfer`)
+//                 complete, then 0; an op that reads the allocation is an error, one that only
+//                 writes it maps a chunk (or keeps the pending one) and makes it kResident.
 //
 // In kResident, `transfer` may still be pending after a cancelled swap-out; users wait on it too.
 //
@@ -40,7 +47,7 @@ namespace pooch {
 
 using AllocationId = uint64_t;
 
-enum class ResidencyState { kResident, kSwappingOut, kOnHost, kSwappingIn };
+enum class ResidencyState { kResident, kSwappingOut, kOnHost, kSwappingIn, kDropped };
 
 absl::string_view ResidencyStateName(ResidencyState state);
 
@@ -53,7 +60,7 @@ struct Allocation {
   bool swappable = false;    // bytes >= min_swap_bytes
 
   ResidencyState state = ResidencyState::kResident;
-  PhysicalHandle physical = 0;  // 0 when kOnHost
+  PhysicalHandle physical = 0;  // 0 when kOnHost (or kDropped and released)
   void* host = nullptr;         // pinned copy, or nullptr
   EventRef transfer;            // the last copy to or from `host`; null when none is pending
   // The most recent op on each stream that touched it (Decision 8: a copy or an unmap waits for
