@@ -138,8 +138,9 @@ const Variable kVariables[] = {
       "off, demand, in-core, swap-all-nosched, swap-all, swap-opt, pooch, superneurons, "
       "checkpoint, optimal",
       "off: pass every call through. demand: swap least recently used data out when the limit "
-      "is reached and back in before an op touches it. A planner policy name asks for that "
-      "policy's plan; until the runtime carries out plans, it runs as demand."},
+      "is reached and back in before an op touches it. A planner policy name profiles the first "
+      "iterations and makes that policy's plan (summary: plan line); until the runtime carries "
+      "out plans, it runs as demand."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
        for (const auto& m : kRunModes) {
@@ -181,8 +182,8 @@ const Variable kVariables[] = {
        c.summary = *b;
        return absl::OkStatus();
      }},
-    {{"POOCH_PROFILE_ITERS", "2", "integer >= 1", "Iterations measured before a plan is made. Not yet in effect: read once the runtime "
-      "carries out plans."},
+    {{"POOCH_PROFILE_ITERS", "2", "integer >= 1", "Iterations measured before a plan is made (under a planner policy or with "
+      "POOCH_PROFILE_OUT)."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int> n = ParsePositiveInt(name, value);
        if (!n.ok()) return n.status();
@@ -190,15 +191,15 @@ const Variable kVariables[] = {
        return absl::OkStatus();
      }},
     {{"POOCH_PROFILE_OUT", "not written", "path",
-      "Write the measured profile (pooch-profile JSON, input of `pooch plan --profile`) here. "
-      "Not yet in effect: read once the runtime carries out plans."},
+      "Write the measured profile (pooch-profile JSON, input of `pooch plan --profile`) here; "
+      "setting it turns profiling on under any policy but off."},
      [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
        c.profile_out = std::string(value);
        return absl::OkStatus();
      }},
     {{"POOCH_REPROFILE_AFTER", "3", "integer >= 1",
-      "Consecutive iterations that do not match the profile before pooch profiles again. Not "
-      "yet in effect: read once the runtime carries out plans."},
+      "Iterations that depart from the profile (run under demand swapping) before pooch "
+      "profiles again."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int> n = ParsePositiveInt(name, value);
        if (!n.ok()) return n.status();
@@ -207,7 +208,8 @@ const Variable kVariables[] = {
      }},
     {{"POOCH_ITERATION_MARKER", "auto", "auto, sync, nvtx",
       "How iterations are delimited: auto from the repetition of the op stream, sync at each "
-      "device synchronisation, nvtx from the program's NVTX ranges."},
+      "device synchronisation, nvtx from the program's NVTX ranges (not read yet: no profile "
+      "is made)."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<IterationMarker> m = ParseChoice(name, value, kMarkers);
        if (!m.ok()) return m.status();

@@ -71,6 +71,9 @@ void LogCall(FunctionId id);
 // GCC 12's UBSan reported a null load. initial-exec: libpooch.so is preloaded, so its TLS is in
 // the static block and a hook pays no __tls_get_addr call.
 __attribute__((tls_model("initial-exec"))) inline thread_local int g_hook_depth = 0;
+// The hook the program itself called on this thread (the outermost HookScope), for the
+// profiler's op names.
+__attribute__((tls_model("initial-exec"))) inline thread_local FunctionId g_top_function{};
 }  // namespace internal
 
 inline void* Real(FunctionId id) {
@@ -119,13 +122,18 @@ class HookScope {
     std::atomic<uint64_t>& counter =
         (top_ ? internal::g_top_calls : internal::g_nested_calls)[Index(id)];
     counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (top_ && LogEnabled(Severity::kDebug)) internal::LogCall(id);
+    if (top_) {
+      internal::g_top_function = id;
+      if (LogEnabled(Severity::kDebug)) internal::LogCall(id);
+    }
   }
   ~HookScope() { --internal::g_hook_depth; }
   HookScope(const HookScope&) = delete;
   HookScope& operator=(const HookScope&) = delete;
 
   bool top() const { return top_; }
+  // The outermost hook running on this thread (meaningful inside a HookScope).
+  static FunctionId Current() { return internal::g_top_function; }
 
  private:
   bool top_;

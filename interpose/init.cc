@@ -90,6 +90,7 @@ __attribute__((destructor)) void Stop() {
             static_cast<long long>(s.reuse_hits), static_cast<long long>(s.reuse_misses),
             static_cast<long long>(s.cached_bytes));
   }
+  ReportProfiling();
   if (pooch::SmallAllocator* small = ExistingSmallAllocator()) {
     // Allocations under POOCH_MIN_SWAP_BYTES (core/small_allocator.h): the slabs they live in,
     // and how often an allocation had to wait for freed blocks' work to finish.

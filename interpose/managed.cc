@@ -64,6 +64,9 @@ pooch::ResidencyManager* Create() {
     LogStatus("cannot read the device's memory", options.status());
     return nullptr;
   }
+  // Profiling measures the link from the swaps' copies (interpose/profiling.h).
+  options->time_copies =
+      GetConfig().mode == pooch::RunMode::kPlanned || !GetConfig().profile_out.empty();
   // The device and the manager live until the process ends: at exit the runtime may already
   // have torn the context down, so nothing is released then.
   CudaDevice* raw_device = device->release();
@@ -99,7 +102,9 @@ pooch::ResidencyManager* Create() {
     LogStatus("cannot start the small-allocation sub-allocator", small.status());
     return nullptr;
   }
-  g_small.store(small->release(), std::memory_order_release);
+  pooch::SmallAllocator* raw_small = small->release();
+  g_small.store(raw_small, std::memory_order_release);
+  StartProfiling(*raw_device, *raw_manager, *raw_small, GetConfig());
   POOCH_LOG_AT(kInfo, "managing device memory: limit %lld bytes, min swap %lld bytes",
                static_cast<long long>(options->memory_limit),
                static_cast<long long>(options->min_swap_bytes));

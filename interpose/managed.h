@@ -27,7 +27,9 @@
 #include "core/residency.h"
 #include "core/small_allocator.h"
 #include "interpose/errors.h"
+#include "interpose/hook_table.h"
 #include "interpose/log.h"
+#include "interpose/profiling.h"
 
 namespace pooch::interpose {
 
@@ -81,7 +83,10 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward) {
                  ticket.status().message().data());
     return StatusTo<Ret>(ticket.status());
   }
+  const ProfiledOp profiled =
+      ProfileOpBegin(kFunctions[Index(HookScope::Current())].name, stream, ranges.get());
   const Ret result = forward();
+  ProfileOpEnd(profiled, stream);
   if (absl::Status s = manager->AfterOp(*std::move(ticket)); !s.ok()) {
     POOCH_LOG_AT(kError, "after an op: %.*s", static_cast<int>(s.message().size()),
                  s.message().data());
@@ -107,6 +112,7 @@ Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_all
     return StatusTo<Ret>(address.status());
   }
   *out = *address;
+  ProfileAlloc(*out, static_cast<int64_t>(bytes), static_cast<int64_t>(bytes) >= MinSwapBytes());
   return success;
 }
 
@@ -115,6 +121,7 @@ template <typename Ret, typename RealFree>
 Ret ManagedFree(uintptr_t address, [[maybe_unused]] Ret success, RealFree&& real_free) {
   pooch::ResidencyManager* manager = GetManager();
   if (manager == nullptr || address == 0) return real_free();
+  ProfileFree(address);
   if (absl::Status s = ExistingSmallAllocator()->Free(address); !absl::IsNotFound(s)) {
     return StatusTo<Ret>(s);  // OK, or InvalidArgument for a double free / interior pointer
   }

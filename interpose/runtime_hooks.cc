@@ -88,7 +88,10 @@ cudaError_t cudaDeviceSynchronize() {
   const cudaError_t result = real::cudaDeviceSynchronize()();
   if (pooch::ResidencyManager* m = ExistingManager()) {
     m->Poll().IgnoreError();
-    if (GetConfig().iteration_marker == pooch::IterationMarker::kSync) m->MarkIteration();
+    if (GetConfig().iteration_marker == pooch::IterationMarker::kSync) {
+      m->MarkIteration();
+      ProfileSyncMarker();
+    }
   }
   return result;
 }

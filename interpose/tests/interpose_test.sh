@@ -235,6 +235,52 @@ demand)
     "checksum $sum, $outs swap-outs, $ins swap-ins"
   ;;
 
+profile)
+  # Profiling under a planned policy (issue 5, first part): args POOCH CNN_TRAIN [VARY].
+  # cnn_train tiny at batch 64 on a device at 40 % of its in-core peak, under
+  # `pooch run --policy pooch` with POOCH_PROFILE_OUT: the iteration is found, profiled and
+  # planned (the summary's iterations and plan lines), the profile file is one that
+  # `pooch plan --profile` plans from, and the parameters are the in-core run's, bit for bit.
+  # With VARY=vary the batch halves every third iteration (--vary-batch): those iterations
+  # depart from the profile, are counted, and the result is still the in-core twin's.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  vary=${6:-}
+  set -- --model tiny --batch 64 --iters 12
+  [ "$vary" = vary ] && set -- "$@" --vary-batch
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run incore "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "in-core run: exit $rc"
+  peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
+  sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
+  SIMGPU_MEMORY=$((peak * 40 / 100))
+  export SIMGPU_MEMORY
+  POOCH_PROFILE_OUT=$work/profile.json
+  export POOCH_PROFILE_OUT
+  run pooch "$pooch" run --policy pooch -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "under pooch: exit $rc"
+  got=$(awk '$1 == "params_checksum" { print $2 }' "$work/pooch.out")
+  [ "$got" = "$sum" ] || fail "params_checksum $got under pooch, $sum in-core"
+  grep -i 'hazard' "$work/pooch.err" && fail "simgpu reported a hazard"
+  profiles=$(awk '$2 == "iterations:" { print $6 }' "$work/pooch.err")
+  departures=$(awk '$2 == "iterations:" { print $10 }' "$work/pooch.err")
+  [ "${profiles:-0}" -ge 1 ] || fail "no profile was made: $(grep 'iterations:' "$work/pooch.err")"
+  grep -q '^pooch: plan: policy pooch keep [0-9]* swap [0-9]* recompute [0-9]* predicted_iteration_ms [0-9.]* feasible yes' \
+    "$work/pooch.err" || fail "no feasible plan in the summary"
+  if [ "$vary" = vary ]; then
+    [ "${departures:-0}" -ge 1 ] || fail "a varying batch never departed from the profile"
+  fi
+  [ -s "$work/profile.json" ] || fail "POOCH_PROFILE_OUT was not written"
+  unset POOCH_PROFILE_OUT
+  limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
+  run replan "$pooch" plan --profile "$work/profile.json" --memory "$limit" --policy pooch
+  [ "$rc" -eq 0 ] || fail "pooch plan --profile on the written profile: exit $rc"
+  echo "ok: profiled ($profiles), departures ${departures:-0}, checksum $sum;" \
+    "$(grep '^pooch: plan:' "$work/pooch.err" | cut -c1-90)"
+  ;;
+
 *)
   fail "unknown case"
   ;;

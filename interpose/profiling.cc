@@ -1,0 +1,393 @@
+#include "interpose/profiling.h"
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/container/btree_map.h"
+#include "absl/strings/str_format.h"
+#include "core/model_json.h"
+#include "core/mutex.h"
+#include "core/op_stream_recorder.h"
+#include "core/plan.h"
+#include "core/profile_builder.h"
+#include "core/sim.h"
+#include "interpose/log.h"
+
+namespace pooch::interpose {
+namespace {
+
+using pooch::DeviceAddress;
+using pooch::EventHandle;
+
+// PCIe gen3 x16, the planner's v100-pcie3 figure (core/machines.cc), used for a direction whose
+// copies were not measured while profiling (no swap happened), and said so in the summary.
+constexpr double kAssumedLinkGbps = 16.0;
+
+pooch::RecordedAccess::Mode ModeOf(pooch::AccessRange::Mode mode) {
+  switch (mode) {
+    case pooch::AccessRange::Mode::kRead:
+      return pooch::RecordedAccess::kRead;
+    case pooch::AccessRange::Mode::kWrite:
+      return pooch::RecordedAccess::kWrite;
+    case pooch::AccessRange::Mode::kReadWrite:
+      return pooch::RecordedAccess::kReadWrite;
+  }
+  return pooch::RecordedAccess::kReadWrite;
+}
+
+class Profiler {
+ public:
+  Profiler(pooch::Device& device, pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
+           const pooch::Config& config)
+      : device_(device),
+        manager_(manager),
+        small_(small),
+        config_(config),
+        recorder_({.marker = config.iteration_marker,
+                   .profile_iterations = config.profile_iters,
+                   .max_detect_events = size_t{1} << 18}) {}
+
+  ProfiledOp OpBegin(const char* name, uintptr_t stream,
+                     const std::vector<pooch::AccessRange>& ranges) {
+    pooch::MutexLock lock(&mu_);
+    FinalizeIfDueLocked();
+    std::vector<pooch::OpStreamRecorder::Access> accesses;
+    for (const pooch::AccessRange& r : ranges) {
+      if (std::optional<uint64_t> id = ContainingLocked(r.address)) {
+        accesses.push_back({*id, ModeOf(r.mode)});
+      }
+    }
+    const bool profiling = recorder_.tracker().Reference().empty();
+    const IterationTracker::Step step = recorder_.Op(name, accesses);
+    HandleStepLocked(step);
+    if (iteration_mark_due_) MarkIterationOnDeviceLocked(stream);
+    ProfiledOp op;
+    op.active = true;
+    op.seq = step.seq;
+    if (profiling) {
+      // Bracket the op with timing events on its stream: its device time (§4.2).
+      if (std::optional<EventHandle> start = EventLocked();
+          start.has_value() && device_.RecordEvent(*start, stream).ok()) {
+        op.start = *start;
+      } else if (start.has_value()) {
+        spare_.push_back(*start);
+      }
+    }
+    return op;
+  }
+
+  void OpEnd(const ProfiledOp& op, uintptr_t stream) {
+    pooch::MutexLock lock(&mu_);
+    if (op.start != 0) {
+      std::optional<EventHandle> end = EventLocked();
+      if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
+        timed_.push_back({op.seq, op.start, *end});
+      } else {
+        spare_.push_back(op.start);
+        if (end.has_value()) spare_.push_back(*end);
+      }
+    }
+    FinalizeIfDueLocked();
+  }
+
+  void Alloc(uintptr_t address, int64_t bytes, bool managed) {
+    pooch::MutexLock lock(&mu_);
+    FinalizeIfDueLocked();
+    const uint64_t id = next_id_++;
+    live_[address] = {id, bytes};
+    HandleStepLocked(recorder_.Alloc(id, bytes, managed));
+  }
+
+  void Free(uintptr_t address) {
+    pooch::MutexLock lock(&mu_);
+    FinalizeIfDueLocked();
+    auto it = live_.find(address);
+    if (it == live_.end()) return;
+    const uint64_t id = it->second.id;
+    live_.erase(it);
+    if (std::optional<IterationTracker::Step> step = recorder_.Free(id)) HandleStepLocked(*step);
+  }
+
+  void SyncMarker() {
+    pooch::MutexLock lock(&mu_);
+    const IterationTracker::BoundaryResult b = recorder_.MarkBoundary();
+    if (b.profile_ready) finalize_due_ = true;
+    if (b.completed) NoteIterationStartLocked();
+    if (b.departed) NoteDepartureLocked();
+    FinalizeIfDueLocked();
+  }
+
+  void Report() {
+    pooch::MutexLock lock(&mu_);
+    const IterationTracker& t = recorder_.tracker();
+    const double measured_ms =
+        iterations_timed_ > 0 ? iteration_ms_sum_ / static_cast<double>(iterations_timed_) : 0;
+    LogLine(
+        "iterations: marker %s profiles %lld followed %llu departures %llu reprofiles %d "
+        "reference_events %zu measured_iteration_ms %.3f",
+        std::string(pooch::IterationMarkerName(config_.iteration_marker)).c_str(),
+        static_cast<long long>(t.profiles_made()),
+        static_cast<unsigned long long>(t.iterations_completed()),
+        static_cast<unsigned long long>(departures_), reprofiles_, t.Reference().size(),
+        measured_ms);
+    if (!plan_line_.empty()) LogLine("%s", plan_line_.c_str());
+  }
+
+ private:
+  struct Live {
+    uint64_t id = 0;
+    int64_t bytes = 0;
+  };
+  struct Timed {
+    uint64_t seq = 0;
+    EventHandle start = 0;
+    EventHandle end = 0;
+  };
+
+  std::optional<uint64_t> ContainingLocked(DeviceAddress address) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = live_.upper_bound(address);
+    if (it == live_.begin()) return std::nullopt;
+    --it;
+    if (address - it->first >= static_cast<DeviceAddress>(it->second.bytes)) return std::nullopt;
+    return it->second.id;
+  }
+
+  std::optional<EventHandle> EventLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!spare_.empty()) {
+      const EventHandle e = spare_.back();
+      spare_.pop_back();
+      return e;
+    }
+    absl::StatusOr<EventHandle> e = device_.CreateTimingEvent();
+    if (!e.ok()) return std::nullopt;
+    return *e;
+  }
+
+  void HandleStepLocked(const IterationTracker::Step& step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (step.profile_ready) finalize_due_ = true;
+    if (step.iteration_start) NoteIterationStartLocked();
+    if (step.departed) NoteDepartureLocked();
+  }
+
+  // Note [Measured iteration time]: an iteration's time is the device time between timing
+  // events recorded before the first op of consecutive followed iterations, on that op's stream
+  // (virtual time on simgpu, as the planner's prediction and the program's own figures are).
+  // An iteration may start at an allocation, which has no stream: the event then goes before
+  // the next op. Pairs are resolved once both events completed, without blocking.
+  void NoteIterationStartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { iteration_mark_due_ = true; }
+
+  // Each pair owns its two events: the previous iteration's start mark and an end mark recorded
+  // here, next to the new start mark.
+  void MarkIterationOnDeviceLocked(uintptr_t stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    iteration_mark_due_ = false;
+    if (last_mark_ != 0) {
+      std::optional<EventHandle> end = EventLocked();
+      if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
+        iteration_pairs_.push_back({0, last_mark_, *end});
+      } else {
+        spare_.push_back(last_mark_);
+        if (end.has_value()) spare_.push_back(*end);
+      }
+      last_mark_ = 0;
+    }
+    if (std::optional<EventHandle> start = EventLocked(); start.has_value()) {
+      if (device_.RecordEvent(*start, stream).ok()) {
+        last_mark_ = *start;
+      } else {
+        spare_.push_back(*start);
+      }
+    }
+    ResolveIterationPairsLocked();
+  }
+
+  void ResolveIterationPairsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (!iteration_pairs_.empty()) {
+      const Timed& t = iteration_pairs_.front();
+      absl::StatusOr<bool> done = device_.QueryEvent(t.end);
+      if (!done.ok() || !*done) return;
+      if (absl::StatusOr<double> us = device_.ElapsedMicroseconds(t.start, t.end); us.ok()) {
+        iteration_ms_sum_ += *us / 1000.0;
+        ++iterations_timed_;
+      }
+      spare_.push_back(t.start);
+      spare_.push_back(t.end);
+      iteration_pairs_.pop_front();
+    }
+  }
+
+  // A departed iteration runs under demand swapping (as every iteration does until plans are
+  // carried out); after POOCH_REPROFILE_AFTER of them the stream is profiled again.
+  void NoteDepartureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++departures_;
+    // The departed iteration's time is not the plan's: drop the open mark.
+    iteration_mark_due_ = false;
+    if (last_mark_ != 0) spare_.push_back(last_mark_);
+    last_mark_ = 0;
+    if (++departures_since_profile_ >= config_.reprofile_after) {
+      POOCH_LOG_AT(kInfo, "%d iterations departed from the profile; profiling again",
+                   departures_since_profile_);
+      recorder_.Reprofile();
+      departures_since_profile_ = 0;
+      ++reprofiles_;
+    }
+  }
+
+  // The reference iteration is complete: measure, build, write and plan. Deferred to the next
+  // hook after the one that completed it, so that the last op's end event is recorded.
+  void FinalizeIfDueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!finalize_due_) return;
+    finalize_due_ = false;
+    for (const Timed& t : timed_) {
+      if (device_.SynchronizeEvent(t.end).ok()) {
+        if (absl::StatusOr<double> us = device_.ElapsedMicroseconds(t.start, t.end); us.ok()) {
+          recorder_.SetDuration(t.seq, *us);
+        }
+      }
+      spare_.push_back(t.start);
+      spare_.push_back(t.end);
+    }
+    timed_.clear();
+    absl::StatusOr<pooch::RecordedIteration> recorded =
+        recorder_.Reference(small_.Stats().slab_bytes);
+    recorder_.DropKept();
+    if (!recorded.ok()) {
+      POOCH_LOG_AT(kWarn, "no profile: %s", std::string(recorded.status().message()).c_str());
+      return;
+    }
+    absl::StatusOr<pooch::BuiltProfile> built = pooch::BuildProfile(*recorded);
+    if (!built.ok()) {
+      POOCH_LOG_AT(kWarn, "no profile: %s", std::string(built.status().message()).c_str());
+      return;
+    }
+    WriteProfileLocked(built->profile);
+    PlanLocked(built->profile);
+  }
+
+  void WriteProfileLocked(const pooch::Profile& profile) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (config_.profile_out.empty()) return;
+    std::ofstream out(config_.profile_out, std::ios::trunc);
+    out << pooch::ProfileToJson(profile) << "\n";
+    out.close();
+    if (!out) {
+      LogLine("POOCH_PROFILE_OUT: cannot write %s; no profile file", config_.profile_out.c_str());
+    }
+  }
+
+  // The machine as measured: the limit, and the swap copies' bandwidth each way (the manager
+  // times them while profiling), or kAssumedLinkGbps for a direction with no copy.
+  pooch::MachineModel MeasuredMachineLocked(bool* assumed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    pooch::MachineModel m;
+    m.name = "measured";
+    m.memory_bytes = manager_.memory_limit();
+    double bytes[2] = {0, 0}, us[2] = {0, 0};
+    for (const pooch::CopyTiming& t : manager_.TakeCopyTimings()) {
+      const int d = t.direction == pooch::CopyTiming::Direction::kToHost ? 0 : 1;
+      bytes[d] += static_cast<double>(t.bytes);
+      us[d] += t.microseconds;
+    }
+    *assumed = false;
+    auto gbps = [&](int d) {
+      if (us[d] <= 0) {
+        *assumed = true;
+        return kAssumedLinkGbps;
+      }
+      return bytes[d] / us[d] / 1000.0;  // bytes per µs is MB/s
+    };
+    m.d2h_gbps = gbps(0);
+    m.h2d_gbps = gbps(1);
+    return m;
+  }
+
+  void PlanLocked(const pooch::Profile& profile) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    bool assumed = false;
+    const pooch::MachineModel machine = MeasuredMachineLocked(&assumed);
+    const pooch::Policy policy =
+        config_.mode == pooch::RunMode::kPlanned ? config_.planned_policy : pooch::Policy::kPooch;
+    absl::StatusOr<pooch::PlanResult> plan = pooch::MakePlan(profile, machine, policy);
+    if (!plan.ok()) {
+      plan_line_ = absl::StrFormat("plan: policy %s failed: %s", pooch::PolicyName(policy),
+                                   plan.status().message());
+      return;
+    }
+    // Counted over the planner's candidates, as `pooch plan` counts them.
+    int counts[3] = {0, 0, 0};
+    for (const pooch::FeatureMapInfo& f : pooch::FindCandidates(profile)) {
+      ++counts[static_cast<int>(plan->plan.decisions[static_cast<size_t>(f.tensor)])];
+    }
+    plan_line_ = absl::StrFormat(
+        "plan: policy %s keep %d swap %d recompute %d predicted_iteration_ms %.3f "
+        "feasible %s h2d_gbps %.2f d2h_gbps %.2f%s; not carried out yet: every iteration runs "
+        "under demand swapping",
+        pooch::PolicyName(policy), counts[0], counts[1], counts[2], plan->sim.iteration_us / 1000.0,
+        plan->sim.feasible ? "yes" : "no", machine.h2d_gbps, machine.d2h_gbps,
+        assumed ? " (a direction had no copy: assumed)" : "");
+    POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
+  }
+
+  pooch::Mutex mu_;
+  pooch::Device& device_;
+  pooch::ResidencyManager& manager_;
+  pooch::SmallAllocator& small_;
+  const pooch::Config config_;
+  pooch::OpStreamRecorder recorder_ ABSL_GUARDED_BY(mu_);
+  absl::btree_map<DeviceAddress, Live> live_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::vector<Timed> timed_ ABSL_GUARDED_BY(mu_);
+  std::vector<EventHandle> spare_ ABSL_GUARDED_BY(mu_);
+  bool finalize_due_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t departures_ ABSL_GUARDED_BY(mu_) = 0;
+  int departures_since_profile_ ABSL_GUARDED_BY(mu_) = 0;
+  int reprofiles_ ABSL_GUARDED_BY(mu_) = 0;
+  bool iteration_mark_due_ ABSL_GUARDED_BY(mu_) = false;
+  EventHandle last_mark_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Timed> iteration_pairs_ ABSL_GUARDED_BY(mu_);  // {0, start mark, end mark}
+  double iteration_ms_sum_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t iterations_timed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string plan_line_ ABSL_GUARDED_BY(mu_);
+};
+
+std::atomic<Profiler*> g_profiler{nullptr};
+
+}  // namespace
+
+void StartProfiling(pooch::Device& device, pooch::ResidencyManager& manager,
+                    pooch::SmallAllocator& small, const pooch::Config& config) {
+  if (config.mode != pooch::RunMode::kPlanned && config.profile_out.empty()) return;
+  // Never destroyed: hooks may run at exit.
+  g_profiler.store(new Profiler(device, manager, small, config), std::memory_order_release);
+}
+
+ProfiledOp ProfileOpBegin(const char* name, uintptr_t stream,
+                          const std::vector<pooch::AccessRange>& ranges) {
+  Profiler* p = g_profiler.load(std::memory_order_acquire);
+  return p == nullptr ? ProfiledOp{} : p->OpBegin(name, stream, ranges);
+}
+
+void ProfileOpEnd(const ProfiledOp& op, uintptr_t stream) {
+  if (!op.active) return;
+  if (Profiler* p = g_profiler.load(std::memory_order_acquire)) p->OpEnd(op, stream);
+}
+
+void ProfileAlloc(uintptr_t address, int64_t bytes, bool managed) {
+  if (Profiler* p = g_profiler.load(std::memory_order_acquire)) p->Alloc(address, bytes, managed);
+}
+
+void ProfileFree(uintptr_t address) {
+  if (Profiler* p = g_profiler.load(std::memory_order_acquire)) p->Free(address);
+}
+
+void ProfileSyncMarker() {
+  if (Profiler* p = g_profiler.load(std::memory_order_acquire)) p->SyncMarker();
+}
+
+void ReportProfiling() {
+  if (Profiler* p = g_profiler.load(std::memory_order_acquire)) p->Report();
+}
+
+}  // namespace pooch::interpose

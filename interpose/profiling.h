@@ -1,0 +1,57 @@
+// profiling.h: the runtime's profiling of the program's first iterations (PoocH §4.2).
+//
+// Under a planned POOCH_POLICY, or whenever POOCH_PROFILE_OUT is set, the hooks report every op,
+// allocation and free here. Iterations are found in the op stream (core/iteration_tracker.h);
+// while profiling, each op is bracketed with timing events on its stream. When the reference
+// iteration is complete its events become a core Profile (core/profile_builder.h), written to
+// POOCH_PROFILE_OUT in the format `pooch plan --profile` reads, and planned with the requested
+// policy against the memory limit. Later iterations are followed against the reference; an
+// iteration that departs from it is counted, and after POOCH_REPROFILE_AFTER departures the
+// program is profiled again.
+//
+// What is not done yet: carrying the plan out. Every iteration runs under demand swapping (the
+// safety net of the libpooch issue), and the summary says so next to the plan's figures.
+//
+// Thread safety: every function may be called from any thread; one lock serialises the
+// recorder. The hooks of a program that runs ops from several threads at once interleave, and
+// such a stream rarely repeats; it then stays in profiling, which costs events, never results.
+#ifndef POOCH_INTERPOSE_PROFILING_H_
+#define POOCH_INTERPOSE_PROFILING_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/config.h"
+#include "core/device.h"
+#include "core/residency.h"
+#include "core/small_allocator.h"
+
+namespace pooch::interpose {
+
+// Starts profiling if the configuration asks for it (see above); all must outlive the process.
+void StartProfiling(pooch::Device& device, pooch::ResidencyManager& manager,
+                    pooch::SmallAllocator& small, const pooch::Config& config);
+
+// What ProfileOpBegin hands to ProfileOpEnd.
+struct ProfiledOp {
+  bool active = false;
+  uint64_t seq = 0;
+  pooch::EventHandle start = 0;  // 0: the op is not timed
+};
+
+// Around the real call of an intercepted op (RunOp). `name` outlives the process.
+ProfiledOp ProfileOpBegin(const char* name, uintptr_t stream,
+                          const std::vector<pooch::AccessRange>& ranges);
+void ProfileOpEnd(const ProfiledOp& op, uintptr_t stream);
+// After a successful allocation, and before a free.
+void ProfileAlloc(uintptr_t address, int64_t bytes, bool managed);
+void ProfileFree(uintptr_t address);
+// POOCH_ITERATION_MARKER=sync: the program synchronised the device.
+void ProfileSyncMarker();
+
+// The summary's iteration and plan lines (nothing when profiling is off).
+void ReportProfiling();
+
+}  // namespace pooch::interpose
+
+#endif  // POOCH_INTERPOSE_PROFILING_H_
