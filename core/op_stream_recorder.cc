@@ -88,7 +88,8 @@ void OpStreamRecorder::SetDuration(uint64_t seq, double microseconds) {
   }
 }
 
-absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_bytes) const {
+absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_bytes,
+                                                              Positions* positions) const {
   if (tracker_.Reference().empty()) {
     return absl::FailedPreconditionError("no reference iteration yet");
   }
@@ -99,6 +100,7 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
   }
   RecordedIteration it;
   it.resident_other_bytes = other_bytes;
+  if (positions != nullptr) *positions = Positions{};
   absl::flat_hash_set<uint64_t> allocated_here;
   absl::flat_hash_set<uint64_t> persistent;
   auto note_outside = [&](uint64_t a) {
@@ -118,12 +120,16 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
           op.accesses.push_back({a.allocation, a.mode});
         }
         it.events.push_back({RecordedIteration::Event::kOp, static_cast<int>(it.ops.size()), 0, 0});
+        if (positions != nullptr) positions->ops.push_back(static_cast<int64_t>(seq - first));
         it.ops.push_back(std::move(op));
         break;
       }
       case StreamEvent::Kind::kAlloc: {
         if (k.allocation == 0) break;  // not managed
         allocated_here.insert(k.allocation);
+        if (positions != nullptr) {
+          positions->managed_allocs.push_back(static_cast<int64_t>(seq - first));
+        }
         it.events.push_back(
             {RecordedIteration::Event::kAlloc, 0, k.allocation, managed_bytes_.at(k.allocation)});
         break;

@@ -57,7 +57,14 @@ class OpStreamRecorder {
   // The reference iteration (after profile_ready) with the durations set so far; ops whose
   // duration is unknown get 0. `other_bytes`: memory not modelled per tensor. FailedPrecondition
   // before the reference exists or when its events are no longer kept.
-  absl::StatusOr<RecordedIteration> Reference(int64_t other_bytes) const;
+  // With `positions`, also where the iteration's ops and managed allocations are, as positions
+  // in the reference (IterationTracker::Step::position), for the plan's actions.
+  struct Positions {
+    std::vector<int64_t> ops;             // of RecordedIteration::ops[i]
+    std::vector<int64_t> managed_allocs;  // of the i-th kAlloc event of the RecordedIteration
+  };
+  absl::StatusOr<RecordedIteration> Reference(int64_t other_bytes,
+                                              Positions* positions = nullptr) const;
 
   // Forgets the kept events (after the reference was taken, or on Reprofile).
   void DropKept();

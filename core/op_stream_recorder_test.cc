@@ -54,8 +54,17 @@ TEST(OpStreamRecorderTest, ReferenceIterationBecomesAProfile) {
   ASSERT_EQ(end - first, 7u);  // 3 ops, 2 allocations, 2 frees
   for (uint64_t seq = first; seq < end; ++seq) loop.r.SetDuration(seq, 10.0 + seq);
 
-  absl::StatusOr<RecordedIteration> it = loop.r.Reference(/*other_bytes=*/4096);
+  OpStreamRecorder::Positions positions;
+  absl::StatusOr<RecordedIteration> it = loop.r.Reference(/*other_bytes=*/4096, &positions);
   ASSERT_TRUE(it.ok()) << it.status();
+  // Positions index the reference: each op's position holds an op event, the allocation's an
+  // allocation of the feature map's size.
+  ASSERT_EQ(positions.ops.size(), 3u);
+  ASSERT_EQ(positions.managed_allocs.size(), 1u);
+  const std::vector<StreamEvent>& ref = loop.r.tracker().Reference();
+  for (int64_t p : positions.ops)
+    EXPECT_EQ(ref[static_cast<size_t>(p)].kind, StreamEvent::Kind::kOp);
+  EXPECT_EQ(ref[static_cast<size_t>(positions.managed_allocs[0])].kind, StreamEvent::Kind::kAlloc);
   ASSERT_EQ(it->ops.size(), 3u);
   // The window may be a rotation of the loop body; its op names are the loop's.
   std::vector<std::string> names;

@@ -86,11 +86,13 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward) {
   const ProfiledOp profiled =
       ProfileOpBegin(kFunctions[Index(HookScope::Current())].name, stream, ranges.get());
   const Ret result = forward();
-  ProfileOpEnd(profiled, stream);
   if (absl::Status s = manager->AfterOp(*std::move(ticket)); !s.ok()) {
     POOCH_LOG_AT(kError, "after an op: %.*s", static_cast<int>(s.message().size()),
                  s.message().data());
   }
+  // After AfterOp: the op's last use is recorded and its pins released, so a planned swap-out
+  // of what it touched can start.
+  ProfileOpEnd(profiled, stream);
   return result;
 }
 

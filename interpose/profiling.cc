@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "core/model_json.h"
 #include "core/mutex.h"
@@ -69,6 +70,8 @@ class Profiler {
     ProfiledOp op;
     op.active = true;
     op.seq = step.seq;
+    op.position = step.position;
+    if (actions_.has_value() && step.position >= 0) PrefetchBeforeLocked(step.position);
     if (profiling) {
       // Bracket the op with timing events on its stream: its device time (§4.2).
       if (std::optional<EventHandle> start = EventLocked();
@@ -83,6 +86,7 @@ class Profiler {
 
   void OpEnd(const ProfiledOp& op, uintptr_t stream) {
     pooch::MutexLock lock(&mu_);
+    if (actions_.has_value() && op.position >= 0) OffloadAfterLocked(op.position);
     if (op.start != 0) {
       std::optional<EventHandle> end = EventLocked();
       if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
@@ -100,7 +104,13 @@ class Profiler {
     FinalizeIfDueLocked();
     const uint64_t id = next_id_++;
     live_[address] = {id, bytes};
-    HandleStepLocked(recorder_.Alloc(id, bytes, managed));
+    const IterationTracker::Step step = recorder_.Alloc(id, bytes, managed);
+    HandleStepLocked(step);
+    if (actions_.has_value() && step.position >= 0) {
+      if (auto it = actions_->ordinal_at.find(step.position); it != actions_->ordinal_at.end()) {
+        actions_->address[static_cast<size_t>(it->second)] = address;
+      }
+    }
   }
 
   void Free(uintptr_t address) {
@@ -110,6 +120,12 @@ class Profiler {
     if (it == live_.end()) return;
     const uint64_t id = it->second.id;
     live_.erase(it);
+    if (actions_.has_value()) {
+      // The address may be handed to another allocation: forget it as the tensor's.
+      for (DeviceAddress& a : actions_->address) {
+        if (a == address) a = 0;
+      }
+    }
     if (std::optional<IterationTracker::Step> step = recorder_.Free(id)) HandleStepLocked(*step);
   }
 
@@ -136,12 +152,28 @@ class Profiler {
         static_cast<unsigned long long>(departures_), reprofiles_, t.Reference().size(),
         measured_ms);
     if (!plan_line_.empty()) LogLine("%s", plan_line_.c_str());
+    if (actions_.has_value()) {
+      // What the plan's actions did; demand_in on the swaps: line counts the safety net's hits.
+      const pooch::ResidencyStats s = manager_.Stats();
+      LogLine(
+          "plan_run: swapped_maps %d planned_swap_outs %lld prefetches %lld "
+          "safety_net_swap_ins %lld",
+          actions_->swapped, static_cast<long long>(s.planned_swap_outs),
+          static_cast<long long>(s.prefetches), static_cast<long long>(s.demand_swap_ins));
+    }
   }
 
  private:
   struct Live {
     uint64_t id = 0;
     int64_t bytes = 0;
+  };
+  struct Actions {
+    absl::flat_hash_map<int64_t, std::vector<int>> prefetch_before;  // op position -> ordinals
+    absl::flat_hash_map<int64_t, std::vector<int>> offload_after;    // op position -> ordinals
+    absl::flat_hash_map<int64_t, int> ordinal_at;  // managed allocation's position -> ordinal
+    std::vector<DeviceAddress> address;            // ordinal -> address in this iteration; 0: none
+    int swapped = 0;                               // maps the plan swaps
   };
   struct Timed {
     uint64_t seq = 0;
@@ -171,6 +203,9 @@ class Profiler {
 
   void HandleStepLocked(const IterationTracker::Step& step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (step.profile_ready) finalize_due_ = true;
+    if (actions_.has_value() && (step.iteration_start || step.departed)) {
+      std::fill(actions_->address.begin(), actions_->address.end(), 0);
+    }
     if (step.iteration_start) NoteIterationStartLocked();
     if (step.departed) NoteDepartureLocked();
   }
@@ -253,8 +288,9 @@ class Profiler {
       spare_.push_back(t.end);
     }
     timed_.clear();
+    pooch::OpStreamRecorder::Positions positions;
     absl::StatusOr<pooch::RecordedIteration> recorded =
-        recorder_.Reference(small_.Stats().slab_bytes);
+        recorder_.Reference(small_.Stats().slab_bytes, &positions);
     recorder_.DropKept();
     if (!recorded.ok()) {
       POOCH_LOG_AT(kWarn, "no profile: %s", std::string(recorded.status().message()).c_str());
@@ -266,7 +302,86 @@ class Profiler {
       return;
     }
     WriteProfileLocked(built->profile);
-    PlanLocked(built->profile);
+    std::optional<pooch::PlanResult> plan = PlanLocked(built->profile);
+    if (plan.has_value() && config_.mode == pooch::RunMode::kPlanned) {
+      ActionsLocked(*built, positions, *plan);
+    }
+  }
+
+  // Note [Carrying out the plan]
+  // A plan speaks of tensors and op indices of the reference iteration; a followed iteration is
+  // the same event sequence, so the plan becomes actions at positions (Step::position): the
+  // i-th managed allocation of the reference is the tensor with tensor_alloc_ordinal i, and its
+  // address in the current iteration is learnt when the allocation at that position happens.
+  //   swap:  Offload after the op at the tensor's last forward use (the manager's swap-out
+  //          waits for every use queued so far); Prefetch before the op at which the simulated
+  //          schedule issues its swap-in (Plan::swap_ins, §4.3). Prefetch never evicts, so an
+  //          early one that finds no room is retried before each later op until the first
+  //          backward use, where BeforeOp's demand swap-in (the safety net) takes over.
+  //   keep:  nothing (demand swapping may still evict it if the plan was wrong).
+  //   recompute: nothing yet: replay is not built, so demand swapping handles the map.
+  // Actions touch only allocations the manager knows, through calls that never lose data, so a
+  // wrong address (an allocation freed and its address reused) costs time, never results; and
+  // a departed iteration has no positions, so no actions.
+  void ActionsLocked(const pooch::BuiltProfile& built,
+                     const pooch::OpStreamRecorder::Positions& positions,
+                     const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Actions a;
+    a.address.assign(positions.managed_allocs.size(), 0);
+    for (size_t i = 0; i < positions.managed_allocs.size(); ++i) {
+      a.ordinal_at[positions.managed_allocs[i]] = static_cast<int>(i);
+    }
+    auto op_position = [&](pooch::OpIndex op) -> int64_t {
+      return op >= 0 && static_cast<size_t>(op) < positions.ops.size()
+                 ? positions.ops[static_cast<size_t>(op)]
+                 : -1;
+    };
+    absl::flat_hash_map<pooch::TensorId, pooch::OpIndex> first_backward_use;
+    for (const pooch::FeatureMapInfo& f : pooch::FindCandidates(built.profile)) {
+      const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(f.tensor)];
+      if (ordinal < 0) continue;
+      if (plan.plan.decisions[static_cast<size_t>(f.tensor)] != pooch::Decision::kSwap) continue;
+      const int64_t after = op_position(f.last_forward_use);
+      if (after >= 0) a.offload_after[after].push_back(ordinal);
+      if (!f.backward_uses.empty()) first_backward_use[f.tensor] = f.backward_uses.front();
+      ++a.swapped;
+    }
+    for (const pooch::Plan::SwapIn& s : plan.plan.swap_ins) {
+      auto use = first_backward_use.find(s.tensor);
+      if (use == first_backward_use.end()) continue;
+      const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(s.tensor)];
+      // Issue at the scheduled op, and retry at each op up to (not including) the first use.
+      for (pooch::OpIndex op = s.issue_at; op < use->second; ++op) {
+        const int64_t before = op_position(op);
+        if (before >= 0) a.prefetch_before[before].push_back(ordinal);
+      }
+    }
+    actions_ = std::move(a);
+  }
+
+  void PrefetchBeforeLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = actions_->prefetch_before.find(position);
+    if (it == actions_->prefetch_before.end()) return;
+    for (int ordinal : it->second) {
+      const DeviceAddress address = actions_->address[static_cast<size_t>(ordinal)];
+      if (address == 0) continue;
+      absl::StatusOr<bool> issued = manager_.Prefetch(address);
+      if (issued.ok() && *issued) {
+        actions_->address[static_cast<size_t>(ordinal)] = 0;  // done for this iteration
+      }
+    }
+  }
+
+  void OffloadAfterLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = actions_->offload_after.find(position);
+    if (it == actions_->offload_after.end()) return;
+    for (int ordinal : it->second) {
+      const DeviceAddress address = actions_->address[static_cast<size_t>(ordinal)];
+      if (address == 0) continue;
+      if (absl::Status s = manager_.Offload(address); !s.ok()) {
+        POOCH_LOG_AT(kDebug, "planned swap-out: %s", std::string(s.message()).c_str());
+      }
+    }
   }
 
   void WriteProfileLocked(const pooch::Profile& profile) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -304,7 +419,8 @@ class Profiler {
     return m;
   }
 
-  void PlanLocked(const pooch::Profile& profile) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  std::optional<pooch::PlanResult> PlanLocked(const pooch::Profile& profile)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     bool assumed = false;
     const pooch::MachineModel machine = MeasuredMachineLocked(&assumed);
     const pooch::Policy policy =
@@ -313,7 +429,7 @@ class Profiler {
     if (!plan.ok()) {
       plan_line_ = absl::StrFormat("plan: policy %s failed: %s", pooch::PolicyName(policy),
                                    plan.status().message());
-      return;
+      return std::nullopt;
     }
     // Counted over the planner's candidates, as `pooch plan` counts them.
     int counts[3] = {0, 0, 0};
@@ -322,12 +438,16 @@ class Profiler {
     }
     plan_line_ = absl::StrFormat(
         "plan: policy %s keep %d swap %d recompute %d predicted_iteration_ms %.3f "
-        "feasible %s h2d_gbps %.2f d2h_gbps %.2f%s; not carried out yet: every iteration runs "
-        "under demand swapping",
+        "feasible %s h2d_gbps %.2f d2h_gbps %.2f%s; %s",
         pooch::PolicyName(policy), counts[0], counts[1], counts[2], plan->sim.iteration_us / 1000.0,
         plan->sim.feasible ? "yes" : "no", machine.h2d_gbps, machine.d2h_gbps,
-        assumed ? " (a direction had no copy: assumed)" : "");
+        assumed ? " (a direction had no copy: assumed)" : "",
+        config_.mode != pooch::RunMode::kPlanned ? "not carried out (not a planner policy)"
+        : counts[2] > 0
+            ? "swaps carried out; recomputed maps left to demand swapping (no replay yet)"
+            : "carried out");
     POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
+    return *std::move(plan);
   }
 
   pooch::Mutex mu_;
@@ -350,6 +470,7 @@ class Profiler {
   double iteration_ms_sum_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t iterations_timed_ ABSL_GUARDED_BY(mu_) = 0;
   std::string plan_line_ ABSL_GUARDED_BY(mu_);
+  std::optional<Actions> actions_ ABSL_GUARDED_BY(mu_);
 };
 
 std::atomic<Profiler*> g_profiler{nullptr};

@@ -9,8 +9,10 @@
 // iteration that departs from it is counted, and after POOCH_REPROFILE_AFTER departures the
 // program is profiled again.
 //
-// What is not done yet: carrying the plan out. Every iteration runs under demand swapping (the
-// safety net of the libpooch issue), and the summary says so next to the plan's figures.
+// Under a planner policy the plan's swaps are then carried out in each followed iteration
+// (Note [Carrying out the plan] in profiling.cc); demand swapping stays underneath as the safety
+// net. Recomputation by replay is not done yet: a map the plan recomputes is left to demand
+// swapping, and the summary says so.
 //
 // Thread safety: every function may be called from any thread; one lock serialises the
 // recorder. The hooks of a program that runs ops from several threads at once interleave, and
@@ -36,10 +38,12 @@ void StartProfiling(pooch::Device& device, pooch::ResidencyManager& manager,
 struct ProfiledOp {
   bool active = false;
   uint64_t seq = 0;
+  int64_t position = -1;  // in the reference iteration while following it; else -1
   pooch::EventHandle start = 0;  // 0: the op is not timed
 };
 
-// Around the real call of an intercepted op (RunOp). `name` outlives the process.
+// Around an intercepted op (RunOp): Begin after its memory was made resident, End after the
+// real call and the manager's AfterOp. `name` outlives the process.
 ProfiledOp ProfileOpBegin(const char* name, uintptr_t stream,
                           const std::vector<pooch::AccessRange>& ranges);
 void ProfileOpEnd(const ProfiledOp& op, uintptr_t stream);

@@ -236,11 +236,12 @@ demand)
   ;;
 
 profile)
-  # Profiling under a planned policy (issue 5, first part): args POOCH CNN_TRAIN [VARY].
+  # Profiling and planning under a planner policy (issue 5): args POOCH CNN_TRAIN [VARY].
   # cnn_train tiny at batch 64 on a device at 40 % of its in-core peak, under
   # `pooch run --policy pooch` with POOCH_PROFILE_OUT: the iteration is found, profiled and
   # planned (the summary's iterations and plan lines), the profile file is one that
-  # `pooch plan --profile` plans from, and the parameters are the in-core run's, bit for bit.
+  # `pooch plan --profile` plans from, the plan's swaps are carried out (planned swap-outs and
+  # prefetches in the summary), and the parameters are the in-core run's, bit for bit.
   # With VARY=vary the batch halves every third iteration (--vary-batch): those iterations
   # depart from the profile, are counted, and the result is still the in-core twin's.
   need_simgpu
@@ -272,6 +273,13 @@ profile)
   if [ "$vary" = vary ]; then
     [ "${departures:-0}" -ge 1 ] || fail "a varying batch never departed from the profile"
   fi
+  # The plan's swaps were carried out: planned swap-outs and prefetches happened.
+  swapped=$(awk '$2 == "plan_run:" { print $4 }' "$work/pooch.err")
+  planned=$(awk '$2 == "plan_run:" { print $6 }' "$work/pooch.err")
+  prefetched=$(awk '$2 == "plan_run:" { print $8 }' "$work/pooch.err")
+  [ "${swapped:-0}" -gt 0 ] || fail "the plan swaps no map: $(grep 'plan' "$work/pooch.err")"
+  [ "${planned:-0}" -gt 0 ] && [ "${prefetched:-0}" -gt 0 ] ||
+    fail "the plan was not carried out: $(grep 'plan_run:' "$work/pooch.err")"
   [ -s "$work/profile.json" ] || fail "POOCH_PROFILE_OUT was not written"
   unset POOCH_PROFILE_OUT
   limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
