@@ -289,6 +289,44 @@ profile)
     "$(grep '^pooch: plan:' "$work/pooch.err" | cut -c1-90)"
   ;;
 
+policies)
+  # Every policy gives the in-core parameters (issue 5, point 1): args POOCH CNN_TRAIN MODEL
+  # PERCENT. The device is at PERCENT % of the in-core peak; each policy runs under
+  # `pooch run --policy P` (the first iterations profiled, the plan carried out after) with the
+  # hazard checker at error, and must end with the in-core params_checksum, bit for bit. A
+  # policy whose plan does not fit runs under demand swapping and must match all the same.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  model=${6:-tiny}
+  percent=${7:-50}
+  case $model in
+    tiny) set -- --model tiny --batch 64 --iters 8 ;;
+    # 4 iterations: two to find the iteration, then followed ones (CI time: 4 s per iteration).
+    resnet18) set -- --model resnet18 --batch 8 --image 64 --classes 10 --iters 4 ;;
+    *) fail "unknown model $model" ;;
+  esac
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run incore "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "in-core run: exit $rc"
+  peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
+  sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
+  SIMGPU_MEMORY=$((peak * percent / 100))
+  export SIMGPU_MEMORY
+  report=""
+  for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal; do
+    run "$policy" "$pooch" run --policy "$policy" -- "$bin" "$@"
+    [ "$rc" -eq 0 ] || fail "$policy: exit $rc"
+    got=$(awk '$1 == "params_checksum" { print $2 }' "$work/$policy.out")
+    [ "$got" = "$sum" ] || fail "$policy: params_checksum $got, $sum in-core"
+    grep -i 'hazard' "$work/$policy.err" && fail "$policy: simgpu reported a hazard"
+    grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
+    report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
+  done
+  echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"
+  ;;
+
 *)
   fail "unknown case"
   ;;
