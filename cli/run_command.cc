@@ -53,7 +53,7 @@ void PrintUsage(std::ostream& out) {
          "\n"
          "Runs CMD with libpooch.so preloaded. Each flag sets a variable (README, \"Variables\"):\n"
          "  --memory-limit SIZE    POOCH_MEMORY_LIMIT   device bytes pooch may use (12GiB, 500MB)\n"
-         "  --policy P             POOCH_POLICY         off, demand, ... (default demand)\n"
+         "  --policy P             POOCH_POLICY         off, demand, ... (default pooch)\n"
          "  --trace FILE.json      POOCH_TRACE          Chrome trace of swaps and ops\n"
          "  --min-swap-bytes SIZE  POOCH_MIN_SWAP_BYTES smaller allocations stay resident\n"
          "  --log LEVEL            POOCH_LOG            error, warn, info, debug\n"

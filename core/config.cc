@@ -134,13 +134,14 @@ const Variable kVariables[] = {
        c.host_memory_limit = *bytes;
        return absl::OkStatus();
      }},
-    {{"POOCH_POLICY", "demand",
+    {{"POOCH_POLICY", "pooch",
       "off, demand, in-core, swap-all-nosched, swap-all, swap-opt, pooch, superneurons, "
       "checkpoint, optimal",
       "off: pass every call through. demand: swap least recently used data out when the limit "
       "is reached and back in before an op touches it. A planner policy name profiles the first "
-      "iterations and makes that policy's plan (summary: plan line); until the runtime carries "
-      "out plans, it runs as demand."},
+      "iterations, plans them with that policy and carries out the plan's swaps, with demand "
+      "swapping underneath (recomputation is not carried out yet: such maps are left to "
+      "demand swapping)."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
        for (const auto& m : kRunModes) {

@@ -35,9 +35,9 @@ namespace pooch {
 //   kOff      pass every call through untouched
 //   kDemand   swap on demand: LRU eviction when the limit is reached, swap-in before an op
 //             touches swapped data
-//   kPlanned  carry out the plan of one of the planner's policies (core/plan.h); Config's
-//             planned_policy says which. Until the runtime carries out plans (a later issue), it
-//             runs these as kDemand.
+//   kPlanned  profile the first iterations, then carry out the plan of one of the planner's
+//             policies (core/plan.h; Config's planned_policy says which) with kDemand's swapping
+//             underneath as the safety net (interpose/profiling.h says what is carried out).
 enum class RunMode { kOff, kDemand, kPlanned };
 
 // POOCH_LOG: the least severe message that is printed.
@@ -57,7 +57,7 @@ struct Config {
   int64_t min_swap_bytes = int64_t{1} << 20;
   // POOCH_HOST_MEMORY_LIMIT: pinned host bytes for swapped data; unset = unlimited.
   std::optional<int64_t> host_memory_limit;
-  RunMode mode = RunMode::kDemand;  // POOCH_POLICY
+  RunMode mode = RunMode::kPlanned;  // POOCH_POLICY
   Policy planned_policy = Policy::kPooch;  // POOCH_POLICY, when mode == kPlanned
   std::string trace_path;  // POOCH_TRACE; empty = no trace
   LogLevel log_level = LogLevel::kWarn;

@@ -46,7 +46,8 @@ TEST(ConfigTest, Defaults) {
   EXPECT_FALSE(c->memory_limit.has_value());
   EXPECT_EQ(c->min_swap_bytes, 1 << 20);
   EXPECT_FALSE(c->host_memory_limit.has_value());
-  EXPECT_EQ(c->mode, RunMode::kDemand);
+  EXPECT_EQ(c->mode, RunMode::kPlanned);
+  EXPECT_EQ(c->planned_policy, Policy::kPooch);
   EXPECT_EQ(c->trace_path, "");
   EXPECT_EQ(c->log_level, LogLevel::kWarn);
   EXPECT_TRUE(c->summary);
@@ -63,7 +64,7 @@ TEST(ConfigTest, EmptyMeansDefault) {
   absl::StatusOr<Config> c = Load(vars);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->memory_limit.has_value());
-  EXPECT_EQ(c->mode, RunMode::kDemand);
+  EXPECT_EQ(c->mode, RunMode::kPlanned);
 }
 
 TEST(ConfigTest, EveryVariableIsRead) {
