@@ -293,12 +293,12 @@ class Profiler {
         recorder_.Reference(small_.Stats().slab_bytes, &positions);
     recorder_.DropKept();
     if (!recorded.ok()) {
-      POOCH_LOG_AT(kWarn, "no profile: %s", std::string(recorded.status().message()).c_str());
+      NoProfileLocked(recorded.status());
       return;
     }
     absl::StatusOr<pooch::BuiltProfile> built = pooch::BuildProfile(*recorded);
     if (!built.ok()) {
-      POOCH_LOG_AT(kWarn, "no profile: %s", std::string(built.status().message()).c_str());
+      NoProfileLocked(built.status());
       return;
     }
     WriteProfileLocked(built->profile);
@@ -382,6 +382,12 @@ class Profiler {
         POOCH_LOG_AT(kDebug, "planned swap-out: %s", std::string(s.message()).c_str());
       }
     }
+  }
+
+  // The iteration found cannot be planned (e.g. it has no op): the summary's plan line says why.
+  void NoProfileLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    plan_line_ = absl::StrFormat("plan: none: no profile: %s", why.message());
+    POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
   }
 
   void WriteProfileLocked(const pooch::Profile& profile) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

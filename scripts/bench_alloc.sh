@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench_alloc.sh [BUILD_DIR]: host time of cudaMalloc and cudaFree per size, without pooch and
-# under pooch (demand policy, no memory pressure), on simgpu unless SIMGPU_LIB_DIR=none (a real
+# under pooch (demand and pooch policies, no memory pressure), on simgpu unless SIMGPU_LIB_DIR=none (a real
 # GPU). The target: median under 2 µs of host time on simgpu. A benchmark, not a test.
 set -eu
 build=${1:-build}
@@ -17,4 +17,6 @@ pairs=${PAIRS:-2000}
 echo "== without pooch"
 "$bench" "$pairs"
 echo "== under pooch run (POOCH_POLICY=demand, no memory pressure)"
-"$pooch" run --no-summary -- "$bench" "$pairs"
+"$pooch" run --no-summary --policy demand -- "$bench" "$pairs"
+echo "== under pooch run (POOCH_POLICY=pooch, the default: the profiler sees every call too)"
+"$pooch" run --no-summary --policy pooch -- "$bench" "$pairs"

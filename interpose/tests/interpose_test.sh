@@ -19,6 +19,26 @@ top_calls() {
   awk -v hook="$2" '$1 == "pooch:" && $2 == "calls:" && $3 == hook { n = $4 } END { print n + 0 }' "$1"
 }
 
+# incore_reference ARGS...: cnn_train ($bin) in core with the hazard checker at error (which
+# stays set for the runs after it); sets peak and sum, its peak_device_bytes and params_checksum.
+incore_reference() {
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run incore "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "in-core run: exit $rc"
+  peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
+  sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
+  [ -n "$peak" ] && [ -n "$sum" ] || fail "in-core run: no peak or checksum"
+}
+
+# same_checksum NAME: run NAME's params_checksum is the in-core one, with no hazard reported.
+same_checksum() {
+  got=$(awk '$1 == "params_checksum" { print $2 }' "$work/$1.out")
+  [ "$got" = "$sum" ] || fail "$1: params_checksum $got, $sum in-core"
+  grep -i 'hazard' "$work/$1.err" && fail "$1: simgpu reported a hazard"
+  return 0
+}
+
 case $case_name in
 exports)
   names=$arg
@@ -203,13 +223,7 @@ demand)
     resnet18) iters=3; set -- --model resnet18 --batch 8 --image 64 --classes 10 --iters $iters ;;
     *) fail "unknown model $model" ;;
   esac
-  SIMGPU_HAZARDS=error
-  export SIMGPU_HAZARDS
-  run incore "$bin" "$@"
-  [ "$rc" -eq 0 ] || fail "in-core run: exit $rc"
-  peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
-  sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
-  [ -n "$peak" ] && [ -n "$sum" ] || fail "in-core run: no peak or checksum"
+  incore_reference "$@"
   SIMGPU_MEMORY=$((peak * percent / 100))
   export SIMGPU_MEMORY
   run alone "$bin" "$@"
@@ -218,9 +232,7 @@ demand)
   [ "$rc" -eq 0 ] || fail "under pooch at $percent % ($SIMGPU_MEMORY bytes): exit $rc"
   n=$(grep -c '^iter ' "$work/pooch.out")
   [ "$n" -eq $iters ] || fail "under pooch: $n iterations, want $iters"
-  got=$(awk '$1 == "params_checksum" { print $2 }' "$work/pooch.out")
-  [ "$got" = "$sum" ] || fail "params_checksum $got under pooch, $sum in-core"
-  grep -i 'hazard' "$work/pooch.err" && fail "simgpu reported a hazard"
+  same_checksum pooch
   outs=$(awk '$2 == "swaps:" { print $4 }' "$work/pooch.err")
   ins=$(awk '$2 == "swaps:" { print $8 }' "$work/pooch.err")
   [ "${outs:-0}" -gt 0 ] && [ "${ins:-0}" -gt 0 ] || fail "no swapping happened (out ${outs:-?}, in ${ins:-?})"
@@ -250,21 +262,14 @@ profile)
   vary=${6:-}
   set -- --model tiny --batch 64 --iters 12
   [ "$vary" = vary ] && set -- "$@" --vary-batch
-  SIMGPU_HAZARDS=error
-  export SIMGPU_HAZARDS
-  run incore "$bin" "$@"
-  [ "$rc" -eq 0 ] || fail "in-core run: exit $rc"
-  peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
-  sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
+  incore_reference "$@"
   SIMGPU_MEMORY=$((peak * 40 / 100))
   export SIMGPU_MEMORY
   POOCH_PROFILE_OUT=$work/profile.json
   export POOCH_PROFILE_OUT
   run pooch "$pooch" run --policy pooch -- "$bin" "$@"
   [ "$rc" -eq 0 ] || fail "under pooch: exit $rc"
-  got=$(awk '$1 == "params_checksum" { print $2 }' "$work/pooch.out")
-  [ "$got" = "$sum" ] || fail "params_checksum $got under pooch, $sum in-core"
-  grep -i 'hazard' "$work/pooch.err" && fail "simgpu reported a hazard"
+  same_checksum pooch
   profiles=$(awk '$2 == "iterations:" { print $6 }' "$work/pooch.err")
   departures=$(awk '$2 == "iterations:" { print $10 }' "$work/pooch.err")
   [ "${profiles:-0}" -ge 1 ] || fail "no profile was made: $(grep 'iterations:' "$work/pooch.err")"
@@ -306,21 +311,14 @@ policies)
     resnet18) set -- --model resnet18 --batch 8 --image 64 --classes 10 --iters 4 ;;
     *) fail "unknown model $model" ;;
   esac
-  SIMGPU_HAZARDS=error
-  export SIMGPU_HAZARDS
-  run incore "$bin" "$@"
-  [ "$rc" -eq 0 ] || fail "in-core run: exit $rc"
-  peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
-  sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
+  incore_reference "$@"
   SIMGPU_MEMORY=$((peak * percent / 100))
   export SIMGPU_MEMORY
   report=""
   for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal; do
     run "$policy" "$pooch" run --policy "$policy" -- "$bin" "$@"
     [ "$rc" -eq 0 ] || fail "$policy: exit $rc"
-    got=$(awk '$1 == "params_checksum" { print $2 }' "$work/$policy.out")
-    [ "$got" = "$sum" ] || fail "$policy: params_checksum $got, $sum in-core"
-    grep -i 'hazard' "$work/$policy.err" && fail "$policy: simgpu reported a hazard"
+    same_checksum "$policy"
     grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
     report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
   done

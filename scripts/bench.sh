@@ -1,0 +1,252 @@
+#!/bin/sh
+# bench.sh [BUILD_DIR]: throughput of cnn_train's ResNet-50 under every pooch policy on simgpu,
+# in simgpu's virtual time (SIMGPU_COMPUTE=timing). In-core and demand runs give the same figures
+# on every run; runs under a carried-out plan were seen to vary by a few percent from run to run.
+# A benchmark, not a test: a run that fails (exit 3, out of memory) is a table cell, never a
+# failure of the script.
+#
+# For each machine preset (SIMGPU_PRESET, 16 GiB device) and batch it runs
+#   BUILD_DIR/bin/pooch run --policy P -- BUILD_DIR/bin/cnn_train --model resnet50 --batch B --iters 6
+# for every policy P, and the in-core reference without pooch on a 64 GiB simgpu. A run's time is
+# the mean of the `ms` of its last two iterations (the first ones are profiling); the plan counts
+# and the predicted time come from pooch's summary lines on stderr.
+#
+# Arguments: BUILD_DIR (default build), holding bin/pooch, bin/cnn_train, lib/libpooch.so and
+# lib/simgpu/. Environment (defaults in brackets):
+#   BATCHES   [256 384 512 640]
+#   POLICIES  [demand swap-all-nosched swap-all swap-opt pooch superneurons checkpoint]
+#   MACHINES  [v100-pcie3 v100-nvlink2]     SIMGPU_PRESET values
+#   MEMORY [16GiB], INCORE_MEMORY [64GiB], ITERS [6]
+#   INCORE_FALLBACK_MEMORY [128GiB]   where in-core runs out of memory on INCORE_MEMORY (exit 3;
+#             the table says so), it runs again on this size and the slowdown is against that run
+#             (simgpu's timing mode touches no pages, so the size costs nothing); none: no retry
+# Output in BUILD_DIR/bench/: bench.md (a table per machine; printed at the end too), bench.png
+# (img/s against batch per policy, one panel per machine; needs gnuplot), results.tsv (one line
+# per run) and raw/ (each run's stdout and stderr).
+set -eu
+build=${1:-build}
+pooch=$build/bin/pooch
+cnn=$build/bin/cnn_train
+libdir=$build/lib/simgpu
+if ! { [ -x "$pooch" ] && [ -x "$cnn" ] && [ -e "$build/lib/libpooch.so" ] && [ -d "$libdir" ]; }; then
+  echo "bench: build pooch, cnn_train, pooch_preload and simgpu into $build first" >&2
+  exit 2
+fi
+batches=${BATCHES:-256 384 512 640}
+policies=${POLICIES:-demand swap-all-nosched swap-all swap-opt pooch superneurons checkpoint}
+machines=${MACHINES:-v100-pcie3 v100-nvlink2}
+memory=${MEMORY:-16GiB}
+incore_memory=${INCORE_MEMORY:-64GiB}
+fallback_memory=${INCORE_FALLBACK_MEMORY:-128GiB}
+iters=${ITERS:-6}
+
+out=$build/bench
+raw=$out/raw
+mkdir -p "$raw"
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+export SIMGPU_COMPUTE=timing
+unset POOCH_POLICY POOCH_MEMORY_LIMIT POOCH_TRACE POOCH_SUMMARY 2>/dev/null || true
+
+results=$out/results.tsv
+notes=$out/stderr-notes.md
+printf 'machine\tbatch\tpolicy\texit\tms\tpredicted_ms\tfeasible\tkeep\tswap\trecompute\tsafety_net_in\tdemand_in\tplan_status\n' >"$results"
+: >"$notes"
+
+# parse MACHINE BATCH POLICY RC STDOUT STDERR: appends one line to results.tsv.
+parse() {
+  awk -v m="$1" -v b="$2" -v p="$3" -v rc="$4" -v out="$5" '
+    function val(key,   i) { for (i = 1; i < NF; i++) if ($i == key) return $(i + 1); return "-" }
+    FILENAME == out && $1 == "iter" { n++; ms[n] = val("ms") }
+    FILENAME != out && /^pooch: plan: / {
+      st = ""
+      pred = val("predicted_iteration_ms"); feas = val("feasible")
+      keep = val("keep"); swap = val("swap"); rec = val("recompute")
+      if ($0 ~ /^pooch: plan: policy [^ ]+ failed/) st = "failed"
+      else {
+        st = $0; while ((i = index(st, ";")) > 0) st = substr(st, i + 1)
+        sub(/^ +/, "", st); if (st == $0 || st == "") st = "-"
+      }
+    }
+    FILENAME != out && /^pooch: plan_run: / { safety = val("safety_net_swap_ins") }
+    FILENAME != out && /^pooch: swaps: / { dem = val("demand_in") }
+    END {
+      t = (rc == 0 && n >= 2) ? sprintf("%.3f", (ms[n - 1] + ms[n]) / 2) : "-"
+      if (st == "") { pred = feas = keep = swap = rec = st = "-" }
+      if (safety == "") safety = "-"
+      if (dem == "") dem = "-"
+      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+             m, b, p, rc, t, pred, feas, keep, swap, rec, safety, dem, st
+    }' "$5" "$6" >>"$results"
+}
+
+# Lines of a run's output that are neither iteration output nor pooch's usual summary lines.
+unusual() {
+  grep -E '^pooch: plan: policy [^ ]+ failed' "$2" || true
+  cat "$1" "$2" | grep -Ev '^(iter |peak_device_bytes |params_checksum |pooch: (summary|memory|swaps|reuse|iterations|plan|plan_run|small|calls): )' || true
+}
+
+start=$(date +%s)
+for m in $machines; do
+  for b in $batches; do
+    for p in in-core in-core-big $policies; do
+      base=$raw/$m-b$b-$p
+      rc=0
+      if [ "$p" = in-core-big ]; then
+        # Only where in-core ran out of memory on $incore_memory.
+        [ "$fallback_memory" != none ] && [ "$incore_rc" -eq 3 ] || continue
+        env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$fallback_memory" \
+          "$cnn" --model resnet50 --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
+      elif [ "$p" = in-core ]; then
+        env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$incore_memory" \
+          "$cnn" --model resnet50 --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
+      else
+        env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$memory" "$pooch" run --policy "$p" -- \
+          "$cnn" --model resnet50 --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
+      fi
+      [ "$p" = in-core ] && incore_rc=$rc
+      parse "$m" "$b" "$p" "$rc" "$base.out" "$base.err"
+      odd=$(unusual "$base.out" "$base.err" | head -n 3)
+      if [ -n "$odd" ]; then
+        printf -- '- %s batch %s %s (exit %s):\n' "$m" "$b" "$p" "$rc" >>"$notes"
+        printf '%s\n' "$odd" | sed 's/^/  `/; s/$/`/' >>"$notes"
+      fi
+      tail -n 1 "$results" | awk -F '\t' '{ printf "bench: %s batch %s %-16s exit %s ms %s\n", $1, $2, $3, $4, $5 }' >&2
+    done
+  done
+done
+echo "bench: $(($(date +%s) - start)) s of runs" >&2
+
+# The report.
+awk -F '\t' -v machines="$machines" -v batches="$batches" -v policies="$policies" \
+    -v memory="$memory" -v incore_memory="$incore_memory" -v fallback_memory="$fallback_memory" \
+    -v iters="$iters" '
+  NR == 1 { next }
+  {
+    k = $1 SUBSEP $2 SUBSEP $3
+    rc[k] = $4; ms[k] = $5; pred[k] = $6; feas[k] = $7; keep[k] = $8; swp[k] = $9
+    rec[k] = $10; safety[k] = $11; dem[k] = $12; st[k] = $13
+  }
+  function ok(k) { return (k in rc) && rc[k] == 0 && ms[k] != "-" }
+  function cell(k) { return rc[k] == 3 ? "OOM" : (rc[k] != 0 ? "fail" : ms[k]) }
+  # ref(m, b): the key of the in-core run to compare with ("" if none ran).
+  function ref(m, b,   k) {
+    k = m SUBSEP b SUBSEP "in-core"; if (ok(k)) return k
+    k = m SUBSEP b SUBSEP "in-core-big"; if (ok(k)) return k
+    return ""
+  }
+  function vs(k, r) {
+    if (!ok(k)) return "-"
+    if (r == "") return "n/a (in-core OOM)"
+    return sprintf("%+.1f %%", 100 * (ms[k] / ms[r] - 1)) (r ~ /in-core-big$/ ? " (vs " fallback_memory ")" : "")
+  }
+  END {
+    nm = split(machines, M, " "); nb = split(batches, B, " "); np = split(policies, P, " ")
+    printf "# pooch benchmark: cnn_train --model resnet50, simgpu virtual time\n\n"
+    printf "Each run: `pooch run --policy P -- cnn_train --model resnet50 --batch B --iters %s` on " \
+           "`SIMGPU_COMPUTE=timing SIMGPU_MEMORY=%s`; ms/iter is the mean of the last two " \
+           "iterations. In-core: cnn_train without pooch on a %s simgpu (OOM there: exit 3; then " \
+           "again on %s, and the slowdown is against that run). " \
+           "Slowdown is measured ms against in-core ms; error is (predicted - measured) / measured. " \
+           "Plan: what the plan line says after its figures (carried out, or failed: no plan, " \
+           "the run went on under demand swapping). " \
+           "Counts are keep/swap/recompute over the feature maps, from the plan line; safety-net and " \
+           "demand swap-ins come from the plan_run and swaps lines. In-core and demand runs repeat " \
+           "exactly; runs under a carried-out plan were seen to vary by a few percent between runs.\n", iters, memory, incore_memory, fallback_memory
+    for (i = 1; i <= nm; i++) {
+      m = M[i]
+      printf "\n## %s (%s)\n\n", m, memory
+      printf "| batch | policy | exit | ms/iter | img/s | slowdown vs in-core | plan | predicted ms | error | keep | swap | recompute | safety-net swap-ins | demand swap-ins |\n"
+      printf "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
+      for (j = 1; j <= nb; j++) {
+        b = B[j]; r = ref(m, b)
+        for (q = -1; q <= np; q++) {
+          p = q == -1 ? "in-core" : (q == 0 ? "in-core-big" : P[q]); k = m SUBSEP b SUBSEP p
+          if (!(k in rc)) continue
+          name = q == -1 ? "in-core (" incore_memory ", no pooch)" : (q == 0 ? "in-core (" fallback_memory ", no pooch)" : p)
+          ips = ok(k) ? sprintf("%.1f", b * 1000 / ms[k]) : "-"
+          if (q <= 0) slow = ok(k) ? "—" : "in-core OOM"
+          else slow = vs(k, r)
+          err = (ok(k) && pred[k] != "-") ? sprintf("%+.1f %%", 100 * (pred[k] - ms[k]) / ms[k]) : "-"
+          pr = pred[k]; if (pr != "-" && feas[k] != "yes") pr = pr " (feasible " feas[k] ")"
+          printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", b, name, rc[k],
+                 cell(k), ips, slow, st[k], pr, err, keep[k], swp[k], rec[k], safety[k], q <= 0 ? "-" : dem[k]
+        }
+      }
+      printf "\n"
+      for (j = 1; j <= nb; j++) {
+        b = B[j]; kp = m SUBSEP b SUBSEP "pooch"; ks = m SUBSEP b SUBSEP "superneurons"
+        if (ok(kp) && ok(ks))
+          printf "- batch %s: pooch %.1f img/s (plan %s), superneurons %.1f img/s (plan %s): pooch is %.2fx as fast\n",
+                 b, b * 1000 / ms[kp], st[kp], b * 1000 / ms[ks], st[ks], ms[ks] / ms[kp]
+        else if ((kp in rc) && (ks in rc))
+          printf "- batch %s: pooch %s, superneurons %s: no ratio\n", b, cell(kp), cell(ks)
+      }
+    }
+    b = B[nb]; line = ""
+    for (i = 1; i <= nm; i++) {
+      m = M[i]; k = m SUBSEP b SUBSEP "pooch"; r = ref(m, b)
+      if (!(k in rc)) continue
+      if (ok(k))
+        s = sprintf("%s %.1f ms (%.1f img/s), slowdown %s vs in-core, plan %s, recompute %s", m, ms[k],
+                    b * 1000 / ms[k], vs(k, r), st[k], rec[k])
+      else
+        s = sprintf("%s %s", m, cell(k))
+      line = line (line == "" ? "" : "; ") s
+    }
+    if (line != "") printf "\n**pooch at batch %s across machines:** %s\n", b, line
+  }' "$results" >"$out/bench.md"
+if [ -s "$notes" ]; then
+  { printf '\n## Other output on stderr/stdout (first 3 lines per run)\n\n'; cat "$notes"; } >>"$out/bench.md"
+fi
+
+# The plot: img/s against batch, one line per policy, one panel per machine.
+if command -v gnuplot >/dev/null 2>&1; then
+  nm=0
+  for m in $machines; do
+    nm=$((nm + 1))
+    awk -F '\t' -v m="$m" -v batches="$batches" -v policies="in-core $policies" '
+      NR > 1 && $1 == m {
+        p = $3   # in-core-big ran only where in-core ran out of memory: it stands for in-core
+        if (p == "in-core-big") { if ($4 != 0) next; p = "in-core" }
+        v[$2, p] = ($4 == 0 && $5 != "-") ? $2 * 1000 / $5 : "?"
+      }
+      END {
+        nb = split(batches, B, " "); np = split(policies, P, " ")
+        printf "batch"; for (q = 1; q <= np; q++) printf " %s", P[q]; printf "\n"
+        for (j = 1; j <= nb; j++) {
+          printf "%s", B[j]
+          for (q = 1; q <= np; q++) printf " %s", ((B[j], P[q]) in v) ? v[B[j], P[q]] : "?"
+          printf "\n"
+        }
+      }' "$results" >"$out/plot-$m.dat"
+  done
+  term=png
+  gnuplot -e 'set terminal' 2>&1 | grep -q pngcairo && term=pngcairo
+  {
+    printf 'set terminal %s size %d,600\n' "$term" $((620 * nm))
+    printf 'set output "%s"\n' "$out/bench.png"
+    printf 'set datafile missing "?"\nset key autotitle columnhead below maxrows 3\nset grid\n'
+    printf 'set xtics (%s)\n' "$(echo $batches | sed 's/ /, /g')"
+    printf 'set xlabel "batch"\nset ylabel "img/s (virtual time)"\nset yrange [0:*]\n'
+    if [ "$fallback_memory" = none ]; then
+      printf 'set label 1 "in-core: %s simgpu" at graph 0.02, graph 0.97\n' "$incore_memory"
+    else
+      printf 'set label 1 "in-core: %s simgpu (%s where that runs out)" at graph 0.02, graph 0.97\n' \
+        "$incore_memory" "$fallback_memory"
+    fi
+    printf 'set offsets graph 0.04, graph 0.04, 0, 0\n'
+    printf 'set multiplot layout 1,%d\n' "$nm"
+    for m in $machines; do
+      printf 'set title "resnet50 on %s, %s"\n' "$m" "$memory"
+      printf 'plot for [i=2:%d] "%s" using 1:i with linespoints\n' \
+        $(($(echo in-core $policies | wc -w) + 1)) "$out/plot-$m.dat"
+    done
+    printf 'unset multiplot\n'
+  } >"$out/bench.gp"
+  gnuplot "$out/bench.gp"
+  echo "bench: plot in $out/bench.png" >&2
+else
+  echo "bench: gnuplot not found (scripts/setup.sh installs gnuplot-nox): no plot" >&2
+fi
+cat "$out/bench.md"
