@@ -104,7 +104,7 @@ pooch::ResidencyManager* Create() {
   }
   pooch::SmallAllocator* raw_small = small->release();
   g_small.store(raw_small, std::memory_order_release);
-  StartProfiling(*raw_device, *raw_manager, *raw_small, GetConfig());
+  StartProfiling(*raw_device, *raw_manager, *raw_small, GetConfig(), observer);
   POOCH_LOG_AT(kInfo, "managing device memory: limit %lld bytes, min swap %lld bytes",
                static_cast<long long>(options->memory_limit),
                static_cast<long long>(options->min_swap_bytes));

@@ -18,6 +18,7 @@
 #include "core/profile_builder.h"
 #include "core/sim.h"
 #include "interpose/log.h"
+#include "interpose/trace_observer.h"
 
 namespace pooch::interpose {
 namespace {
@@ -28,6 +29,9 @@ using pooch::EventHandle;
 // PCIe gen3 x16, the planner's v100-pcie3 figure (core/machines.cc), used for a direction whose
 // copies were not measured while profiling (no swap happened), and said so in the summary.
 constexpr double kAssumedLinkGbps = 16.0;
+
+// The most ops whose timing events are kept while profiling (two events each).
+constexpr size_t kMaxTimedOps = size_t{1} << 16;
 
 pooch::RecordedAccess::Mode ModeOf(pooch::AccessRange::Mode mode) {
   switch (mode) {
@@ -44,8 +48,9 @@ pooch::RecordedAccess::Mode ModeOf(pooch::AccessRange::Mode mode) {
 class Profiler {
  public:
   Profiler(pooch::Device& device, pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
-           const pooch::Config& config)
-      : device_(device),
+           const pooch::Config& config, TraceObserver* trace)
+      : trace_(trace),
+        device_(device),
         manager_(manager),
         small_(small),
         config_(config),
@@ -91,6 +96,14 @@ class Profiler {
       std::optional<EventHandle> end = EventLocked();
       if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
         timed_.push_back({op.seq, op.start, *end});
+        // A stream that never repeats (or threads interleaving) stays in profiling: keep only
+        // the latest ops' events, enough for any iteration the recorder can hold, and reuse the
+        // rest (re-recording an event whose record is pending is allowed).
+        while (timed_.size() > kMaxTimedOps) {
+          spare_.push_back(timed_.front().start);
+          spare_.push_back(timed_.front().end);
+          timed_.pop_front();
+        }
       } else {
         spare_.push_back(op.start);
         if (end.has_value()) spare_.push_back(*end);
@@ -215,7 +228,14 @@ class Profiler {
   // (virtual time on simgpu, as the planner's prediction and the program's own figures are).
   // An iteration may start at an allocation, which has no stream: the event then goes before
   // the next op. Pairs are resolved once both events completed, without blocking.
-  void NoteIterationStartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { iteration_mark_due_ = true; }
+  void NoteIterationStartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    iteration_mark_due_ = true;
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {
+          {"followed", static_cast<int64_t>(recorder_.tracker().iterations_completed())}};
+      trace_->OnRuntime("iteration", args);
+    }
+  }
 
   // Each pair owns its two events: the previous iteration's start mark and an end mark recorded
   // here, next to the new start mark.
@@ -260,6 +280,10 @@ class Profiler {
   // carried out); after POOCH_REPROFILE_AFTER of them the stream is profiled again.
   void NoteDepartureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++departures_;
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {{"departures", static_cast<int64_t>(departures_)}};
+      trace_->OnRuntime("departure: demand swapping", args);
+    }
     // The departed iteration's time is not the plan's: drop the open mark.
     iteration_mark_due_ = false;
     if (last_mark_ != 0) spare_.push_back(last_mark_);
@@ -268,6 +292,7 @@ class Profiler {
       POOCH_LOG_AT(kInfo, "%d iterations departed from the profile; profiling again",
                    departures_since_profile_);
       recorder_.Reprofile();
+      if (trace_ != nullptr) trace_->OnRuntime("profiling again", {});
       departures_since_profile_ = 0;
       ++reprofiles_;
     }
@@ -388,6 +413,10 @@ class Profiler {
   void NoProfileLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     plan_line_ = absl::StrFormat("plan: none: no profile: %s", why.message());
     POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {{"why", why.message()}};
+      trace_->OnRuntime("no plan", args);
+    }
   }
 
   void WriteProfileLocked(const pooch::Profile& profile) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -453,10 +482,20 @@ class Profiler {
             ? "swaps carried out; recomputed maps left to demand swapping (no replay yet)"
             : "carried out");
     POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {{"policy", pooch::PolicyName(policy)},
+                                      {"keep", counts[0]},
+                                      {"swap", counts[1]},
+                                      {"recompute", counts[2]},
+                                      {"predicted_iteration_ms", plan->sim.iteration_us / 1000.0},
+                                      {"feasible", plan->sim.feasible ? "yes" : "no"}};
+      trace_->OnRuntime("plan", args);
+    }
     return *std::move(plan);
   }
 
   pooch::Mutex mu_;
+  TraceObserver* const trace_;  // may be null
   pooch::Device& device_;
   pooch::ResidencyManager& manager_;
   pooch::SmallAllocator& small_;
@@ -464,7 +503,7 @@ class Profiler {
   pooch::OpStreamRecorder recorder_ ABSL_GUARDED_BY(mu_);
   absl::btree_map<DeviceAddress, Live> live_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  std::vector<Timed> timed_ ABSL_GUARDED_BY(mu_);
+  std::deque<Timed> timed_ ABSL_GUARDED_BY(mu_);
   std::vector<EventHandle> spare_ ABSL_GUARDED_BY(mu_);
   bool finalize_due_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t departures_ ABSL_GUARDED_BY(mu_) = 0;
@@ -484,10 +523,11 @@ std::atomic<Profiler*> g_profiler{nullptr};
 }  // namespace
 
 void StartProfiling(pooch::Device& device, pooch::ResidencyManager& manager,
-                    pooch::SmallAllocator& small, const pooch::Config& config) {
+                    pooch::SmallAllocator& small, const pooch::Config& config,
+                    TraceObserver* trace) {
   if (config.mode != pooch::RunMode::kPlanned && config.profile_out.empty()) return;
   // Never destroyed: hooks may run at exit.
-  g_profiler.store(new Profiler(device, manager, small, config), std::memory_order_release);
+  g_profiler.store(new Profiler(device, manager, small, config, trace), std::memory_order_release);
 }
 
 ProfiledOp ProfileOpBegin(const char* name, uintptr_t stream,

@@ -30,15 +30,19 @@
 
 namespace pooch::interpose {
 
+class TraceObserver;
+
 // Starts profiling if the configuration asks for it (see above); all must outlive the process.
+// `trace` (POOCH_TRACE; may be null) gets the iteration starts, the plan and the departures.
 void StartProfiling(pooch::Device& device, pooch::ResidencyManager& manager,
-                    pooch::SmallAllocator& small, const pooch::Config& config);
+                    pooch::SmallAllocator& small, const pooch::Config& config,
+                    TraceObserver* trace);
 
 // What ProfileOpBegin hands to ProfileOpEnd.
 struct ProfiledOp {
   bool active = false;
   uint64_t seq = 0;
-  int64_t position = -1;  // in the reference iteration while following it; else -1
+  int64_t position = -1;         // in the reference iteration while following it; else -1
   pooch::EventHandle start = 0;  // 0: the op is not timed
 };
 

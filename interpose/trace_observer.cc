@@ -10,6 +10,7 @@ namespace {
 constexpr int kPid = 1;
 constexpr int kSwapOutTid = 1;
 constexpr int kSwapInTid = 2;
+constexpr int kRuntimeTid = 3;
 
 }  // namespace
 
@@ -18,6 +19,11 @@ TraceObserver::TraceObserver(std::unique_ptr<pooch::TraceWriter> writer)
   writer_->ProcessName(kPid, "pooch " + std::to_string(getpid()));
   writer_->ThreadName(kPid, kSwapOutTid, "swap out (device to host)");
   writer_->ThreadName(kPid, kSwapInTid, "swap in (host to device)");
+  writer_->ThreadName(kPid, kRuntimeTid, "pooch runtime (iterations, plan)");
+}
+
+void TraceObserver::OnRuntime(absl::string_view name, absl::Span<const pooch::TraceArg> args) {
+  writer_->Instant(kPid, kRuntimeTid, name, "runtime", Us(absl::Now()), args);
 }
 
 void TraceObserver::OnSwap(const pooch::SwapRecord& r) {

@@ -2,7 +2,8 @@
 //
 // Track "swap out" and "swap in" hold one interval per copy (from when it was queued to when the
 // manager saw it complete, core/residency.h Note [Tracing hooks]); a cancelled swap-out is an
-// instant event; the counter "memory" plots device and pinned host bytes.
+// instant event; the counter "memory" plots device and pinned host bytes. Track "pooch runtime"
+// holds the profiler's instants (interpose/profiling.h): iteration starts, the plan, departures.
 //
 // Thread safety: the manager calls the observer with its mutex held, which serialises the
 // callbacks; Close() is called once at exit.
@@ -24,6 +25,8 @@ class TraceObserver final : public pooch::ResidencyObserver {
 
   void OnSwap(const pooch::SwapRecord& record) override;
   void OnMemory(int64_t device_bytes, int64_t host_bytes, absl::Time at) override;
+  // An instant on the "pooch runtime" track, now. Safe from any thread (the writer locks).
+  void OnRuntime(absl::string_view name, absl::Span<const pooch::TraceArg> args);
 
   absl::Status Close() { return writer_->Close(); }
 

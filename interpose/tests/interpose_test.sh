@@ -251,9 +251,10 @@ profile)
   # Profiling and planning under a planner policy (issue 5): args POOCH CNN_TRAIN [VARY].
   # cnn_train tiny at batch 64 on a device at 40 % of its in-core peak, under
   # `pooch run --policy pooch` with POOCH_PROFILE_OUT: the iteration is found, profiled and
-  # planned (the summary's iterations and plan lines), the profile file is one that
-  # `pooch plan --profile` plans from, the plan's swaps are carried out (planned swap-outs and
-  # prefetches in the summary), and the parameters are the in-core run's, bit for bit.
+  # planned (the summary's iterations and plan lines, the trace's runtime track), the profile
+  # file is one that `pooch plan --profile` plans from, the plan's swaps are carried out
+  # (planned swap-outs and prefetches in the summary), and the parameters are the in-core
+  # run's, bit for bit.
   # With VARY=vary the batch halves every third iteration (--vary-batch): those iterations
   # depart from the profile, are counted, and the result is still the in-core twin's.
   need_simgpu
@@ -267,9 +268,12 @@ profile)
   export SIMGPU_MEMORY
   POOCH_PROFILE_OUT=$work/profile.json
   export POOCH_PROFILE_OUT
-  run pooch "$pooch" run --policy pooch -- "$bin" "$@"
+  run pooch "$pooch" run --policy pooch --trace "$work/trace.json" -- "$bin" "$@"
   [ "$rc" -eq 0 ] || fail "under pooch: exit $rc"
   same_checksum pooch
+  # The trace shows the plan and the followed iterations on the runtime's track.
+  grep -q '"name":"plan"' "$work/trace.json" || fail "no plan in the trace"
+  grep -q '"name":"iteration"' "$work/trace.json" || fail "no iteration in the trace"
   profiles=$(awk '$2 == "iterations:" { print $6 }' "$work/pooch.err")
   departures=$(awk '$2 == "iterations:" { print $10 }' "$work/pooch.err")
   [ "${profiles:-0}" -ge 1 ] || fail "no profile was made: $(grep 'iterations:' "$work/pooch.err")"
