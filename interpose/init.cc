@@ -60,7 +60,8 @@ __attribute__((constructor)) void Start() {
   const absl::string_view policy = pooch::PolicyText(MutableConfig());
   POOCH_LOG_AT(kInfo, "loaded, policy %.*s", static_cast<int>(policy.size()), policy.data());
   if (MutableConfig().mode != pooch::RunMode::kOff) {
-    // Every policy runs as demand swapping until the runtime carries out plans (core/config.h).
+    // Demand swapping under every policy but off; a planner policy adds the profiler and the
+    // plan's actions on top (interpose/profiling.h).
     g_managed.store(true, std::memory_order_release);
   }
 }
