@@ -166,13 +166,17 @@ class Profiler {
         measured_ms);
     if (!plan_line_.empty()) LogLine("%s", plan_line_.c_str());
     if (actions_.has_value()) {
-      // What the plan's actions did; demand_in on the swaps: line counts the safety net's hits.
+      // What the plan's actions did since the plan began: the safety net's hits are the demand
+      // swap-ins since then (the swaps: line counts those of the profiling iterations too).
       const pooch::ResidencyStats s = manager_.Stats();
       LogLine(
           "plan_run: swapped_maps %d planned_swap_outs %lld prefetches %lld "
-          "safety_net_swap_ins %lld",
-          actions_->swapped, static_cast<long long>(s.planned_swap_outs),
-          static_cast<long long>(s.prefetches), static_cast<long long>(s.demand_swap_ins));
+          "safety_net_swap_ins %lld prefetch_no_room %lld",
+          actions_->swapped,
+          static_cast<long long>(s.planned_swap_outs - actions_->at_start.planned_swap_outs),
+          static_cast<long long>(s.prefetches - actions_->at_start.prefetches),
+          static_cast<long long>(s.demand_swap_ins - actions_->at_start.demand_swap_ins),
+          static_cast<long long>(actions_->prefetch_no_room));
     }
   }
 
@@ -187,6 +191,8 @@ class Profiler {
     absl::flat_hash_map<int64_t, int> ordinal_at;  // managed allocation's position -> ordinal
     std::vector<DeviceAddress> address;            // ordinal -> address in this iteration; 0: none
     int swapped = 0;                               // maps the plan swaps
+    int64_t prefetch_no_room = 0;                  // prefetch attempts that found no room
+    pooch::ResidencyStats at_start;                // the manager's counts when the plan began
   };
   struct Timed {
     uint64_t seq = 0;
@@ -352,6 +358,7 @@ class Profiler {
                      const pooch::OpStreamRecorder::Positions& positions,
                      const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Actions a;
+    a.at_start = manager_.Stats();
     a.address.assign(positions.managed_allocs.size(), 0);
     for (size_t i = 0; i < positions.managed_allocs.size(); ++i) {
       a.ordinal_at[positions.managed_allocs[i]] = static_cast<int>(i);
@@ -393,6 +400,8 @@ class Profiler {
       absl::StatusOr<bool> issued = manager_.Prefetch(address);
       if (issued.ok() && *issued) {
         actions_->address[static_cast<size_t>(ordinal)] = 0;  // done for this iteration
+      } else if (issued.ok()) {
+        ++actions_->prefetch_no_room;  // retried at the next op, up to the first use
       }
     }
   }
