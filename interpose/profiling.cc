@@ -166,8 +166,8 @@ class Profiler {
         measured_ms);
     if (!plan_line_.empty()) LogLine("%s", plan_line_.c_str());
     if (actions_.has_value()) {
-      // What the plan's actions did since the plan began: the safety net's hits are the demand
-      // swap-ins since then (the swaps: line counts those of the profiling iterations too).
+      // What the plans' actions did since the first plan began: the safety net's hits are the
+      // demand swap-ins since then (the swaps: line counts those of the profiling too).
       const pooch::ResidencyStats s = manager_.Stats();
       LogLine(
           "plan_run: swapped_maps %d planned_swap_outs %lld prefetches %lld "
@@ -192,7 +192,7 @@ class Profiler {
     std::vector<DeviceAddress> address;            // ordinal -> address in this iteration; 0: none
     int swapped = 0;                               // maps the plan swaps
     int64_t prefetch_no_room = 0;                  // prefetch attempts that found no room
-    pooch::ResidencyStats at_start;                // the manager's counts when the plan began
+    pooch::ResidencyStats at_start;                // the manager's counts when the first plan began
   };
   struct Timed {
     uint64_t seq = 0;
@@ -358,7 +358,9 @@ class Profiler {
                      const pooch::OpStreamRecorder::Positions& positions,
                      const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Actions a;
-    a.at_start = manager_.Stats();
+    // The plan_run: line counts from the first plan on, across re-profiles.
+    a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
+    a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;
     a.address.assign(positions.managed_allocs.size(), 0);
     for (size_t i = 0; i < positions.managed_allocs.size(); ++i) {
       a.ordinal_at[positions.managed_allocs[i]] = static_cast<int>(i);
