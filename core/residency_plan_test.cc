@@ -6,6 +6,7 @@
 
 #include "core/fake_device.h"
 #include "core/residency.h"
+#include "core/residency_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -16,78 +17,21 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using Mode = AccessRange::Mode;
 
-constexpr int64_t kG = 64 << 10;  // the fake device's granularity
+constexpr int64_t kG = ::pooch::testing::ResidencyFixture::kG;
 
-class ResidencyPlanTest : public ::testing::Test {
+class ResidencyPlanTest : public ::pooch::testing::ResidencyFixture {
  protected:
   void Init(int64_t limit, FakeDevice::Mode mode = FakeDevice::Mode::kImmediate) {
     FakeDevice::Options o;
     o.mode = mode;
-    o.granularity = kG;
-    o.capacity = 64 * kG;
     o.copy_bytes_per_us = 1000;
-    device_ = std::make_unique<FakeDevice>(o);
-    stream_ = *device_->CreateStream();
     ResidencyOptions r;
     r.memory_limit = limit;
     r.min_swap_bytes = kG;
     r.pinned_wait = absl::Milliseconds(50);
     r.reuse_cache_bytes = reuse_cache_bytes_;
     r.time_copies = time_copies_;
-    auto m = ResidencyManager::Create(*device_, r);
-    ASSERT_TRUE(m.ok()) << m.status();
-    manager_ = *std::move(m);
-  }
-
-  void TearDown() override {
-    manager_.reset();
-    if (device_ != nullptr) {
-      EXPECT_THAT(device_->violations(), IsEmpty());
-      EXPECT_EQ(device_->physical_bytes(), 0);
-      EXPECT_EQ(device_->mapped_bytes(), 0);
-    }
-  }
-
-  // An op on `stream` that writes `fill` over the allocation, touching it with `mode`.
-  absl::Status Fill(DeviceAddress address, int64_t bytes, uint8_t fill, Mode mode = Mode::kWrite,
-                    std::optional<StreamHandle> stream = std::nullopt) {
-    const StreamHandle s = stream.value_or(stream_);
-    absl::StatusOr<OpTicket> t = manager_->BeforeOp(s, {{address, bytes, mode}});
-    if (!t.ok()) return t.status();
-    absl::Status st = device_->Launch(s, {{address, bytes}}, [=](FakeDevice::Memory& m) {
-      std::vector<uint8_t> data(static_cast<size_t>(bytes), fill);
-      m.Write(address, data.data(), bytes).IgnoreError();
-    });
-    st.Update(manager_->AfterOp(*std::move(t)));
-    return st;
-  }
-
-  // An op on `stream` that reads the allocation back; waits for it.
-  absl::StatusOr<std::vector<uint8_t>> ReadBack(DeviceAddress address, int64_t bytes,
-                                                std::optional<StreamHandle> stream = std::nullopt) {
-    const StreamHandle s = stream.value_or(stream_);
-    absl::StatusOr<OpTicket> t = manager_->BeforeOp(s, {{address, bytes, Mode::kRead}});
-    if (!t.ok()) return t.status();
-    auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(bytes));
-    absl::Status st = device_->Launch(s, {{address, bytes}}, [=](FakeDevice::Memory& m) {
-      m.Read(address, out->data(), bytes).IgnoreError();
-    });
-    st.Update(manager_->AfterOp(*std::move(t)));
-    st.Update(device_->SynchronizeStream(s));
-    if (!st.ok()) return st;
-    return *out;
-  }
-
-  bool Holds(DeviceAddress address, int64_t bytes, uint8_t fill) {
-    absl::StatusOr<std::vector<uint8_t>> data = ReadBack(address, bytes);
-    EXPECT_TRUE(data.ok()) << data.status();
-    return data.ok() && *data == std::vector<uint8_t>(static_cast<size_t>(bytes), fill);
-  }
-
-  ResidencyState StateOf(DeviceAddress address) {
-    std::optional<AllocationInfo> info = manager_->Lookup(address);
-    EXPECT_TRUE(info.has_value());
-    return info.has_value() ? info->state : ResidencyState::kResident;
+    Start(o, r);
   }
 
   // A pattern, not a constant, so that an offset error shows.
@@ -99,9 +43,6 @@ class ResidencyPlanTest : public ::testing::Test {
 
   std::optional<int64_t> reuse_cache_bytes_ = 0;  // off unless a test turns it on
   bool time_copies_ = false;
-  std::unique_ptr<FakeDevice> device_;
-  StreamHandle stream_ = 0;
-  std::unique_ptr<ResidencyManager> manager_;
 };
 
 TEST_F(ResidencyPlanTest, OffloadThenTouchGivesTheSameBitsAtTheSameAddress) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/fake_device.h"
+#include "core/residency_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -14,7 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr int64_t kG = 64 << 10;  // the fake device's granularity
+constexpr int64_t kG = ::pooch::testing::ResidencyFixture::kG;
 
 class RecordingObserver : public ResidencyObserver {
  public:
@@ -26,81 +27,24 @@ class RecordingObserver : public ResidencyObserver {
   int64_t max_device = 0;
 };
 
-class ResidencyTest : public ::testing::Test {
+class ResidencyTest : public ::pooch::testing::ResidencyFixture {
  protected:
   void Init(int64_t limit, std::optional<int64_t> host_limit = std::nullopt,
             FakeDevice::Mode mode = FakeDevice::Mode::kImmediate) {
     FakeDevice::Options o;
     o.mode = mode;
-    o.granularity = kG;
-    o.capacity = 64 * kG;
-    device_ = std::make_unique<FakeDevice>(o);
-    stream_ = *device_->CreateStream();
     ResidencyOptions r;
     r.memory_limit = limit;
     r.min_swap_bytes = kG;
     r.host_memory_limit = host_limit;
     r.pinned_wait = absl::Milliseconds(50);
     r.reuse_cache_bytes = reuse_cache_bytes_;
-    auto m = ResidencyManager::Create(*device_, r, &observer_);
-    ASSERT_TRUE(m.ok()) << m.status();
-    manager_ = *std::move(m);
-  }
-
-  void TearDown() override {
-    manager_.reset();
-    if (device_ != nullptr) {
-      EXPECT_THAT(device_->violations(), IsEmpty());
-      EXPECT_EQ(device_->physical_bytes(), 0);
-      EXPECT_EQ(device_->mapped_bytes(), 0);
-    }
-  }
-
-  // An op on stream_ that writes `fill` over [address, address + bytes).
-  absl::Status Fill(DeviceAddress address, int64_t bytes, uint8_t fill) {
-    absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, {{address, bytes}});
-    if (!t.ok()) return t.status();
-    absl::Status s = device_->Launch(stream_, {{address, bytes}}, [=](FakeDevice::Memory& m) {
-      std::vector<uint8_t> data(static_cast<size_t>(bytes), fill);
-      m.Write(address, data.data(), bytes).IgnoreError();
-    });
-    s.Update(manager_->AfterOp(*std::move(t)));
-    return s;
-  }
-
-  // An op on stream_ that reads [address, address + bytes) back.
-  absl::StatusOr<std::vector<uint8_t>> ReadBack(DeviceAddress address, int64_t bytes) {
-    absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, {{address, bytes}});
-    if (!t.ok()) return t.status();
-    auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(bytes));
-    absl::Status s = device_->Launch(stream_, {{address, bytes}}, [=](FakeDevice::Memory& m) {
-      m.Read(address, out->data(), bytes).IgnoreError();
-    });
-    s.Update(manager_->AfterOp(*std::move(t)));
-    s.Update(device_->SynchronizeStream(stream_));
-    if (!s.ok()) return s;
-    return *out;
-  }
-
-  bool Holds(DeviceAddress address, int64_t bytes, uint8_t fill) {
-    absl::StatusOr<std::vector<uint8_t>> data = ReadBack(address, bytes);
-    EXPECT_TRUE(data.ok()) << data.status();
-    if (!data.ok()) return false;
-    return *data == std::vector<uint8_t>(static_cast<size_t>(bytes), fill);
-  }
-
-  ResidencyState StateOf(DeviceAddress address) {
-    std::optional<AllocationInfo> info = manager_->Lookup(address);
-    EXPECT_TRUE(info.has_value());
-    return info.has_value() ? info->state : ResidencyState::kResident;
+    Start(o, r, &observer_);
   }
 
   // Note [Reuse cache]: off unless a test turns it on, so that the other tests see every release.
   std::optional<int64_t> reuse_cache_bytes_ = 0;
   RecordingObserver observer_;
-  std::unique_ptr<FakeDevice> device_;
-  StreamHandle stream_ = 0;
-  std::unique_ptr<ResidencyManager> manager_;
 };
 
 TEST_F(ResidencyTest, AllocatesUnderTheLimit) {
