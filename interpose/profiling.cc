@@ -122,6 +122,7 @@ class Profiler {
     if (actions_.has_value() && step.position >= 0) {
       if (auto it = actions_->ordinal_at.find(step.position); it != actions_->ordinal_at.end()) {
         actions_->address[static_cast<size_t>(it->second)] = address;
+        actions_->ordinal_of[address] = it->second;
       }
     }
   }
@@ -135,8 +136,9 @@ class Profiler {
     live_.erase(it);
     if (actions_.has_value()) {
       // The address may be handed to another allocation: forget it as the tensor's.
-      for (DeviceAddress& a : actions_->address) {
-        if (a == address) a = 0;
+      if (auto o = actions_->ordinal_of.find(address); o != actions_->ordinal_of.end()) {
+        actions_->address[static_cast<size_t>(o->second)] = 0;
+        actions_->ordinal_of.erase(o);
       }
     }
     if (std::optional<IterationTracker::Step> step = recorder_.Free(id)) HandleStepLocked(*step);
@@ -190,9 +192,10 @@ class Profiler {
     absl::flat_hash_map<int64_t, std::vector<int>> offload_after;    // op position -> ordinals
     absl::flat_hash_map<int64_t, int> ordinal_at;  // managed allocation's position -> ordinal
     std::vector<DeviceAddress> address;            // ordinal -> address in this iteration; 0: none
-    int swapped = 0;                               // maps the plan swaps
-    int64_t prefetch_no_room = 0;                  // prefetch attempts that found no room
-    pooch::ResidencyStats at_start;                // the manager's counts when the first plan began
+    absl::flat_hash_map<DeviceAddress, int> ordinal_of;  // the inverse, for frees
+    int swapped = 0;                                     // maps the plan swaps
+    int64_t prefetch_no_room = 0;                        // prefetch attempts that found no room
+    pooch::ResidencyStats at_start;  // the manager's counts when the first plan began
   };
   struct Timed {
     uint64_t seq = 0;
@@ -224,6 +227,7 @@ class Profiler {
     if (step.profile_ready) finalize_due_ = true;
     if (actions_.has_value() && (step.iteration_start || step.departed)) {
       std::fill(actions_->address.begin(), actions_->address.end(), 0);
+      actions_->ordinal_of.clear();
     }
     if (step.iteration_start) NoteIterationStartLocked();
     if (step.departed) NoteDepartureLocked();
