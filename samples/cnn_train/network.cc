@@ -95,6 +95,18 @@ void Network::InitParams(Context& ctx, uint64_t seed) {
 }
 
 const float* Network::Forward(Context& ctx, int batch, const float* host_input) {
+  // Which outputs backward reads (a consumer reads its inputs, or the producer its output), and
+  // how many consumers each output has yet to serve in this forward pass.
+  std::vector<bool> saved(nodes_.size(), false);
+  std::vector<int> pending(nodes_.size(), 0);
+  saved[output()] = true;  // the trainer reads the logits
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    if (nodes_[i].layer->backward_reads_output()) saved[i] = true;
+    for (int in : nodes_[i].inputs) {
+      ++pending[in];
+      if (nodes_[i].layer->backward_reads_inputs()) saved[in] = true;
+    }
+  }
   const int64_t input_count = batch * nodes_[kInput].out.count();
   y_[kInput] = ctx.memory->AllocateFloats(input_count, "input");
   CUDA_CHECK(cudaMemcpy(y_[kInput], host_input, Bytes(input_count), cudaMemcpyHostToDevice));
@@ -106,6 +118,14 @@ const float* Network::Forward(Context& ctx, int batch, const float* host_input) 
     y_[i] = ctx.memory->AllocateFloats(batch * node.out.count(), node.name + " output");
     args.y = y_[i];
     node.layer->Forward(ctx, args);
+    // An output no backward reads is freed once its last consumer ran (a batch-norm output
+    // that only a ReLU reads), as a framework's autograd drops what it did not save.
+    for (int in : node.inputs) {
+      if (--pending[in] == 0 && !saved[in]) {
+        ctx.memory->Free(y_[in]);
+        y_[in] = nullptr;
+      }
+    }
   }
   return y_[output()];
 }

@@ -5,7 +5,9 @@
 //     as a framework allocates one tensor per parameter: model construction allocates the
 //     values, then the gradients, then the optimizer its momentum buffers (names
 //     "<layer>.<param>", "... grad", "... momentum");
-//   - forward cudaMallocs each layer's output ("<layer> output") and keeps it for backward;
+//   - forward cudaMallocs each layer's output ("<layer> output") and keeps it for backward if
+//     a backward reads it (Layer::backward_reads_*), else frees it after its last consumer ran
+//     (a batch-norm output only a ReLU reads), as a framework's autograd keeps what it saved;
 //   - backward cudaMallocs the gradient of a layer's input when the first consumer produces it
 //     ("<layer> output gradient"; later consumers add to it) and, once a layer's backward has
 //     run, cudaFrees its output and output gradient: no later (earlier-in-forward) layer reads
@@ -77,6 +79,7 @@ class Network {
 
   std::vector<Node> nodes_;
   std::vector<float*> y_;   // per node: forward output, live from forward to its backward
+                            // (null once freed, when no backward reads it)
   std::vector<float*> dy_;  // per node: gradient of that output
   // The trainable parameters, in layer order, with their momentum buffers (ParamSpec holds the
   // value and gradient pointers).

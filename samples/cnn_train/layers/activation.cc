@@ -1,5 +1,6 @@
-// ReLU, out of place: frameworks keep both the input and the output of an activation alive
-// for backward unless told otherwise, and pooch should see that.
+// ReLU, out of place. Backward reads the output only (as a framework's ReLU saves its result):
+// cuDNN's x argument gets y, which gives the same gradient, since y > 0 exactly where x > 0;
+// so Network frees the input once forward is done with it.
 #include <map>
 #include <memory>
 
@@ -20,6 +21,8 @@ class Relu final : public Layer {
   ~Relu() override { cudnnDestroyActivationDescriptor(act_); }
 
   const char* kind() const override { return "relu"; }
+  // ReLU backward needs only its output: y > 0 exactly where x > 0.
+  bool backward_reads_inputs() const override { return false; }
 
   void Forward(Context& ctx, const ForwardArgs& args) override {
     const TensorDesc& d = DescFor(args.batch);
@@ -34,7 +37,7 @@ class Relu final : public Layer {
     const TensorDesc& d = DescFor(args.batch);
     const float one = 1.0f;
     CUDNN_CHECK(cudnnActivationBackward(ctx.cudnn, act_, &one, d.get(), args.y, d.get(), args.dy,
-                                        d.get(), args.x[0], &args.dx_beta[0], d.get(), args.dx[0]));
+                                        d.get(), args.y, &args.dx_beta[0], d.get(), args.dx[0]));
   }
 
  private:

@@ -23,6 +23,8 @@ class Add final : public Layer {
   ~Add() override { cudnnDestroyOpTensorDescriptor(op_); }
 
   const char* kind() const override { return "add"; }
+  bool backward_reads_inputs() const override { return false; }
+  bool backward_reads_output() const override { return false; }
 
   void Forward(Context& ctx, const ForwardArgs& args) override {
     const TensorDesc& d = DescFor(args.batch);

@@ -27,6 +27,7 @@ class BatchNorm final : public Layer {
   }
 
   const char* kind() const override { return "batchnorm"; }
+  bool backward_reads_output() const override { return false; }
 
   void Forward(Context& ctx, const ForwardArgs& args) override {
     const TensorDesc& x = DescFor(args.batch);

@@ -61,6 +61,7 @@ class Conv final : public Layer {
   }
 
   const char* kind() const override { return "conv"; }
+  bool backward_reads_output() const override { return false; }
 
   void Forward(Context& ctx, const ForwardArgs& args) override {
     const State& s = StateFor(ctx, args.batch);

@@ -104,8 +104,8 @@ struct ForwardArgs {
 
 struct BackwardArgs {
   int batch = 0;
-  std::vector<const float*> x;  // the forward inputs
-  const float* y = nullptr;     // the forward output
+  std::vector<const float*> x;  // the forward inputs (null if !backward_reads_inputs())
+  const float* y = nullptr;     // the forward output (null if !backward_reads_output())
   const float* dy = nullptr;    // gradient of the output
   // Gradients of the inputs, nullptr where none is wanted (the network input). dx_beta[i] is
   // 0 to overwrite dx[i], 1 to add to it (an input consumed by several layers).
@@ -119,6 +119,11 @@ class Layer {
 
   // A short type name, e.g. "conv".
   virtual const char* kind() const = 0;
+  // What Backward reads of the forward pass, so that Network keeps only that (as a framework's
+  // autograd saves only what a backward function needs): the inputs (BackwardArgs::x) and the
+  // output (BackwardArgs::y). What is not read may be null in BackwardArgs.
+  virtual bool backward_reads_inputs() const { return true; }
+  virtual bool backward_reads_output() const { return true; }
   // Forward: writes args.y (and may save state for Backward, e.g. batch-norm statistics).
   virtual void Forward(Context& ctx, const ForwardArgs& args) = 0;
   // Backward: writes the parameter gradients (overwriting them) and args.dx.

@@ -25,6 +25,7 @@ class Linear final : public Layer {
   }
 
   const char* kind() const override { return "linear"; }
+  bool backward_reads_output() const override { return false; }
 
   void Forward(Context& ctx, const ForwardArgs& args) override {
     const float one = 1.0f;
