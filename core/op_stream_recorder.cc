@@ -20,11 +20,13 @@ namespace pooch {
 OpStreamRecorder::OpStreamRecorder(IterationTrackerOptions options)
     : tracker_(options), max_kept_(options.max_detect_events) {}
 
-IterationTracker::Step OpStreamRecorder::Op(const char* name, absl::Span<const Access> accesses) {
+IterationTracker::Step OpStreamRecorder::Op(const char* name, absl::Span<const Access> accesses,
+                                            bool replay_capable) {
   size_t signature = absl::HashOf(std::string_view(name));
   Kept k;
   k.kind = StreamEvent::Kind::kOp;
   k.name = name;
+  k.replay_capable = replay_capable;
   for (const Access& a : accesses) {
     auto it = live_.find(a.allocation);
     if (it == live_.end()) continue;
@@ -115,6 +117,7 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
         RecordedOp op;
         op.name = k.name;
         op.duration_us = k.duration_us;
+        op.replay_capable = k.replay_capable;
         for (const Access& a : k.accesses) {
           note_outside(a.allocation);
           op.accesses.push_back({a.allocation, a.mode});

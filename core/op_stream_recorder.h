@@ -42,7 +42,9 @@ class OpStreamRecorder {
 
   // `name` is the API function's name and must outlive the recorder (a string literal or the
   // hook table's). Accesses to ids never given to Alloc are ignored (memory pooch does not own).
-  IterationTracker::Step Op(const char* name, absl::Span<const Access> accesses);
+  // `replay_capable`: the interposer could re-issue this call (RecordedOp::replay_capable).
+  IterationTracker::Step Op(const char* name, absl::Span<const Access> accesses,
+                            bool replay_capable = false);
   // `managed`: the residency manager owns it (>= POOCH_MIN_SWAP_BYTES); only managed allocations
   // become tensors of the profile; the others only shape the iteration's signature.
   IterationTracker::Step Alloc(uint64_t allocation, int64_t bytes, bool managed);
@@ -82,6 +84,7 @@ class OpStreamRecorder {
     const char* name = nullptr;    // kOp
     std::vector<Access> accesses;  // kOp: managed allocations only
     double duration_us = 0;        // kOp
+    bool replay_capable = false;   // kOp
     uint64_t allocation = 0;       // kAlloc, kFree
   };
   struct Live {

@@ -1,6 +1,7 @@
 // cudnn_hooks.cc: the cuDNN hooks under a residency policy (intercept.h). Each names the memory
 // its call reads and writes, from the descriptors (sizes from the real cudnnGet*SizeInBytes),
 // and runs on the handle's stream (the real cudnnGetStream).
+#include "interpose/cudnn_replay.h"
 #include "interpose/hook_table.h"
 #include "interpose/intercept.h"
 #include "interpose/managed.h"
@@ -49,11 +50,20 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
   AddTensor(r, xDesc, x, kR);
   AddFilter(r, wDesc, w, kR);
   r.Add(workSpace, workSpaceSizeInBytes, kRW);
-  AddTensor(r, yDesc, y, kRW);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
-    return real::cudnnConvolutionForward()(handle, alpha, xDesc, x, wDesc, w, convDesc, algo,
-                                           workSpace, workSpaceSizeInBytes, beta, yDesc, y);
-  });
+  const bool fresh = BetaIsZero(yDesc, beta);
+  AddTensor(r, yDesc, y, fresh ? kW : kRW);
+  const auto make_recipe = [&] {
+    return ConvolutionForwardRecipe(r, alpha, xDesc, x, wDesc, w, convDesc, algo,
+                                    workSpaceSizeInBytes, beta, yDesc, y);
+  };
+  const ReplaySource replay(make_recipe);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
+                              [&] {
+                                return real::cudnnConvolutionForward()(
+                                    handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace,
+                                    workSpaceSizeInBytes, beta, yDesc, y);
+                              },
+                              {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
 }
 
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alpha,
@@ -123,11 +133,18 @@ cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_
   Ranges r;
   AddTensor(r, aDesc, A, kR);
   AddTensor(r, bDesc, B, kR);
-  AddTensor(r, cDesc, C, kRW);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
-    return real::cudnnOpTensor()(handle, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta,
-                                 cDesc, C);
-  });
+  const bool fresh = BetaIsZero(cDesc, beta);
+  AddTensor(r, cDesc, C, fresh ? kW : kRW);
+  const auto make_recipe = [&] {
+    return OpTensorRecipe(r, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C);
+  };
+  const ReplaySource replay(make_recipe);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
+                              [&] {
+                                return real::cudnnOpTensor()(handle, opTensorDesc, alpha1, aDesc, A,
+                                                             alpha2, bDesc, B, beta, cDesc, C);
+                              },
+                              {.replay = ReplayableOutput(r, C, fresh) ? &replay : nullptr});
 }
 
 cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void* y,
@@ -153,10 +170,18 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle,
                                      void* y) {
   Ranges r;
   AddTensor(r, xDesc, x, kR);
-  AddTensor(r, yDesc, y, kRW);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
-    return real::cudnnActivationForward()(handle, activationDesc, alpha, xDesc, x, beta, yDesc, y);
-  });
+  const bool fresh = BetaIsZero(yDesc, beta);
+  AddTensor(r, yDesc, y, fresh ? kW : kRW);
+  const auto make_recipe = [&] {
+    return ActivationForwardRecipe(r, activationDesc, alpha, xDesc, x, beta, yDesc, y);
+  };
+  const ReplaySource replay(make_recipe);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
+                              [&] {
+                                return real::cudnnActivationForward()(handle, activationDesc, alpha,
+                                                                      xDesc, x, beta, yDesc, y);
+                              },
+                              {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
 }
 
 cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle,
@@ -183,10 +208,18 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
                                   const cudnnTensorDescriptor_t yDesc, void* y) {
   Ranges r;
   AddTensor(r, xDesc, x, kR);
-  AddTensor(r, yDesc, y, kRW);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
-    return real::cudnnPoolingForward()(handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y);
-  });
+  const bool fresh = BetaIsZero(yDesc, beta);
+  AddTensor(r, yDesc, y, fresh ? kW : kRW);
+  const auto make_recipe = [&] {
+    return PoolingForwardRecipe(r, poolingDesc, alpha, xDesc, x, beta, yDesc, y);
+  };
+  const ReplaySource replay(make_recipe);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
+                              [&] {
+                                return real::cudnnPoolingForward()(handle, poolingDesc, alpha,
+                                                                   xDesc, x, beta, yDesc, y);
+                              },
+                              {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
 }
 
 cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc,
@@ -215,19 +248,28 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
     void* resultSaveInvVariance) {
   Ranges r;
   AddTensor(r, xDesc, x, kR);
-  AddTensor(r, yDesc, y, kRW);
+  const bool fresh = BetaIsZero(yDesc, beta);
+  AddTensor(r, yDesc, y, fresh ? kW : kRW);
   AddTensor(r, bnScaleBiasMeanVarDesc, bnScale, kR);
   AddTensor(r, bnScaleBiasMeanVarDesc, bnBias, kR);
   AddTensor(r, bnScaleBiasMeanVarDesc, resultRunningMean, kRW);
   AddTensor(r, bnScaleBiasMeanVarDesc, resultRunningVariance, kRW);
   AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveMean, kW);
   AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveInvVariance, kW);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
-    return real::cudnnBatchNormalizationForwardTraining()(
-        handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias,
-        exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean,
-        resultSaveInvVariance);
-  });
+  const auto make_recipe = [&] {
+    return BatchNormForwardTrainingRecipe(r, mode, alpha, beta, xDesc, x, yDesc, y,
+                                          bnScaleBiasMeanVarDesc, bnScale, bnBias, epsilon);
+  };
+  const ReplaySource replay(make_recipe);
+  return RunOp<cudnnStatus_t>(
+      HandleStream(handle), r,
+      [&] {
+        return real::cudnnBatchNormalizationForwardTraining()(
+            handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias,
+            exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon,
+            resultSaveMean, resultSaveInvVariance);
+      },
+      {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
 }
 
 cudnnStatus_t cudnnBatchNormalizationForwardInference(

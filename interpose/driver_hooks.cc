@@ -83,10 +83,13 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void** kernelParams, void** extra) {
   const Ranges r = DriverKernelRanges(GetManager(), f, kernelParams, extra);
-  return RunOp<CUresult>(S(hStream), r, [&] {
-    return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                                  sharedMemBytes, hStream, kernelParams, extra);
-  });
+  return RunOp<CUresult>(S(hStream), r,
+                         [&] {
+                           return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+                                                         blockDimY, blockDimZ, sharedMemBytes,
+                                                         hStream, kernelParams, extra);
+                         },
+                         {.known = false});
 }
 
 }  // namespace pooch::interpose::intercept

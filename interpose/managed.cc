@@ -12,6 +12,7 @@
 #include "interpose/cuda_device.h"
 #include "interpose/hook_table.h"
 #include "interpose/intercept.h"
+#include "interpose/recompute.h"
 #include "interpose/runtime_state.h"
 #include "interpose/trace_observer.h"
 
@@ -31,7 +32,8 @@ struct NonBlockingStreams {
   absl::flat_hash_set<uintptr_t> streams ABSL_GUARDED_BY(mu);
 };
 NonBlockingStreams& Unordered() {
-  static NonBlockingStreams* table = new NonBlockingStreams();  // never destroyed: hooks may run at exit
+  static NonBlockingStreams* table =
+      new NonBlockingStreams();  // never destroyed: hooks may run at exit
   return *table;
 }
 
@@ -104,6 +106,9 @@ pooch::ResidencyManager* Create() {
   }
   pooch::SmallAllocator* raw_small = small->release();
   g_small.store(raw_small, std::memory_order_release);
+  if (GetConfig().mode == pooch::RunMode::kPlanned) {
+    StartRecomputer(*raw_manager, *raw_small, observer);
+  }
   StartProfiling(*raw_device, *raw_manager, *raw_small, GetConfig(), observer);
   POOCH_LOG_AT(kInfo, "managing device memory: limit %lld bytes, min swap %lld bytes",
                static_cast<long long>(options->memory_limit),
@@ -131,9 +136,7 @@ pooch::ResidencyManager* GetManager() {
 
 pooch::ResidencyManager* ExistingManager() { return g_manager.load(std::memory_order_acquire); }
 
-pooch::SmallAllocator* ExistingSmallAllocator() {
-  return g_small.load(std::memory_order_acquire);
-}
+pooch::SmallAllocator* ExistingSmallAllocator() { return g_small.load(std::memory_order_acquire); }
 
 void NoteNonBlockingStream(uintptr_t stream) {
   NonBlockingStreams& t = Unordered();

@@ -30,6 +30,8 @@
 #include "interpose/hook_table.h"
 #include "interpose/log.h"
 #include "interpose/profiling.h"
+#include "interpose/recompute.h"
+#include "interpose/replay_recipe.h"
 
 namespace pooch::interpose {
 
@@ -70,12 +72,29 @@ class Ranges {
   std::vector<pooch::AccessRange> ranges_;
 };
 
+// What a hook knows about its call beyond the ranges: whether they are all it may touch (a
+// generic kernel launch's are guessed from its parameters), and how to replay it (null when it
+// cannot be replayed; Note [Replay] in recompute.h).
+struct OpEffects {
+  bool known = true;
+  const ReplaySource* replay = nullptr;
+};
+
 // Makes the ranges resident on `stream`, runs `forward` (the real call), records the op's
-// use. Returns what `forward` returned, or the API's error for a failed swap-in.
+// use. Returns what `forward` returned, or the API's error for a failed swap-in or rebuild.
 template <typename Ret, typename Forward>
-Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward) {
+Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects effects = {}) {
   pooch::ResidencyManager* manager = GetManager();
   if (manager == nullptr || ranges.get().empty()) return forward();
+  if (Recomputer* recomputer = ExistingRecomputer()) {
+    // Dropped maps this op touches, or whose recipes' inputs it overwrites, are rebuilt first.
+    if (absl::Status s = recomputer->BeforeProgramOp(stream, ranges.get(), effects.known);
+        !s.ok()) {
+      POOCH_LOG_AT(kError, "cannot rebuild a dropped feature map: %.*s",
+                   static_cast<int>(s.message().size()), s.message().data());
+      return StatusTo<Ret>(s);
+    }
+  }
   absl::StatusOr<pooch::OpTicket> ticket = manager->BeforeOp(stream, ranges.get());
   if (!ticket.ok()) {
     POOCH_LOG_AT(kError, "cannot make an op's memory resident: %.*s",
@@ -83,12 +102,17 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward) {
                  ticket.status().message().data());
     return StatusTo<Ret>(ticket.status());
   }
-  const ProfiledOp profiled =
-      ProfileOpBegin(kFunctions[Index(HookScope::Current())].name, stream, ranges.get());
+  const ProfiledOp profiled = ProfileOpBegin(kFunctions[Index(HookScope::Current())].name, stream,
+                                             ranges.get(), effects.replay != nullptr);
   const Ret result = forward();
   if (absl::Status s = manager->AfterOp(*std::move(ticket)); !s.ok()) {
     POOCH_LOG_AT(kError, "after an op: %.*s", static_cast<int>(s.message().size()),
                  s.message().data());
+  }
+  // The plan recomputes this op's output: keep how to replay it (after the call, which must
+  // have succeeded; the profiler's drop at the last forward use needs the recipe).
+  if (profiled.record_output != 0 && effects.replay != nullptr && result == Ret{}) {
+    OfferRecipe(profiled, (*effects.replay)());
   }
   // After AfterOp: the op's last use is recorded and its pins released, so a planned swap-out
   // of what it touched can start.
@@ -120,9 +144,19 @@ Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_all
 
 // cudaFree-like: `real_free()` frees through the real allocator what pooch did not allocate.
 template <typename Ret, typename RealFree>
-Ret ManagedFree(uintptr_t address, [[maybe_unused]] Ret success, RealFree&& real_free) {
+Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
   pooch::ResidencyManager* manager = GetManager();
   if (manager == nullptr || address == 0) return real_free();
+  if (Recomputer* recomputer = ExistingRecomputer()) {
+    // Recipes that read this memory rebuild their dropped maps now, or are forgotten; or the
+    // recomputer keeps it for them (Note [Kept inputs], recompute.h).
+    absl::StatusOr<bool> kept = recomputer->BeforeFree(address);
+    if (!kept.ok()) return StatusTo<Ret>(kept.status());
+    if (*kept) {
+      ProfileFree(address);
+      return success;
+    }
+  }
   ProfileFree(address);
   if (absl::Status s = ExistingSmallAllocator()->Free(address); !absl::IsNotFound(s)) {
     return StatusTo<Ret>(s);  // OK, or InvalidArgument for a double free / interior pointer

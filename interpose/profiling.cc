@@ -10,6 +10,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "core/model_json.h"
 #include "core/mutex.h"
@@ -18,6 +19,7 @@
 #include "core/profile_builder.h"
 #include "core/sim.h"
 #include "interpose/log.h"
+#include "interpose/recompute.h"
 #include "interpose/trace_observer.h"
 
 namespace pooch::interpose {
@@ -59,7 +61,7 @@ class Profiler {
                    .max_detect_events = size_t{1} << 18}) {}
 
   ProfiledOp OpBegin(const char* name, uintptr_t stream,
-                     const std::vector<pooch::AccessRange>& ranges) {
+                     const std::vector<pooch::AccessRange>& ranges, bool replay_capable) {
     pooch::MutexLock lock(&mu_);
     FinalizeIfDueLocked();
     std::vector<pooch::OpStreamRecorder::Access> accesses;
@@ -69,14 +71,20 @@ class Profiler {
       }
     }
     const bool profiling = recorder_.tracker().Reference().empty();
-    const IterationTracker::Step step = recorder_.Op(name, accesses);
+    const IterationTracker::Step step = recorder_.Op(name, accesses, replay_capable);
     HandleStepLocked(step);
     if (iteration_mark_due_) MarkIterationOnDeviceLocked(stream);
     ProfiledOp op;
     op.active = true;
     op.seq = step.seq;
     op.position = step.position;
-    if (actions_.has_value() && step.position >= 0) PrefetchBeforeLocked(step.position);
+    if (actions_.has_value() && step.position >= 0) {
+      PrefetchBeforeLocked(step.position);
+      if (auto r = actions_->record_at.find(step.position); r != actions_->record_at.end()) {
+        op.record_output = actions_->address[static_cast<size_t>(r->second.ordinal)];
+        op.record_us = r->second.profiled_us;
+      }
+    }
     if (profiling) {
       // Bracket the op with timing events on its stream: its device time (§4.2).
       if (std::optional<EventHandle> start = EventLocked();
@@ -91,7 +99,10 @@ class Profiler {
 
   void OpEnd(const ProfiledOp& op, uintptr_t stream) {
     pooch::MutexLock lock(&mu_);
-    if (actions_.has_value() && op.position >= 0) OffloadAfterLocked(op.position);
+    if (actions_.has_value() && op.position >= 0) {
+      DropAfterLocked(op.position);
+      OffloadAfterLocked(op.position);
+    }
     if (op.start != 0) {
       std::optional<EventHandle> end = EventLocked();
       if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
@@ -179,6 +190,18 @@ class Profiler {
           static_cast<long long>(s.prefetches - actions_->at_start.prefetches),
           static_cast<long long>(s.demand_swap_ins - actions_->at_start.demand_swap_ins),
           static_cast<long long>(actions_->prefetch_no_room));
+      if (const Recomputer* r = ExistingRecomputer()) {
+        const Recomputer::Stats rs = r->stats();
+        LogLine(
+            "recompute: planned_maps %d recipes %lld refused %lld drops %lld replays %lld "
+            "chained %lld forgotten %lld swapped_instead %lld failures %lld "
+            "replay_ms %.3f (profiled time of the replayed calls)",
+            actions_->recomputed, static_cast<long long>(rs.recipes),
+            static_cast<long long>(rs.refused), static_cast<long long>(rs.drops),
+            static_cast<long long>(rs.replays), static_cast<long long>(rs.chained),
+            static_cast<long long>(rs.forgotten), static_cast<long long>(actions_->drop_fallbacks),
+            static_cast<long long>(rs.failures), rs.replay_us / 1000.0);
+      }
     }
   }
 
@@ -190,11 +213,19 @@ class Profiler {
   struct Actions {
     absl::flat_hash_map<int64_t, std::vector<int>> prefetch_before;  // op position -> ordinals
     absl::flat_hash_map<int64_t, std::vector<int>> offload_after;    // op position -> ordinals
-    absl::flat_hash_map<int64_t, int> ordinal_at;  // managed allocation's position -> ordinal
-    std::vector<DeviceAddress> address;            // ordinal -> address in this iteration; 0: none
+    absl::flat_hash_map<int64_t, std::vector<int>> drop_after;       // op position -> ordinals
+    struct Record {
+      int ordinal = 0;
+      double profiled_us = 0;
+    };
+    absl::flat_hash_map<int64_t, Record> record_at;  // producer's position -> what it makes
+    absl::flat_hash_map<int64_t, int> ordinal_at;    // managed allocation's position -> ordinal
+    std::vector<DeviceAddress> address;  // ordinal -> address in this iteration; 0: none
     absl::flat_hash_map<DeviceAddress, int> ordinal_of;  // the inverse, for frees
     int swapped = 0;                                     // maps the plan swaps
-    int64_t prefetch_no_room = 0;                        // prefetch attempts that found no room
+    int recomputed = 0;                                  // maps the plan recomputes
+    int64_t drop_fallbacks = 0;      // planned drops that swapped out instead (no recipe, pinned)
+    int64_t prefetch_no_room = 0;    // prefetch attempts that found no room
     pooch::ResidencyStats at_start;  // the manager's counts when the first plan began
   };
   struct Timed {
@@ -354,10 +385,45 @@ class Profiler {
   //          early one that finds no room is retried before each later op until the first
   //          backward use, where BeforeOp's demand swap-in (the safety net) takes over.
   //   keep:  nothing (demand swapping may still evict it if the plan was wrong).
-  //   recompute: nothing yet: replay is not built, so demand swapping handles the map.
+  //   recompute: the producer's hook gives its replay recipe at the producer's position (RunOp,
+  //          OfferRecipe); after the last forward use the map is dropped (Recomputer::Drop),
+  //          or swapped out when it cannot be (no recipe). The Recomputer rebuilds it when an
+  //          op next touches it: its first backward use.
   // Actions touch only allocations the manager knows, through calls that never lose data, so a
   // wrong address (an allocation freed and its address reused) costs time, never results; and
   // a departed iteration has no positions, so no actions.
+  // Note [Kept inputs] (recompute.h): a recomputed map's producer may read intermediates the
+  // program frees in forward (not feature maps); their producers' recipes are taken too,
+  // recursively, so that the chain can be replayed. Only replayable producers: the planner
+  // recomputes through no other (sim.cc).
+  template <typename Position>
+  static void RecordTransientProducers(const pooch::BuiltProfile& built, pooch::OpIndex producer,
+                                       const std::vector<pooch::FeatureMapInfo>& candidates,
+                                       const std::vector<pooch::OpIndex>& first_writer,
+                                       const Position& op_position, Actions& a) {
+    absl::flat_hash_set<pooch::TensorId> maps;
+    for (const pooch::FeatureMapInfo& f : candidates) maps.insert(f.tensor);
+    std::vector<pooch::OpIndex> pending = {producer};
+    absl::flat_hash_set<pooch::OpIndex> seen = {producer};
+    while (!pending.empty()) {
+      const pooch::Op& op = built.profile.ops[static_cast<size_t>(pending.back())];
+      pending.pop_back();
+      for (pooch::TensorId t : op.reads) {
+        const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(t)];
+        const pooch::OpIndex writer = first_writer[static_cast<size_t>(t)];
+        if (ordinal < 0 || maps.contains(t) || writer < 0 || !seen.insert(writer).second ||
+            !built.profile.ops[static_cast<size_t>(writer)].replayable) {
+          continue;
+        }
+        const int64_t position = op_position(writer);
+        if (position < 0) continue;
+        a.record_at[position] = {ordinal,
+                                 built.profile.ops[static_cast<size_t>(writer)].duration_us};
+        pending.push_back(writer);
+      }
+    }
+  }
+
   void ActionsLocked(const pooch::BuiltProfile& built,
                      const pooch::OpStreamRecorder::Positions& positions,
                      const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -365,6 +431,7 @@ class Profiler {
     // The plan_run: line counts from the first plan on, across re-profiles.
     a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
     a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;
+    a.drop_fallbacks = actions_.has_value() ? actions_->drop_fallbacks : 0;
     a.address.assign(positions.managed_allocs.size(), 0);
     for (size_t i = 0; i < positions.managed_allocs.size(); ++i) {
       a.ordinal_at[positions.managed_allocs[i]] = static_cast<int>(i);
@@ -375,10 +442,31 @@ class Profiler {
                  : -1;
     };
     absl::flat_hash_map<pooch::TensorId, pooch::OpIndex> first_backward_use;
-    for (const pooch::FeatureMapInfo& f : pooch::FindCandidates(built.profile)) {
+    const std::vector<pooch::FeatureMapInfo> candidates = pooch::FindCandidates(built.profile);
+    std::vector<pooch::OpIndex> first_writer(built.profile.tensors.size(), -1);
+    for (size_t op = built.profile.ops.size(); op-- > 0;) {
+      for (pooch::TensorId t : built.profile.ops[op].writes) {
+        first_writer[static_cast<size_t>(t)] = static_cast<pooch::OpIndex>(op);
+      }
+    }
+    for (const pooch::FeatureMapInfo& f : candidates) {
       const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(f.tensor)];
       if (ordinal < 0) continue;
-      if (plan.plan.decisions[static_cast<size_t>(f.tensor)] != pooch::Decision::kSwap) continue;
+      const pooch::Decision decision = plan.plan.decisions[static_cast<size_t>(f.tensor)];
+      if (decision == pooch::Decision::kRecompute) {
+        // Take the producer's recipe when it runs; drop after the last forward use. The
+        // rebuild happens when the map is next touched (Note [Replay], recompute.h).
+        const int64_t made = op_position(f.producer);
+        const int64_t after = op_position(f.last_forward_use);
+        if (made < 0 || after < 0) continue;
+        a.record_at[made] = {ordinal,
+                             built.profile.ops[static_cast<size_t>(f.producer)].duration_us};
+        a.drop_after[after].push_back(ordinal);
+        ++a.recomputed;
+        RecordTransientProducers(built, f.producer, candidates, first_writer, op_position, a);
+        continue;
+      }
+      if (decision != pooch::Decision::kSwap) continue;
       const int64_t after = op_position(f.last_forward_use);
       if (after >= 0) a.offload_after[after].push_back(ordinal);
       if (!f.backward_uses.empty()) first_backward_use[f.tensor] = f.backward_uses.front();
@@ -408,6 +496,21 @@ class Profiler {
         actions_->address[static_cast<size_t>(ordinal)] = 0;  // done for this iteration
       } else if (issued.ok()) {
         ++actions_->prefetch_no_room;  // retried at the next op, up to the first use
+      }
+    }
+  }
+
+  void DropAfterLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = actions_->drop_after.find(position);
+    if (it == actions_->drop_after.end()) return;
+    Recomputer* recomputer = ExistingRecomputer();
+    for (int ordinal : it->second) {
+      const DeviceAddress address = actions_->address[static_cast<size_t>(ordinal)];
+      if (address == 0) continue;
+      if (recomputer != nullptr && recomputer->Drop(address)) continue;
+      ++actions_->drop_fallbacks;
+      if (absl::Status s = manager_.Offload(address); !s.ok()) {
+        POOCH_LOG_AT(kDebug, "swap-out instead of a drop: %s", std::string(s.message()).c_str());
       }
     }
   }
@@ -493,9 +596,7 @@ class Profiler {
         plan->sim.feasible ? "yes" : "no", machine.h2d_gbps, machine.d2h_gbps,
         assumed ? " (a direction had no copy: assumed)" : "",
         config_.mode != pooch::RunMode::kPlanned ? "not carried out (not a planner policy)"
-        : counts[2] > 0
-            ? "swaps carried out; recomputed maps left to demand swapping (no replay yet)"
-            : "carried out");
+                                                 : "carried out");
     POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
     if (trace_ != nullptr) {
       const pooch::TraceArg args[] = {{"policy", pooch::PolicyName(policy)},
@@ -546,9 +647,16 @@ void StartProfiling(pooch::Device& device, pooch::ResidencyManager& manager,
 }
 
 ProfiledOp ProfileOpBegin(const char* name, uintptr_t stream,
-                          const std::vector<pooch::AccessRange>& ranges) {
+                          const std::vector<pooch::AccessRange>& ranges, bool replay_capable) {
   Profiler* p = g_profiler.load(std::memory_order_acquire);
-  return p == nullptr ? ProfiledOp{} : p->OpBegin(name, stream, ranges);
+  return p == nullptr ? ProfiledOp{} : p->OpBegin(name, stream, ranges, replay_capable);
+}
+
+void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe) {
+  Recomputer* r = ExistingRecomputer();
+  // A recipe for another address (the plan's tensor is not this op's output) is not kept.
+  if (r == nullptr || !recipe.has_value() || recipe->output != op.record_output) return;
+  r->Offer(*std::move(recipe), op.record_us);
 }
 
 void ProfileOpEnd(const ProfiledOp& op, uintptr_t stream) {

@@ -11,8 +11,8 @@
 //
 // Under a planner policy the plan's swaps are then carried out in each followed iteration
 // (Note [Carrying out the plan] in profiling.cc); demand swapping stays underneath as the safety
-// net. Recomputation by replay is not done yet: a map the plan recomputes is left to demand
-// swapping, and the summary says so.
+// net. A map the plan recomputes is dropped after its last forward use and rebuilt by replay
+// before its next use (interpose/recompute.h); its producer's recipe is taken at its position.
 //
 // Thread safety: every function may be called from any thread; one lock serialises the
 // recorder. The hooks of a program that runs ops from several threads at once interleave, and
@@ -21,12 +21,14 @@
 #define POOCH_INTERPOSE_PROFILING_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/config.h"
 #include "core/device.h"
 #include "core/residency.h"
 #include "core/small_allocator.h"
+#include "interpose/replay_recipe.h"
 
 namespace pooch::interpose {
 
@@ -44,12 +46,20 @@ struct ProfiledOp {
   uint64_t seq = 0;
   int64_t position = -1;         // in the reference iteration while following it; else -1
   pooch::EventHandle start = 0;  // 0: the op is not timed
+  // The plan recomputes this op's output, at this address: RunOp hands its recipe to
+  // OfferRecipe. 0: none.
+  uintptr_t record_output = 0;
+  double record_us = 0;  // the op's profiled device time
 };
 
 // Around an intercepted op (RunOp): Begin after its memory was made resident, End after the
 // real call and the manager's AfterOp. `name` outlives the process.
+// `replay_capable`: the hook could give a replay recipe (the profile's replay_capable flag).
 ProfiledOp ProfileOpBegin(const char* name, uintptr_t stream,
-                          const std::vector<pooch::AccessRange>& ranges);
+                          const std::vector<pooch::AccessRange>& ranges, bool replay_capable);
+// The recipe of an op whose ProfiledOp::record_output was set (nullopt: it could not be made,
+// and the map is swapped instead of dropped).
+void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe);
 void ProfileOpEnd(const ProfiledOp& op, uintptr_t stream);
 // After a successful allocation, and before a free.
 void ProfileAlloc(uintptr_t address, int64_t bytes, bool managed);

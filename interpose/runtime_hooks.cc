@@ -77,9 +77,10 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                              size_t sharedMem, cudaStream_t stream) {
   const Ranges r = RuntimeKernelRanges(GetManager(), func, args);
-  return RunOp<cudaError_t>(S(stream), r, [&] {
-    return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream);
-  });
+  return RunOp<cudaError_t>(
+      S(stream), r,
+      [&] { return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream); },
+      {.known = false});
 }
 
 // Synchronisation points are a good time to reclaim finished swaps and frees.

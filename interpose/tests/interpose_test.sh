@@ -39,6 +39,19 @@ same_checksum() {
   return 0
 }
 
+# check_recompute NAME: if run NAME's plan recomputes maps, the recompute: line shows maps
+# dropped and rebuilt by replay, and no replay failed; prints the line's counts.
+check_recompute() {
+  planned_rc=$(awk '$2 == "plan:" && $3 == "policy" && $9 == "recompute" { print $10 }' "$work/$1.err")
+  [ "${planned_rc:-0}" -gt 0 ] || return 0
+  line=$(grep '^pooch: recompute:' "$work/$1.err") || fail "$1: the plan recomputes but no recompute line"
+  drops=$(echo "$line" | awk '{ print $10 }')
+  replays=$(echo "$line" | awk '{ print $12 }')
+  failures=$(echo "$line" | awk '{ print $20 }')
+  [ "${drops:-0}" -gt 0 ] && [ "${replays:-0}" -gt 0 ] || fail "$1: nothing dropped or replayed: $line"
+  [ "${failures:-1}" -eq 0 ] || fail "$1: replays failed: $line"
+}
+
 case $case_name in
 exports)
   names=$arg
@@ -249,12 +262,14 @@ demand)
 
 profile)
   # Profiling and planning under a planner policy (issue 5): args POOCH CNN_TRAIN [VARY].
-  # cnn_train tiny at batch 64 on a device at 40 % of its in-core peak, under
+  # cnn_train tiny at batch 64 on a device at 50 % of its in-core peak, under
   # `pooch run --policy pooch` with POOCH_PROFILE_OUT: the iteration is found, profiled and
   # planned (the summary's iterations and plan lines, the trace's runtime track), the profile
   # file is one that `pooch plan --profile` plans from, the plan's swaps are carried out
-  # (planned swap-outs and prefetches in the summary), and the parameters are the in-core
-  # run's, bit for bit.
+  # (planned swap-outs and prefetches in the summary), its recomputations too (maps dropped and
+  # rebuilt by replay, none failed), and the parameters are the in-core run's, bit for bit.
+  # (At 40 % the half batch of --vary-batch does not fit even under demand swapping: its maps
+  # are below POOCH_MIN_SWAP_BYTES, so unswappable.)
   # With VARY=vary the batch halves every third iteration (--vary-batch): those iterations
   # depart from the profile, are counted, and the result is still the in-core twin's.
   need_simgpu
@@ -264,7 +279,7 @@ profile)
   set -- --model tiny --batch 64 --iters 12
   [ "$vary" = vary ] && set -- "$@" --vary-batch
   incore_reference "$@"
-  SIMGPU_MEMORY=$((peak * 40 / 100))
+  SIMGPU_MEMORY=$((peak * 50 / 100))
   export SIMGPU_MEMORY
   POOCH_PROFILE_OUT=$work/profile.json
   export POOCH_PROFILE_OUT
@@ -289,6 +304,7 @@ profile)
   [ "${swapped:-0}" -gt 0 ] || fail "the plan swaps no map: $(grep 'plan' "$work/pooch.err")"
   [ "${planned:-0}" -gt 0 ] && [ "${prefetched:-0}" -gt 0 ] ||
     fail "the plan was not carried out: $(grep 'plan_run:' "$work/pooch.err")"
+  check_recompute pooch
   [ -s "$work/profile.json" ] || fail "POOCH_PROFILE_OUT was not written"
   unset POOCH_PROFILE_OUT
   limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
@@ -324,6 +340,7 @@ policies)
     [ "$rc" -eq 0 ] || fail "$policy: exit $rc"
     same_checksum "$policy"
     grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
+    check_recompute "$policy"
     report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
   done
   echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"

@@ -1,0 +1,147 @@
+// recompute.h: recomputation by replay (PoocH §4.1): a feature map the plan recomputes is
+// dropped after its last forward use and rebuilt, into the same address, by re-issuing the
+// call that produced it just before anything touches it again.
+//
+// Note [Replay]
+// ~~~~~~~~~~~~~
+// The profiler (profiling.cc) asks each planned producer's hook for a ReplayRecipe right after
+// the call (Offer), and at the map's last forward use asks Drop; a map without a valid recipe
+// is swapped out instead, so a recipe that cannot be made costs time, never data. Dropped data
+// exists nowhere but in its recipe, so every path that could make a recipe wrong rebuilds the
+// map first or, before the drop, forgets the recipe:
+//   - an op that touches a dropped map (any mode) rebuilds it first: the safety net, and the
+//     way every planned recomputation happens (right before the map's first backward use);
+//   - an op that writes an input of a recipe, or the recipe's own output: a dropped output is
+//     rebuilt before the write; a recipe not yet used is forgotten (its inputs changed);
+//   - a free of an output: its recipe goes. A free of an input: the same as a write, except
+//     when the freed memory has a recipe of its own (a transient the planner rebuilds through,
+//     like a batch-norm output that only a ReLU read): then the Recomputer keeps it (Note
+//     [Kept inputs]) instead of rebuilding or forgetting its readers;
+//   - an op whose effects are unknown (a generic kernel launch: its pointers are guessed from
+//     its parameters) rebuilds every dropped map and forgets every recipe first, since it may
+//     write anything.
+// Inputs of a rebuilt map that are themselves dropped are rebuilt first (recursively, the
+// planner's chains). A replay runs on the stream of the op that needs it, after the manager
+// made its inputs resident and restored the output's memory (BeforeOp with the output as
+// write-only), with a scratch workspace of its own; it writes nothing else (replay_recipe.h).
+// If a replay cannot be issued the op that needed it fails with the error: never a silently
+// wrong result.
+//
+// Note [Kept inputs]
+// ~~~~~~~~~~~~~~~~~~
+// The planner recomputes a map through intermediates the program frees in forward (PoocH's
+// chains: ReLU(BN(conv)) rebuilt from the conv output when the BN output is gone). The program's
+// free of such an intermediate, while a recipe reads it and it has a recipe itself, does not
+// free it: it is dropped (no device memory) and kept at its address, owned by the Recomputer,
+// until no recipe reads it any more; a replay that needs it rebuilds it first, like any dropped
+// input. Then it is freed for real. The profiler takes the recipes of those intermediates'
+// producers too (profiling.cc).
+//
+// Thread safety: thread-safe; one lock serialises recipes and replays. Lock order: the
+// profiler's lock, then this one, then the manager's.
+#ifndef POOCH_INTERPOSE_RECOMPUTE_H_
+#define POOCH_INTERPOSE_RECOMPUTE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "core/mutex.h"
+#include "core/residency.h"
+#include "core/small_allocator.h"
+#include "interpose/replay_recipe.h"
+
+namespace pooch::interpose {
+
+class TraceObserver;
+
+class Recomputer {
+ public:
+  Recomputer(pooch::ResidencyManager& manager, pooch::SmallAllocator& small, TraceObserver* trace)
+      : manager_(manager), small_(small), trace_(trace) {}
+
+  // Before every op of the program (RunOp), before the manager's BeforeOp. Rebuilds or forgets
+  // as Note [Replay] says. An error means a dropped map could not be rebuilt: the op must fail.
+  absl::Status BeforeProgramOp(uintptr_t stream, const std::vector<pooch::AccessRange>& ranges,
+                               bool effects_known) ABSL_LOCKS_EXCLUDED(mu_);
+  // Before the program frees `address` (a base). True: the Recomputer keeps the memory (Note
+  // [Kept inputs]) and the caller must not free it.
+  absl::StatusOr<bool> BeforeFree(pooch::DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A planned producer ran and built `recipe` (replacing any older recipe of the same output).
+  // `profiled_us`: the producer's profiled device time, counted as recompute time per replay.
+  // Returns false (and keeps nothing) when an input is not memory pooch allocated.
+  bool Offer(ReplayRecipe recipe, double profiled_us) ABSL_LOCKS_EXCLUDED(mu_);
+  // The plan drops the map at `address` now. False when it cannot (no recipe, or the manager
+  // kept the data: pinned, already on the host): the caller swaps it out instead.
+  bool Drop(pooch::DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
+
+  struct Stats {
+    int64_t recipes = 0;      // offered and kept
+    int64_t refused = 0;      // offered but not kept (an input outside pooch's memory)
+    int64_t drops = 0;        // maps dropped
+    int64_t replays = 0;      // maps rebuilt
+    int64_t chained = 0;      // of which rebuilt because a dropped map needed them
+    int64_t forgotten = 0;    // recipes forgotten before use (input or output written, freed)
+    int64_t failures = 0;     // replays that could not be issued (the op failed)
+    int64_t kept_inputs = 0;  // freed intermediates kept for a chain (Note [Kept inputs])
+    double replay_us = 0;     // profiled device time of the replayed calls
+  };
+  Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Entry {
+    ReplayRecipe recipe;
+    double profiled_us = 0;
+    bool dropped = false;
+    bool kept = false;  // the program freed it; the Recomputer owns it (Note [Kept inputs])
+    std::vector<pooch::DeviceAddress> watched;  // bases of its inputs' allocations
+  };
+  // A watched allocation: the recipes that read it, and whether it is a recipe's output.
+  struct Watch {
+    int64_t bytes = 0;
+    std::vector<pooch::DeviceAddress> readers;  // outputs of the recipes that read it
+    bool output = false;
+  };
+
+  // Rebuilds the dropped map at `output` on `stream` (its dropped inputs first).
+  absl::Status ReplayLocked(pooch::DeviceAddress output, uintptr_t stream, int depth)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the recipe of `output` and its watches; kept inputs no recipe reads any more are
+  // freed.
+  void EraseLocked(pooch::DeviceAddress output) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a recipe is gone: frees `base` if it is a kept input that nothing reads.
+  void ReleaseIfUnreadLocked(pooch::DeviceAddress base) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies Note [Replay] to an access of [address, address + bytes).
+  absl::Status TouchLocked(uintptr_t stream, pooch::DeviceAddress address, int64_t bytes,
+                           bool writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The allocation (base, bytes) holding `address`: the manager's or a small block's.
+  std::optional<std::pair<pooch::DeviceAddress, int64_t>> AllocationOf(
+      pooch::DeviceAddress address) const;
+  // Scratch device memory for a replay's workspace, and its release.
+  absl::StatusOr<pooch::DeviceAddress> AllocateScratch(int64_t bytes);
+  void FreeScratch(pooch::DeviceAddress address, int64_t bytes);
+
+  pooch::ResidencyManager& manager_;
+  pooch::SmallAllocator& small_;
+  TraceObserver* const trace_;  // may be null
+  mutable pooch::Mutex mu_;
+  std::atomic<int> entries_count_{0};  // lets BeforeProgramOp skip the lock when there is none
+  absl::flat_hash_map<pooch::DeviceAddress, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  absl::btree_map<pooch::DeviceAddress, Watch> watches_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+// The recomputer, when a planner policy runs (created with the manager); else nullptr.
+Recomputer* ExistingRecomputer();
+void StartRecomputer(pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
+                     TraceObserver* trace);
+
+}  // namespace pooch::interpose
+
+#endif  // POOCH_INTERPOSE_RECOMPUTE_H_
