@@ -72,6 +72,9 @@ struct ResidencyOptions {
   // duration can be taken with TakeCopyTimings, for profiling. Off by default: two more events
   // per copy.
   bool time_copies = false;
+  // Prefetch waits for memory already on its way out (swap-outs, drops, frees whose last uses
+  // are still queued) when that makes room (Note [Prefetch in device order]).
+  bool prefetch_waits = true;
 };
 
 // Options from the configuration; an unset POOCH_MEMORY_LIMIT becomes the device's free memory.
@@ -128,6 +131,7 @@ struct ResidencyStats {
   int64_t swap_ins = 0;             // every H2D copy: demand_swap_ins + prefetches
   int64_t demand_swap_ins = 0;      // swap-ins started by BeforeOp: the plan's safety-net hits
   int64_t prefetches = 0;           // swap-ins started by Prefetch
+  int64_t prefetch_waits = 0;       // waits of Prefetch for memory on its way out
   int64_t demand_swap_outs = 0;     // evictions to make room (swap_outs = demand + planned)
   int64_t planned_swap_outs = 0;    // swap-outs started by Offload
   int64_t drops = 0;                // allocations discarded by Drop
@@ -214,8 +218,8 @@ class ResidencyManager {
   absl::Status Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Note [Planned residency] (residency_plan.cc): what a profile-guided plan asks for. Each takes
-  // the base address of an allocation (NotFound otherwise), never blocks, and leaves the
-  // allocation correct to use: BeforeOp still makes it resident (or rejects a read of dropped
+  // the base address of an allocation (NotFound otherwise), never blocks (but Prefetch, see
+  // below), and leaves the allocation correct to use: BeforeOp still makes it resident (or rejects a read of dropped
   // data), so a plan that is wrong costs time, never correctness (DESIGN.md decision 4).
   //
   // Planned swap-out now: if the allocation is kResident, swappable, not pinned by an op in
@@ -236,8 +240,10 @@ class ResidencyManager {
   absl::Status Drop(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
   // Planned swap-in, issued ahead of the op that needs it: if the allocation is kOnHost and its
   // chunk fits under the limit without evicting anything (after reclaiming completed work and
-  // spilling the reuse cache), maps a chunk and queues the H2D copy on the manager's copy stream,
-  // counts stats.prefetches and returns true; false when there is no room (retry at a later op).
+  // spilling the reuse cache, and, with options.prefetch_waits, after waiting for memory already
+  // on its way out: Note [Prefetch in device order]), maps a chunk and queues the H2D copy on the
+  // manager's copy stream, counts stats.prefetches and returns true; false when there is no room
+  // (retry at a later op).
   // true at once when it is kResident or kSwappingIn; kSwappingOut is cancelled as an op's touch
   // would be (the chunk is still mapped and valid: no copy, no wait) and returns true. A
   // dropped allocation is FailedPrecondition: only a replay can bring it back. The op that

@@ -26,6 +26,16 @@ namespace pooch {
 // Prefetch never evicts: a plan's swap-in must not push out what another part of the plan keeps
 // (and a swap-out made to fit a prefetch is exactly the thrashing a plan avoids); when there is
 // no room it says so and the caller retries at a later op, or BeforeOp swaps in on demand.
+//
+// Note [Prefetch in device order]: the host runs ahead of the device (ops are queued, not run),
+// and memory is released only once the host sees the device finished with it. A prefetch
+// issued where the plan says (its position in the op stream, which the host reaches early)
+// would then find no room that the device, at that point of its own timeline, has: the memory
+// of maps swapped out, dropped or freed just before is still on its way out. So with
+// ResidencyOptions::prefetch_waits a prefetch that would fit once the memory already on its way
+// out is released waits for that (blocking the host, which only shortens how far it runs
+// ahead) instead of giving up; it still never evicts.
+//
 // A prefetch of an allocation still swapping out cancels the swap-out, as a touch does: the
 // chunk is still mapped and valid, so that costs nothing and never blocks, whereas waiting for
 // the D2H copy to finish and then copying back would block or cost two copies.
@@ -71,37 +81,53 @@ absl::Status ResidencyManager::Drop(DeviceAddress base) {
 
 absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {
   MutexLock lock(&mu_);
-  absl::StatusOr<Allocation*> found = FindBaseLocked(base, "Prefetch");
-  if (!found.ok()) return found.status();
-  if (absl::Status s = PollLocked(); !s.ok()) return s;
-  Allocation& a = **found;
-  switch (a.state) {
-    case ResidencyState::kResident:
-    case ResidencyState::kSwappingIn:
-      return true;
-    case ResidencyState::kSwappingOut:
-      CancelSwapOutLocked(a);
-      return true;
-    case ResidencyState::kDropped:
-      return absl::FailedPreconditionError(absl::StrCat(
-          "Prefetch: 0x", absl::Hex(base), " was dropped and must be recomputed, not prefetched"));
-    case ResidencyState::kOnHost:
-      break;
-  }
-  const int64_t limit = options_.memory_limit;
-  if (device_bytes_ + a.mapped_bytes > limit && !cache_.empty()) {
-    // Note [Reuse cache]: cached memory counts as free; completed entries are released now.
-    SpillCacheLocked(device_bytes_ + a.mapped_bytes - limit);
+  while (true) {
+    // Found again after each wait: the lock was dropped, the allocation may be gone.
+    absl::StatusOr<Allocation*> found = FindBaseLocked(base, "Prefetch");
+    if (!found.ok()) return found.status();
     if (absl::Status s = PollLocked(); !s.ok()) return s;
+    Allocation& a = **found;
+    switch (a.state) {
+      case ResidencyState::kResident:
+      case ResidencyState::kSwappingIn:
+        return true;
+      case ResidencyState::kSwappingOut:
+        CancelSwapOutLocked(a);
+        return true;
+      case ResidencyState::kDropped:
+        return absl::FailedPreconditionError(absl::StrCat(
+            "Prefetch: 0x", absl::Hex(base), " was dropped and must be recomputed, not prefetched"));
+      case ResidencyState::kOnHost:
+        break;
+    }
+    const int64_t limit = options_.memory_limit;
+    if (device_bytes_ + a.mapped_bytes > limit && !cache_.empty()) {
+      // Note [Reuse cache]: cached memory counts as free; completed entries are released now.
+      SpillCacheLocked(device_bytes_ + a.mapped_bytes - limit);
+      if (absl::Status s = PollLocked(); !s.ok()) return s;
+    }
+    if (device_bytes_ + a.mapped_bytes > limit) {
+      // Note [Prefetch in device order]: memory on its way out makes room once the device
+      // gets there; wait for it rather than leave the swap-in to the op that needs it.
+      EventRef pending_event;
+      const int64_t pending = PendingReleaseBytesLocked(&pending_event);
+      if (!options_.prefetch_waits || pending_event == nullptr ||
+          device_bytes_ - pending + a.mapped_bytes > limit) {
+        return false;
+      }
+      if (absl::Status s = WaitUnlocked(pending_event); !s.ok()) return s;
+      ++stats_.prefetch_waits;
+      continue;
+    }
+    if (absl::Status s = StartSwapInLocked(a); !s.ok()) {
+      // The device itself is full (another process?): no room either; the data stays on the
+      // host.
+      if (absl::IsResourceExhausted(s) && a.state == ResidencyState::kOnHost) return false;
+      return s;
+    }
+    ++stats_.prefetches;
+    return true;
   }
-  if (device_bytes_ + a.mapped_bytes > limit) return false;
-  if (absl::Status s = StartSwapInLocked(a); !s.ok()) {
-    // The device itself is full (another process?): no room either; the data stays on the host.
-    if (absl::IsResourceExhausted(s) && a.state == ResidencyState::kOnHost) return false;
-    return s;
-  }
-  ++stats_.prefetches;
-  return true;
 }
 
 absl::Status ResidencyManager::RestoreLocked(Allocation& a, StreamHandle stream) {

@@ -310,6 +310,44 @@ TEST_F(ResidencyPlanTest, PrefetchWithoutRoomEvictsNothing) {
   ASSERT_TRUE(manager_->Free(b).ok());
 }
 
+// Note [Prefetch in device order]: the memory of an allocation freed while an op still uses it
+// is on its way out; a prefetch that fits once it is released waits for the op rather than
+// give up, and evicts nothing. Without prefetch_waits it gives up.
+TEST_F(ResidencyPlanTest, PrefetchWaitsForMemoryOnItsWayOut) {
+  for (bool waits : {true, false}) {
+    SCOPED_TRACE(waits ? "prefetch_waits" : "no prefetch_waits");
+    ResidencyOptions options;
+    options.memory_limit = 2 * kG;
+    options.min_swap_bytes = kG;
+    options.reuse_cache_bytes = 0;
+    options.prefetch_waits = waits;
+    FakeDevice::Options device;
+    device.mode = FakeDevice::Mode::kManual;
+    Start(device, options);
+    DeviceAddress a = *manager_->Allocate(kG);
+    ASSERT_TRUE(Fill(a, kG, 3).ok());
+    ASSERT_TRUE(manager_->Offload(a).ok());
+    device_->RunPending();
+    ASSERT_TRUE(manager_->Poll().ok());
+    ASSERT_EQ(StateOf(a), ResidencyState::kOnHost);
+    DeviceAddress b = *manager_->Allocate(kG);
+    DeviceAddress c = *manager_->Allocate(kG);
+    ASSERT_TRUE(Fill(b, kG, 4).ok());
+    ASSERT_TRUE(Fill(c, kG, 5).ok());  // queued, not run (kManual)
+    ASSERT_TRUE(manager_->Free(c).ok());  // its chunk goes once the fill ran
+    absl::StatusOr<bool> started = manager_->Prefetch(a);
+    ASSERT_TRUE(started.ok()) << started.status();
+    EXPECT_EQ(*started, waits);
+    EXPECT_EQ(manager_->Stats().prefetch_waits, waits ? 1 : 0);
+    EXPECT_EQ(StateOf(b), ResidencyState::kResident);  // nothing evicted
+    EXPECT_TRUE(Holds(a, kG, 3));
+    EXPECT_TRUE(Holds(b, kG, 4));
+    ASSERT_TRUE(manager_->Free(a).ok());
+    ASSERT_TRUE(manager_->Free(b).ok());
+    TearDown();
+  }
+}
+
 TEST_F(ResidencyPlanTest, PrefetchSpillsTheReuseCache) {
   reuse_cache_bytes_ = std::nullopt;  // the default: a quarter of the limit
   Init(4 * kG);
