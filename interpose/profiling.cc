@@ -184,12 +184,13 @@ class Profiler {
       const pooch::ResidencyStats s = manager_.Stats();
       LogLine(
           "plan_run: swapped_maps %d planned_swap_outs %lld prefetches %lld "
-          "safety_net_swap_ins %lld prefetch_no_room %lld",
+          "safety_net_swap_ins %lld prefetch_no_room %lld safety_net_last_iteration %lld",
           actions_->swapped,
           static_cast<long long>(s.planned_swap_outs - actions_->at_start.planned_swap_outs),
           static_cast<long long>(s.prefetches - actions_->at_start.prefetches),
           static_cast<long long>(s.demand_swap_ins - actions_->at_start.demand_swap_ins),
-          static_cast<long long>(actions_->prefetch_no_room));
+          static_cast<long long>(actions_->prefetch_no_room),
+          static_cast<long long>(last_iteration_hits_));
       if (const Recomputer* r = ExistingRecomputer()) {
         const Recomputer::Stats rs = r->stats();
         LogLine(
@@ -271,6 +272,7 @@ class Profiler {
   // the next op. Pairs are resolved once both events completed, without blocking.
   void NoteIterationStartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     iteration_mark_due_ = true;
+    if (actions_.has_value() && config_.mode == pooch::RunMode::kPlanned) ReplanIfMissedLocked();
     if (trace_ != nullptr) {
       const pooch::TraceArg args[] = {
           {"followed", static_cast<int64_t>(recorder_.tracker().iterations_completed())}};
@@ -321,6 +323,7 @@ class Profiler {
   // carried out); after POOCH_REPROFILE_AFTER of them the stream is profiled again.
   void NoteDepartureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++departures_;
+    iterations_under_plan_ = 0;  // the safety net's hits of a departed iteration are not a miss
     if (trace_ != nullptr) {
       const pooch::TraceArg args[] = {{"departures", static_cast<int64_t>(departures_)}};
       trace_->OnRuntime("departure: demand swapping", args);
@@ -368,10 +371,61 @@ class Profiler {
       return;
     }
     WriteProfileLocked(built->profile);
-    std::optional<pooch::PlanResult> plan = PlanLocked(built->profile);
+    machine_.reset();  // measured again from this profile's copies
+    built_ = *std::move(built);
+    positions_ = std::move(positions);
+    std::optional<pooch::PlanResult> plan = PlanLocked(built_->profile);
     if (plan.has_value() && config_.mode == pooch::RunMode::kPlanned) {
-      ActionsLocked(*built, positions, *plan);
+      ActionsLocked(*built_, positions_, *plan);
+      iterations_under_plan_ = 0;
     }
+  }
+
+  // Note [Headroom]
+  // The planner's simulation frees memory at the device time the work completes; at run time the
+  // host runs ahead of the device and memory comes back only when the host sees completion, and
+  // the runtime holds a little the profile does not show (the reuse cache, replay scratch). A
+  // plan that uses the last byte of the limit then overflows at run time: the safety net evicts
+  // (parameters, mostly: the least recently used) and swaps back in on demand, and the measured
+  // time leaves the prediction behind. So after a plan's second full iteration, if the safety
+  // net fired in it, the same profile is planned again for a smaller memory: the limit less a
+  // headroom grown by the largest feature map (at least 1/64 of the limit) per re-plan, up to
+  // kMaxReplans re-plans and a headroom of a quarter of the limit. A re-plan that finds no
+  // feasible plan keeps the previous one.
+  static constexpr int kMaxReplans = 4;
+
+  void ReplanIfMissedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const int64_t demand_ins = manager_.Stats().demand_swap_ins;
+    if (iterations_under_plan_ >= 1) last_iteration_hits_ = demand_ins - demand_ins_mark_;
+    demand_ins_mark_ = demand_ins;
+    ++iterations_under_plan_;
+    if (iterations_under_plan_ < 3 || last_iteration_hits_ <= 0 || !built_.has_value() ||
+        replans_ >= kMaxReplans) {
+      return;
+    }
+    const int64_t limit = manager_.memory_limit();
+    int64_t step = limit / 64;
+    for (const pooch::FeatureMapInfo& f : pooch::FindCandidates(built_->profile)) {
+      step = std::max(step, built_->profile.tensors[static_cast<size_t>(f.tensor)].bytes);
+    }
+    if (headroom_ + step > limit / 4) return;
+    const int64_t before = headroom_;
+    headroom_ += step;
+    ++replans_;
+    const std::string previous_line = plan_line_;
+    std::optional<pooch::PlanResult> plan = PlanLocked(built_->profile);
+    if (!plan.has_value() || !plan->sim.feasible) {
+      headroom_ = before;
+      replans_ = kMaxReplans;  // smaller memory does not help: stop trying
+      plan_line_ = previous_line;
+      return;
+    }
+    POOCH_LOG_AT(kInfo,
+                 "the safety net swapped in %lld times in an iteration: re-planned with "
+                 "%lld bytes of headroom",
+                 static_cast<long long>(last_iteration_hits_), static_cast<long long>(headroom_));
+    ActionsLocked(*built_, positions_, *plan);
+    iterations_under_plan_ = 1;  // the iteration starting now is the new plan's first
   }
 
   // Note [Carrying out the plan]
@@ -574,8 +628,10 @@ class Profiler {
 
   std::optional<pooch::PlanResult> PlanLocked(const pooch::Profile& profile)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    bool assumed = false;
-    const pooch::MachineModel machine = MeasuredMachineLocked(&assumed);
+    if (!machine_.has_value()) machine_ = MeasuredMachineLocked(&machine_assumed_);
+    const bool assumed = machine_assumed_;
+    pooch::MachineModel machine = *machine_;
+    machine.memory_bytes -= headroom_;  // Note [Headroom]
     const pooch::Policy policy =
         config_.mode == pooch::RunMode::kPlanned ? config_.planned_policy : pooch::Policy::kPooch;
     absl::StatusOr<pooch::PlanResult> plan = pooch::MakePlan(profile, machine, policy);
@@ -591,10 +647,11 @@ class Profiler {
     }
     plan_line_ = absl::StrFormat(
         "plan: policy %s keep %d swap %d recompute %d predicted_iteration_ms %.3f "
-        "feasible %s h2d_gbps %.2f d2h_gbps %.2f%s; %s",
+        "feasible %s h2d_gbps %.2f d2h_gbps %.2f%s headroom_bytes %lld replans %d; %s",
         pooch::PolicyName(policy), counts[0], counts[1], counts[2], plan->sim.iteration_us / 1000.0,
         plan->sim.feasible ? "yes" : "no", machine.h2d_gbps, machine.d2h_gbps,
-        assumed ? " (a direction had no copy: assumed)" : "",
+        assumed ? " (a direction had no copy: assumed)" : "", static_cast<long long>(headroom_),
+        replans_,
         config_.mode != pooch::RunMode::kPlanned ? "not carried out (not a planner policy)"
                                                  : "carried out");
     POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
@@ -604,7 +661,8 @@ class Profiler {
                                       {"swap", counts[1]},
                                       {"recompute", counts[2]},
                                       {"predicted_iteration_ms", plan->sim.iteration_us / 1000.0},
-                                      {"feasible", plan->sim.feasible ? "yes" : "no"}};
+                                      {"feasible", plan->sim.feasible ? "yes" : "no"},
+                                      {"headroom_bytes", headroom_}};
       trace_->OnRuntime("plan", args);
     }
     return *std::move(plan);
@@ -631,6 +689,16 @@ class Profiler {
   double iteration_ms_sum_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t iterations_timed_ ABSL_GUARDED_BY(mu_) = 0;
   std::string plan_line_ ABSL_GUARDED_BY(mu_);
+  // The profile planned last, kept for re-plans (Note [Headroom]).
+  std::optional<pooch::BuiltProfile> built_ ABSL_GUARDED_BY(mu_);
+  pooch::OpStreamRecorder::Positions positions_ ABSL_GUARDED_BY(mu_);
+  std::optional<pooch::MachineModel> machine_ ABSL_GUARDED_BY(mu_);  // measured once per profile
+  bool machine_assumed_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t headroom_ ABSL_GUARDED_BY(mu_) = 0;
+  int replans_ ABSL_GUARDED_BY(mu_) = 0;
+  int iterations_under_plan_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t demand_ins_mark_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_iteration_hits_ ABSL_GUARDED_BY(mu_) = -1;
   std::optional<Actions> actions_ ABSL_GUARDED_BY(mu_);
 };
 

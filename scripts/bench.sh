@@ -6,7 +6,7 @@
 # failure of the script.
 #
 # For each machine preset (SIMGPU_PRESET, 16 GiB device) and batch it runs
-#   BUILD_DIR/bin/pooch run --policy P -- BUILD_DIR/bin/cnn_train --model resnet50 --batch B --iters 6
+#   BUILD_DIR/bin/pooch run --policy P -- BUILD_DIR/bin/cnn_train --model resnet50 --batch B --iters 10
 # for every policy P, and the in-core reference without pooch on a 64 GiB simgpu. A run's time is
 # the mean of the `ms` of its last two iterations (the first ones are profiling); the plan counts
 # and the predicted time come from pooch's summary lines on stderr.
@@ -16,7 +16,7 @@
 #   BATCHES   [256 384 512 640]
 #   POLICIES  [demand swap-all-nosched swap-all swap-opt pooch superneurons checkpoint]
 #   MACHINES  [v100-pcie3 v100-nvlink2]     SIMGPU_PRESET values
-#   MEMORY [16GiB], INCORE_MEMORY [64GiB], ITERS [6]
+#   MEMORY [16GiB], INCORE_MEMORY [64GiB], ITERS [10: two profiled, re-plans settle by the 8th]
 #   INCORE_FALLBACK_MEMORY [128GiB]   where in-core runs out of memory on INCORE_MEMORY (exit 3;
 #             the table says so), it runs again on this size and the slowdown is against that run
 #             (simgpu's timing mode touches no pages, so the size costs nothing); none: no retry
@@ -38,7 +38,7 @@ machines=${MACHINES:-v100-pcie3 v100-nvlink2}
 memory=${MEMORY:-16GiB}
 incore_memory=${INCORE_MEMORY:-64GiB}
 fallback_memory=${INCORE_FALLBACK_MEMORY:-128GiB}
-iters=${ITERS:-6}
+iters=${ITERS:-10}
 
 out=$build/bench
 raw=$out/raw

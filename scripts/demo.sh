@@ -6,7 +6,7 @@
 # missing. Then:
 #   * with a GPU (`nvidia-smi -L` succeeds): measures the in-core peak of
 #     `cnn_train --model resnet50 --batch B --iters 3` (B halves while in-core runs out of memory),
-#     then runs `cnn_train ... --iters 8` under `pooch run --policy pooch` with the memory limit
+#     then runs `cnn_train ... --iters 10` under `pooch run --policy pooch` with the memory limit
 #     set to 40 % of that peak;
 #   * without one: on simgpu as a 16 GiB V100 over PCIe gen3 (SIMGPU_PRESET=v100-pcie3
 #     SIMGPU_COMPUTE=timing SIMGPU_MEMORY=16GiB, times in simgpu's virtual time), shows that
@@ -16,12 +16,12 @@
 # last two iterations; the first ones are pooch's profiling). Exit status: the pooch run's when it
 # fails, 2 when there is no build, else 0.
 #
-# Environment: BUILD (default build), BATCH (default 384), POOCH_DEMO_FORCE_SIMGPU=1 (use simgpu
+# Environment: BUILD (default build), BATCH (default 640), POOCH_DEMO_FORCE_SIMGPU=1 (use simgpu
 # even where a GPU is found). Output in BUILD/demo/: each run's stdout and stderr, trace.json.
 set -eu
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
-batch=${BATCH:-384}
+batch=${BATCH:-640}
 pooch=$build/bin/pooch
 cnn=$build/bin/cnn_train
 
@@ -80,9 +80,9 @@ else
   export LD_LIBRARY_PATH
   export SIMGPU_PRESET=v100-pcie3 SIMGPU_COMPUTE=timing SIMGPU_MEMORY=16GiB
   echo "demo: no GPU (nvidia-smi -L fails): simgpu as a 16 GiB V100 over PCIe gen3, virtual time"
-  echo "demo: without pooch: $cnn --model resnet50 --batch $batch --iters 8"
+  echo "demo: without pooch: $cnn --model resnet50 --batch $batch --iters 10"
   rc=0
-  "$cnn" --model resnet50 --batch "$batch" --iters 8 >"$out/nopooch.out" 2>"$out/nopooch.err" || rc=$?
+  "$cnn" --model resnet50 --batch "$batch" --iters 10 >"$out/nopooch.out" 2>"$out/nopooch.err" || rc=$?
   if [ $rc -eq 0 ]; then
     echo "demo: without pooch it fits (exit 0; peak_device_bytes $(peak_of "$out/nopooch.out")): try a larger BATCH"
   else
@@ -93,10 +93,10 @@ else
   set --
 fi
 
-echo "demo: under pooch: $pooch run --policy pooch ${*:+$* }--trace $trace -- $cnn --model resnet50 --batch $batch --iters 8"
+echo "demo: under pooch: $pooch run --policy pooch ${*:+$* }--trace $trace -- $cnn --model resnet50 --batch $batch --iters 10"
 rc=0
 "$pooch" run --policy pooch "$@" --trace "$trace" -- \
-  "$cnn" --model resnet50 --batch "$batch" --iters 8 >"$out/pooch.out" 2>"$out/pooch.err" || rc=$?
+  "$cnn" --model resnet50 --batch "$batch" --iters 10 >"$out/pooch.out" 2>"$out/pooch.err" || rc=$?
 grep '^iter ' "$out/pooch.out" || true
 if [ $rc -ne 0 ]; then
   echo "demo: the pooch run failed (exit $rc); its stderr ends:" >&2
@@ -105,9 +105,9 @@ if [ $rc -ne 0 ]; then
 fi
 
 if [ $gpu = no ]; then
-  echo "demo: in-core: SIMGPU_MEMORY=64GiB $cnn --model resnet50 --batch $batch --iters 8"
+  echo "demo: in-core: SIMGPU_MEMORY=64GiB $cnn --model resnet50 --batch $batch --iters 10"
   rc=0
-  SIMGPU_MEMORY=64GiB "$cnn" --model resnet50 --batch "$batch" --iters 8 \
+  SIMGPU_MEMORY=64GiB "$cnn" --model resnet50 --batch "$batch" --iters 10 \
     >"$out/incore.out" 2>"$out/incore.err" || rc=$?
   [ $rc -eq 0 ] || echo "demo: in-core on 64 GiB failed (exit $rc): $(tail -n 1 "$out/incore.err")"
 fi
