@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "interpose/log.h"
-#include "interpose/managed.h"
 #include "interpose/trace_observer.h"
 
 namespace pooch::interpose {
@@ -278,13 +277,13 @@ void Recomputer::ReleaseIfUnreadLocked(pooch::DeviceAddress base) {
 
 absl::StatusOr<pooch::DeviceAddress> Recomputer::AllocateScratch(int64_t bytes) {
   if (bytes <= 0) return pooch::DeviceAddress{0};
-  return bytes >= MinSwapBytes() ? manager_.Allocate(bytes) : small_.Allocate(bytes);
+  return bytes >= min_swap_bytes_ ? manager_.Allocate(bytes) : small_.Allocate(bytes);
 }
 
 void Recomputer::FreeScratch(pooch::DeviceAddress address, int64_t bytes) {
   if (address == 0) return;
   // Both frees wait for the replay's queued use before the memory is reused; never blocking.
-  absl::Status s = bytes >= MinSwapBytes() ? manager_.Free(address) : small_.Free(address);
+  absl::Status s = bytes >= min_swap_bytes_ ? manager_.Free(address) : small_.Free(address);
   if (!s.ok()) POOCH_LOG_AT(kError, "replay scratch: %s", std::string(s.message()).c_str());
 }
 
@@ -296,9 +295,10 @@ Recomputer::Stats Recomputer::stats() const {
 Recomputer* ExistingRecomputer() { return g_recomputer.load(std::memory_order_acquire); }
 
 void StartRecomputer(pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
-                     TraceObserver* trace) {
+                     int64_t min_swap_bytes, TraceObserver* trace) {
   // Never destroyed: hooks may run at exit.
-  g_recomputer.store(new Recomputer(manager, small, trace), std::memory_order_release);
+  g_recomputer.store(new Recomputer(manager, small, min_swap_bytes, trace),
+                     std::memory_order_release);
 }
 
 }  // namespace pooch::interpose

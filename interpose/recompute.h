@@ -62,8 +62,10 @@ class TraceObserver;
 
 class Recomputer {
  public:
-  Recomputer(pooch::ResidencyManager& manager, pooch::SmallAllocator& small, TraceObserver* trace)
-      : manager_(manager), small_(small), trace_(trace) {}
+  // `min_swap_bytes`: POOCH_MIN_SWAP_BYTES (a replay's scratch below it comes from `small`).
+  Recomputer(pooch::ResidencyManager& manager, pooch::SmallAllocator& small, int64_t min_swap_bytes,
+             TraceObserver* trace)
+      : manager_(manager), small_(small), min_swap_bytes_(min_swap_bytes), trace_(trace) {}
 
   // Before every op of the program (RunOp), before the manager's BeforeOp. Rebuilds or forgets
   // as Note [Replay] says. An error means a dropped map could not be rebuilt: the op must fail.
@@ -129,6 +131,7 @@ class Recomputer {
 
   pooch::ResidencyManager& manager_;
   pooch::SmallAllocator& small_;
+  const int64_t min_swap_bytes_;
   TraceObserver* const trace_;  // may be null
   mutable pooch::Mutex mu_;
   std::atomic<int> entries_count_{0};  // lets BeforeProgramOp skip the lock when there is none
@@ -140,7 +143,7 @@ class Recomputer {
 // The recomputer, when a planner policy runs (created with the manager); else nullptr.
 Recomputer* ExistingRecomputer();
 void StartRecomputer(pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
-                     TraceObserver* trace);
+                     int64_t min_swap_bytes, TraceObserver* trace);
 
 }  // namespace pooch::interpose
 
