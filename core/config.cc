@@ -209,8 +209,8 @@ const Variable kVariables[] = {
      }},
     {{"POOCH_ITERATION_MARKER", "auto", "auto, sync, nvtx",
       "How iterations are delimited: auto from the repetition of the op stream, sync at each "
-      "device synchronisation, nvtx from the program's NVTX ranges (not read yet: no profile "
-      "is made)."},
+      "device synchronisation, nvtx at each NVTX range named pooch:iteration the program "
+      "pushes (pooch makes itself the NVTX_INJECTION64_PATH tool)."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<IterationMarker> m = ParseChoice(name, value, kMarkers);
        if (!m.ok()) return m.status();

@@ -1,4 +1,5 @@
 // init.cc: start-up (configuration) and the at-exit summary. See runtime_state.h.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -37,6 +38,27 @@ Severity ToSeverity(pooch::LogLevel level) {
   return Severity::kWarn;
 }
 
+// POOCH_ITERATION_MARKER=nvtx: NVTX loads its tool from NVTX_INJECTION64_PATH at the program's
+// first NVTX call, which comes after this constructor; pooch names itself there
+// (interpose/nvtx_injection.cc). Another tool already named keeps its place.
+void UseAsNvtxInjection() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&UseAsNvtxInjection), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    LogLine("POOCH_ITERATION_MARKER=nvtx: cannot find libpooch.so's path; NVTX ranges not read");
+    return;
+  }
+  const char* current = std::getenv("NVTX_INJECTION64_PATH");
+  if (current != nullptr && *current != '\0' && std::strcmp(current, info.dli_fname) != 0) {
+    LogLine(
+        "POOCH_ITERATION_MARKER=nvtx: NVTX_INJECTION64_PATH names another tool (%s); NVTX "
+        "ranges not read, no profile will be made",
+        current);
+    return;
+  }
+  setenv("NVTX_INJECTION64_PATH", info.dli_fname, 1);
+}
+
 // Runs before the program's main (and before the constructors of libraries loaded after us).
 __attribute__((constructor)) void Start() {
   absl::StatusOr<pooch::Config> config =
@@ -59,6 +81,7 @@ __attribute__((constructor)) void Start() {
   }
   const absl::string_view policy = pooch::PolicyText(MutableConfig());
   POOCH_LOG_AT(kInfo, "loaded, policy %.*s", static_cast<int>(policy.size()), policy.data());
+  if (MutableConfig().iteration_marker == pooch::IterationMarker::kNvtx) UseAsNvtxInjection();
   if (MutableConfig().mode != pooch::RunMode::kOff) {
     // Demand swapping under every policy but off; a planner policy adds the profiler and the
     // plan's actions on top (interpose/profiling.h).
@@ -87,21 +110,21 @@ __attribute__((destructor)) void Stop() {
         static_cast<long long>(s.allocations), static_cast<long long>(s.frees));
     // The reuse cache (core/residency.cc, Note [Reuse cache]): freed chunks handed out again
     // without a device call.
-    LogLine("reuse: hits %lld misses %lld cached_bytes %lld",
-            static_cast<long long>(s.reuse_hits), static_cast<long long>(s.reuse_misses),
-            static_cast<long long>(s.cached_bytes));
+    LogLine("reuse: hits %lld misses %lld cached_bytes %lld", static_cast<long long>(s.reuse_hits),
+            static_cast<long long>(s.reuse_misses), static_cast<long long>(s.cached_bytes));
   }
   ReportProfiling();
   if (pooch::SmallAllocator* small = ExistingSmallAllocator()) {
     // Allocations under POOCH_MIN_SWAP_BYTES (core/small_allocator.h): the slabs they live in,
     // and how often an allocation had to wait for freed blocks' work to finish.
     const pooch::SmallAllocatorStats s = small->Stats();
-    LogLine("small: slabs %lld slab_bytes %lld peak_slab_bytes %lld live_blocks %lld "
-            "live_bytes %lld peak_live_bytes %lld waits %lld",
-            static_cast<long long>(s.slabs), static_cast<long long>(s.slab_bytes),
-            static_cast<long long>(s.peak_slab_bytes), static_cast<long long>(s.live_blocks),
-            static_cast<long long>(s.live_bytes), static_cast<long long>(s.peak_live_bytes),
-            static_cast<long long>(s.waits));
+    LogLine(
+        "small: slabs %lld slab_bytes %lld peak_slab_bytes %lld live_blocks %lld "
+        "live_bytes %lld peak_live_bytes %lld waits %lld",
+        static_cast<long long>(s.slabs), static_cast<long long>(s.slab_bytes),
+        static_cast<long long>(s.peak_slab_bytes), static_cast<long long>(s.live_blocks),
+        static_cast<long long>(s.live_bytes), static_cast<long long>(s.peak_live_bytes),
+        static_cast<long long>(s.waits));
   }
   for (int i = 0; i < kHookCount; ++i) {
     const CallCounts calls = Calls(static_cast<FunctionId>(i));

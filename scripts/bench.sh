@@ -83,7 +83,7 @@ parse() {
 # Lines of a run's output that are neither iteration output nor pooch's usual summary lines.
 unusual() {
   grep -E '^pooch: plan: policy [^ ]+ failed' "$2" || true
-  cat "$1" "$2" | grep -Ev '^(iter |peak_device_bytes |params_checksum |pooch: (summary|memory|swaps|reuse|iterations|plan|plan_run|small|calls): )' || true
+  cat "$1" "$2" | grep -Ev '^(iter |peak_device_bytes |params_checksum |pooch: (summary|memory|swaps|reuse|iterations|plan|plan_run|recompute|small|calls): )' || true
 }
 
 start=$(date +%s)

@@ -272,13 +272,32 @@ profile)
   # are below POOCH_MIN_SWAP_BYTES, so unswappable.)
   # With VARY=vary the batch halves every third iteration (--vary-batch): those iterations
   # depart from the profile, are counted, and the result is still the in-core twin's.
+  # With VARY=nvtx iterations come from the program's NVTX ranges (below).
   need_simgpu
   pooch=$arg
   bin=$5
   vary=${6:-}
   set -- --model tiny --batch 64 --iters 12
   [ "$vary" = vary ] && set -- "$@" --vary-batch
+  # With VARY=nvtx cnn_train marks each iteration with an NVTX range "pooch:iteration" and pooch
+  # reads those (POOCH_ITERATION_MARKER=nvtx); first, with another NVTX tool named, pooch says
+  # it cannot read them, makes no profile, and the result is still the in-core one.
+  [ "$vary" = nvtx ] && set -- "$@" --nvtx
   incore_reference "$@"
+  if [ "$vary" = nvtx ]; then
+    SIMGPU_MEMORY=$((peak * 50 / 100))
+    export SIMGPU_MEMORY
+    run othertool env POOCH_ITERATION_MARKER=nvtx NVTX_INJECTION64_PATH=/nonexistent/libtool.so \
+      "$pooch" run --policy pooch -- "$bin" "$@"
+    [ "$rc" -eq 0 ] || fail "with another NVTX tool: exit $rc"
+    same_checksum othertool
+    grep -q 'NVTX_INJECTION64_PATH names another tool' "$work/othertool.err" ||
+      fail "with another NVTX tool: no line saying so"
+    grep -q '^pooch: iterations: marker nvtx profiles 0 ' "$work/othertool.err" ||
+      fail "with another NVTX tool: $(grep 'iterations:' "$work/othertool.err")"
+    POOCH_ITERATION_MARKER=nvtx
+    export POOCH_ITERATION_MARKER
+  fi
   SIMGPU_MEMORY=$((peak * 50 / 100))
   export SIMGPU_MEMORY
   POOCH_PROFILE_OUT=$work/profile.json
@@ -296,6 +315,10 @@ profile)
     "$work/pooch.err" || fail "no feasible plan in the summary"
   if [ "$vary" = vary ]; then
     [ "${departures:-0}" -ge 1 ] || fail "a varying batch never departed from the profile"
+  fi
+  if [ "$vary" = nvtx ]; then
+    grep -q '^pooch: iterations: marker nvtx ' "$work/pooch.err" ||
+      fail "the NVTX marker was not used: $(grep 'iterations:' "$work/pooch.err")"
   fi
   # The plan's swaps were carried out: planned swap-outs and prefetches happened.
   swapped=$(awk '$2 == "plan_run:" { print $4 }' "$work/pooch.err")

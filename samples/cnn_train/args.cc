@@ -36,12 +36,13 @@ std::optional<float> ParseFloat(std::string_view text, float min, float max) {
 const char* UsageText() {
   return "usage: cnn_train [--model resnet50|resnet18|vgg16|alexnet|tiny] [--batch N]\n"
          "                 [--image S] [--classes C] [--iters N] [--seed S] [--lr X]\n"
-         "                 [--momentum X] [--vary-batch]\n"
+         "                 [--momentum X] [--vary-batch] [--nvtx]\n"
          "Trains a CNN on synthetic data with cuDNN and cuBLAS. Prints one line per iteration,\n"
          "  iter N loss L ms T img_per_s R\n"
          "then peak_device_bytes B and params_checksum H (FNV-1a of the parameters, hex).\n"
          "Defaults: resnet50, batch 32, image 224 (tiny 32), classes 1000 (tiny 10), iters 10,\n"
          "seed 1, lr 0.01, momentum 0.9. --vary-batch halves the batch when iter % 3 == 2.\n"
+         "--nvtx wraps each iteration in an NVTX range named pooch:iteration.\n"
          "Exit status: 0 ok, 2 bad arguments, 3 out of device memory, 4 other CUDA/cuDNN/cuBLAS "
          "error.\n";
 }
@@ -53,6 +54,10 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
     if (arg == "--help" || arg == "-h") return HelpRequested{};
     if (arg == "--vary-batch") {
       options.vary_batch = true;
+      continue;
+    }
+    if (arg == "--nvtx") {
+      options.nvtx = true;
       continue;
     }
     if (!arg.starts_with("--")) return "unexpected argument '" + std::string(arg) + "'";

@@ -20,6 +20,7 @@ struct Options {
   // Every third iteration (i % 3 == 2) runs at half the batch, so that the op stream and the
   // allocation sizes change between iterations (for pooch's dynamic-network tests).
   bool vary_batch = false;
+  bool nvtx = false;  // each iteration in an NVTX range "pooch:iteration"
 };
 
 struct HelpRequested {};

@@ -1,5 +1,7 @@
 #include "trainer.h"
 
+#include <nvtx3/nvToolsExt.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -122,12 +124,16 @@ class Trainer {
     host_onehot_.assign(logits_count, 0.0f);
     for (int n = 0; n < batch; ++n) host_onehot_[int64_t{n} * classes + labels_[n]] = 1.0f;
 
+    // A framework's profiler annotations (torch.cuda.nvtx.range_push); pooch reads this one
+    // with POOCH_ITERATION_MARKER=nvtx.
+    if (options_.nvtx) nvtxRangePushA("pooch:iteration");
     CUDA_CHECK(cudaEventRecord(start_, 0));
     const float* logits = net_->Forward(ctx_, batch, images_.data());
     float* probs = SoftmaxCrossEntropy(ctx_, *net_, batch, classes, logits, host_onehot_);
     net_->Backward(ctx_, batch);
     net_->SgdStep(ctx_, options_.lr, options_.momentum);
     CUDA_CHECK(cudaEventRecord(stop_, 0));
+    if (options_.nvtx) nvtxRangePop();
     CUDA_CHECK(cudaEventSynchronize(stop_));
     float ms = 0.0f;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
