@@ -107,7 +107,7 @@ pooch::ResidencyManager* Create() {
   pooch::SmallAllocator* raw_small = small->release();
   g_small.store(raw_small, std::memory_order_release);
   if (GetConfig().mode == pooch::RunMode::kPlanned) {
-    StartRecomputer(*raw_manager, *raw_small, options->min_swap_bytes, observer);
+    StartRecomputer(*raw_device, *raw_manager, *raw_small, options->min_swap_bytes, observer);
   }
   StartProfiling(*raw_device, *raw_manager, *raw_small, GetConfig(), observer);
   POOCH_LOG_AT(kInfo, "managing device memory: limit %lld bytes, min swap %lld bytes",

@@ -21,6 +21,10 @@ std::atomic<Recomputer*> g_recomputer{nullptr};
 
 }  // namespace
 
+Recomputer::~Recomputer() {
+  if (wait_event_ != 0) device_.DestroyEvent(wait_event_).IgnoreError();
+}
+
 std::optional<std::pair<pooch::DeviceAddress, int64_t>> Recomputer::AllocationOf(
     pooch::DeviceAddress address) const {
   if (std::optional<pooch::AllocationInfo> info = manager_.Lookup(address)) {
@@ -99,17 +103,19 @@ absl::Status Recomputer::BeforeProgramOp(uintptr_t stream,
     // rest.
     std::vector<pooch::DeviceAddress> outputs;
     for (const auto& [output, entry] : entries_) outputs.push_back(output);
+    bool rebuilt = false;
     for (pooch::DeviceAddress output : outputs) {
       auto it = entries_.find(output);
       if (it == entries_.end()) continue;  // rebuilt as part of a chain
       if (it->second->dropped) {
         if (absl::Status s = ReplayLocked(output, stream, 0); !s.ok()) return s;
+        rebuilt = true;
       } else if (!it->second->kept) {
         EraseLocked(output);
         ++stats_.forgotten;
       }
     }
-    return absl::OkStatus();
+    return rebuilt ? WaitForStreamLocked(stream) : absl::OkStatus();
   }
   for (const pooch::AccessRange& r : ranges) {
     if (absl::Status s =
@@ -152,7 +158,7 @@ absl::StatusOr<bool> Recomputer::BeforeFree(pooch::DeviceAddress address) {
 
 absl::Status Recomputer::TouchLocked(uintptr_t stream, pooch::DeviceAddress address, int64_t bytes,
                                      bool writes) {
-  std::vector<pooch::DeviceAddress> rebuild, forget;
+  std::vector<pooch::DeviceAddress> rebuild, rebuild_for_write, forget;
   auto it = watches_.upper_bound(address);
   if (it != watches_.begin()) {
     auto prev = std::prev(it);
@@ -171,11 +177,21 @@ absl::Status Recomputer::TouchLocked(uintptr_t stream, pooch::DeviceAddress addr
     }
     if (!writes) continue;
     for (pooch::DeviceAddress reader : w.readers) {
-      (entries_.at(reader)->dropped ? rebuild : forget).push_back(reader);
+      (entries_.at(reader)->dropped ? rebuild_for_write : forget).push_back(reader);
     }
   }
   for (pooch::DeviceAddress output : rebuild) {
     if (absl::Status s = ReplayLocked(output, stream, 0); !s.ok()) return s;
+  }
+  bool rebuilt = false;
+  for (pooch::DeviceAddress output : rebuild_for_write) {
+    auto e = entries_.find(output);
+    if (e == entries_.end() || !e->second->dropped) continue;
+    if (absl::Status s = ReplayLocked(output, stream, 0); !s.ok()) return s;
+    rebuilt = true;
+  }
+  if (rebuilt) {
+    if (absl::Status s = WaitForStreamLocked(stream); !s.ok()) return s;
   }
   for (pooch::DeviceAddress output : forget) {
     auto e = entries_.find(output);
@@ -237,6 +253,16 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
   return after;
 }
 
+absl::Status Recomputer::WaitForStreamLocked(uintptr_t stream) {
+  if (wait_event_ == 0) {
+    absl::StatusOr<pooch::EventHandle> e = device_.CreateEvent();
+    if (!e.ok()) return e.status();
+    wait_event_ = *e;
+  }
+  if (absl::Status s = device_.RecordEvent(wait_event_, stream); !s.ok()) return s;
+  return device_.SynchronizeEvent(wait_event_);
+}
+
 void Recomputer::EraseLocked(pooch::DeviceAddress output) {
   auto it = entries_.find(output);
   if (it == entries_.end()) return;
@@ -294,10 +320,10 @@ Recomputer::Stats Recomputer::stats() const {
 
 Recomputer* ExistingRecomputer() { return g_recomputer.load(std::memory_order_acquire); }
 
-void StartRecomputer(pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
-                     int64_t min_swap_bytes, TraceObserver* trace) {
+void StartRecomputer(pooch::Device& device, pooch::ResidencyManager& manager,
+                     pooch::SmallAllocator& small, int64_t min_swap_bytes, TraceObserver* trace) {
   // Never destroyed: hooks may run at exit.
-  g_recomputer.store(new Recomputer(manager, small, min_swap_bytes, trace),
+  g_recomputer.store(new Recomputer(device, manager, small, min_swap_bytes, trace),
                      std::memory_order_release);
 }
 

@@ -63,9 +63,16 @@ class TraceObserver;
 class Recomputer {
  public:
   // `min_swap_bytes`: POOCH_MIN_SWAP_BYTES (a replay's scratch below it comes from `small`).
-  Recomputer(pooch::ResidencyManager& manager, pooch::SmallAllocator& small, int64_t min_swap_bytes,
-             TraceObserver* trace)
-      : manager_(manager), small_(small), min_swap_bytes_(min_swap_bytes), trace_(trace) {}
+  Recomputer(pooch::Device& device, pooch::ResidencyManager& manager,
+             pooch::SmallAllocator& small, int64_t min_swap_bytes, TraceObserver* trace)
+      : device_(device),
+        manager_(manager),
+        small_(small),
+        min_swap_bytes_(min_swap_bytes),
+        trace_(trace) {}
+  ~Recomputer();
+  Recomputer(const Recomputer&) = delete;
+  Recomputer& operator=(const Recomputer&) = delete;
 
   // Before every op of the program (RunOp), before the manager's BeforeOp. Rebuilds or forgets
   // as Note [Replay] says. An error means a dropped map could not be rebuilt: the op must fail.
@@ -129,6 +136,12 @@ class Recomputer {
   absl::StatusOr<pooch::DeviceAddress> AllocateScratch(int64_t bytes);
   void FreeScratch(pooch::DeviceAddress address, int64_t bytes);
 
+  // Waits (host) for the work queued on `stream` so far: a map rebuilt on behalf of an op that
+  // does not read it (a write to an input, a free, a kernel launch) is done before any later
+  // op, on any stream, can touch it (Note [Replay]).
+  absl::Status WaitForStreamLocked(uintptr_t stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  pooch::Device& device_;
   pooch::ResidencyManager& manager_;
   pooch::SmallAllocator& small_;
   const int64_t min_swap_bytes_;
@@ -138,12 +151,13 @@ class Recomputer {
   absl::flat_hash_map<pooch::DeviceAddress, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
   absl::btree_map<pooch::DeviceAddress, Watch> watches_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  pooch::EventHandle wait_event_ ABSL_GUARDED_BY(mu_) = 0;  // created on first use
 };
 
 // The recomputer, when a planner policy runs (created with the manager); else nullptr.
 Recomputer* ExistingRecomputer();
-void StartRecomputer(pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
-                     int64_t min_swap_bytes, TraceObserver* trace);
+void StartRecomputer(pooch::Device& device, pooch::ResidencyManager& manager,
+                     pooch::SmallAllocator& small, int64_t min_swap_bytes, TraceObserver* trace);
 
 }  // namespace pooch::interpose
 

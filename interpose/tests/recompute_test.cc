@@ -37,7 +37,7 @@ class RecomputeTest : public pooch::testing::ResidencyFixture {
     SmallAllocatorOptions small;
     small.max_bytes = kG;
     small_ = *SmallAllocator::Create(*device_, std::move(small));
-    recomputer_ = std::make_unique<Recomputer>(*manager_, *small_, kG, nullptr);
+    recomputer_ = std::make_unique<Recomputer>(*device_, *manager_, *small_, kG, nullptr);
   }
 
   void TearDown() override {
