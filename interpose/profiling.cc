@@ -446,17 +446,17 @@ class Profiler {
   // Actions touch only allocations the manager knows, through calls that never lose data, so a
   // wrong address (an allocation freed and its address reused) costs time, never results; and
   // a departed iteration has no positions, so no actions.
+
   // Note [Kept inputs] (recompute.h): a recomputed map's producer may read intermediates the
   // program frees in forward (not feature maps); their producers' recipes are taken too,
   // recursively, so that the chain can be replayed. Only replayable producers: the planner
-  // recomputes through no other (sim.cc).
+  // recomputes through no other (sim.cc). `maps`: the feature maps (their recipes, if any, are
+  // the plan's own decisions).
   template <typename Position>
   static void RecordTransientProducers(const pooch::BuiltProfile& built, pooch::OpIndex producer,
-                                       const std::vector<pooch::FeatureMapInfo>& candidates,
+                                       const absl::flat_hash_set<pooch::TensorId>& maps,
                                        const std::vector<pooch::OpIndex>& first_writer,
                                        const Position& op_position, Actions& a) {
-    absl::flat_hash_set<pooch::TensorId> maps;
-    for (const pooch::FeatureMapInfo& f : candidates) maps.insert(f.tensor);
     std::vector<pooch::OpIndex> pending = {producer};
     absl::flat_hash_set<pooch::OpIndex> seen = {producer};
     while (!pending.empty()) {
@@ -497,6 +497,8 @@ class Profiler {
     };
     absl::flat_hash_map<pooch::TensorId, pooch::OpIndex> first_backward_use;
     const std::vector<pooch::FeatureMapInfo> candidates = pooch::FindCandidates(built.profile);
+    absl::flat_hash_set<pooch::TensorId> maps;
+    for (const pooch::FeatureMapInfo& f : candidates) maps.insert(f.tensor);
     std::vector<pooch::OpIndex> first_writer(built.profile.tensors.size(), -1);
     for (size_t op = built.profile.ops.size(); op-- > 0;) {
       for (pooch::TensorId t : built.profile.ops[op].writes) {
@@ -517,7 +519,7 @@ class Profiler {
                              built.profile.ops[static_cast<size_t>(f.producer)].duration_us};
         a.drop_after[after].push_back(ordinal);
         ++a.recomputed;
-        RecordTransientProducers(built, f.producer, candidates, first_writer, op_position, a);
+        RecordTransientProducers(built, f.producer, maps, first_writer, op_position, a);
         continue;
       }
       if (decision != pooch::Decision::kSwap) continue;
