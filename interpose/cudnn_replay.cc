@@ -214,6 +214,30 @@ std::optional<ReplayRecipe> Base(const Ranges& r, const void* y, const char* nam
   return recipe;
 }
 
+// The recipe of a call shaped f(handle, op_desc, alpha, xDesc, x, beta, yDesc, y) (activation,
+// pooling): `op` is its operation descriptor's copy (null: none could be made), `real_fn` the
+// accessor of the real function.
+template <typename OwnedDesc, typename RealFn>
+std::optional<ReplayRecipe> UnaryRecipe(const Ranges& r, const char* name, OwnedDesc op,
+                                        RealFn real_fn, const void* alpha,
+                                        cudnnTensorDescriptor_t xDesc, const void* x,
+                                        const void* beta, cudnnTensorDescriptor_t yDesc, void* y) {
+  std::optional<ReplayRecipe> recipe = Base(r, y, name);
+  std::optional<TensorCopy> xd = CopyTensor(xDesc);
+  std::optional<TensorCopy> yd = CopyTensor(yDesc);
+  if (!recipe || !xd || !yd || op == nullptr) return std::nullopt;
+  const std::optional<Scales> s = ScalesOf(yd->type, alpha, beta);
+  if (!s) return std::nullopt;
+  recipe->issue = [op, real_fn, a = s->alpha, b = s->zero, xd = *xd, x, yd = *yd, y](
+                      uintptr_t stream, void*) {
+    const cudnnHandle_t h = ReplayHandle(stream);
+    const auto f = real_fn();
+    return h != nullptr && f != nullptr &&
+           f(h, op.get(), a.get(), xd.desc.get(), x, b.get(), yd.desc.get(), y) == kOk;
+  };
+  return recipe;
+}
+
 }  // namespace
 
 bool BetaIsZero(cudnnTensorDescriptor_t desc, const void* beta) {
@@ -301,21 +325,8 @@ std::optional<ReplayRecipe> ActivationForwardRecipe(const Ranges& r,
                                                     cudnnTensorDescriptor_t xDesc, const void* x,
                                                     const void* beta, cudnnTensorDescriptor_t yDesc,
                                                     void* y) {
-  std::optional<ReplayRecipe> recipe = Base(r, y, "cudnnActivationForward");
-  std::optional<TensorCopy> xd = CopyTensor(xDesc);
-  std::optional<TensorCopy> yd = CopyTensor(yDesc);
-  Owned<cudnnActivationDescriptor_t> ad = CopyActivation(activationDesc);
-  if (!recipe || !xd || !yd || !ad) return std::nullopt;
-  const std::optional<Scales> s = ScalesOf(yd->type, alpha, beta);
-  if (!s) return std::nullopt;
-  recipe->issue = [ad, a = s->alpha, b = s->zero, xd = *xd, x, yd = *yd, y](uintptr_t stream,
-                                                                            void*) {
-    const cudnnHandle_t h = ReplayHandle(stream);
-    const auto act = real::cudnnActivationForward();
-    return h != nullptr && act != nullptr &&
-           act(h, ad.get(), a.get(), xd.desc.get(), x, b.get(), yd.desc.get(), y) == kOk;
-  };
-  return recipe;
+  return UnaryRecipe(r, "cudnnActivationForward", CopyActivation(activationDesc),
+                     real::cudnnActivationForward, alpha, xDesc, x, beta, yDesc, y);
 }
 
 std::optional<ReplayRecipe> PoolingForwardRecipe(const Ranges& r,
@@ -323,21 +334,8 @@ std::optional<ReplayRecipe> PoolingForwardRecipe(const Ranges& r,
                                                  const void* alpha, cudnnTensorDescriptor_t xDesc,
                                                  const void* x, const void* beta,
                                                  cudnnTensorDescriptor_t yDesc, void* y) {
-  std::optional<ReplayRecipe> recipe = Base(r, y, "cudnnPoolingForward");
-  std::optional<TensorCopy> xd = CopyTensor(xDesc);
-  std::optional<TensorCopy> yd = CopyTensor(yDesc);
-  Owned<cudnnPoolingDescriptor_t> pd = CopyPooling(poolingDesc);
-  if (!recipe || !xd || !yd || !pd) return std::nullopt;
-  const std::optional<Scales> s = ScalesOf(yd->type, alpha, beta);
-  if (!s) return std::nullopt;
-  recipe->issue = [pd, a = s->alpha, b = s->zero, xd = *xd, x, yd = *yd, y](uintptr_t stream,
-                                                                            void*) {
-    const cudnnHandle_t h = ReplayHandle(stream);
-    const auto pool = real::cudnnPoolingForward();
-    return h != nullptr && pool != nullptr &&
-           pool(h, pd.get(), a.get(), xd.desc.get(), x, b.get(), yd.desc.get(), y) == kOk;
-  };
-  return recipe;
+  return UnaryRecipe(r, "cudnnPoolingForward", CopyPooling(poolingDesc), real::cudnnPoolingForward,
+                     alpha, xDesc, x, beta, yDesc, y);
 }
 
 std::optional<ReplayRecipe> OpTensorRecipe(const Ranges& r, cudnnOpTensorDescriptor_t opDesc,
