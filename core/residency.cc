@@ -60,7 +60,10 @@ ResidencyManager::ResidencyManager(Device& device, ResidencyOptions options,
       d2h_stream_(d2h),
       h2d_stream_(h2d),
       events_(device),
-      host_pool_(device, options.host_memory_limit) {}
+      host_pool_(device, options.host_memory_limit) {
+  MutexLock lock(&mu_);
+  time_copies_ = options.time_copies;
+}
 
 ResidencyManager::~ResidencyManager() {
   {

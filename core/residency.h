@@ -219,8 +219,9 @@ class ResidencyManager {
 
   // Note [Planned residency] (residency_plan.cc): what a profile-guided plan asks for. Each takes
   // the base address of an allocation (NotFound otherwise), never blocks (but Prefetch, see
-  // below), and leaves the allocation correct to use: BeforeOp still makes it resident (or rejects a read of dropped
-  // data), so a plan that is wrong costs time, never correctness (DESIGN.md decision 4).
+  // below), and leaves the allocation correct to use: BeforeOp still makes it resident (or rejects
+  // a read of dropped data), so a plan that is wrong costs time, never correctness (DESIGN.md
+  // decision 4).
   //
   // Planned swap-out now: if the allocation is kResident, swappable, not pinned by an op in
   // progress and not waiting to be freed, starts its swap-out (the D2H copy waits for every
@@ -258,9 +259,12 @@ class ResidencyManager {
   std::optional<AllocationInfo> Lookup(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
   ResidencyStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
   // The timings of the swap copies that completed since the last call, in the order they were
-  // queued; copies still in flight are kept for a later call. Never blocks. Empty unless
-  // ResidencyOptions::time_copies. (residency_timing.cc)
+  // queued; copies still in flight are kept for a later call. Never blocks. Empty unless copies
+  // are timed. (residency_timing.cc)
   std::vector<CopyTiming> TakeCopyTimings() ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts or stops timing copies (initially ResidencyOptions::time_copies). Profiling times
+  // them; a long run must not, since each timing holds two events until it is taken.
+  void SetTimeCopies(bool on) ABSL_LOCKS_EXCLUDED(mu_);
   int64_t memory_limit() const { return options_.memory_limit; }
 
  private:
@@ -375,6 +379,7 @@ class ResidencyManager {
   // kDropped allocations whose chunk still waits for its last uses (physical != 0).
   absl::flat_hash_set<AllocationId> dropping_ ABSL_GUARDED_BY(mu_);
   std::vector<PendingTiming> timings_ ABSL_GUARDED_BY(mu_);  // queued order
+  bool time_copies_ ABSL_GUARDED_BY(mu_) = false;            // SetTimeCopies
   AllocationId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t op_seq_ ABSL_GUARDED_BY(mu_) = 0;

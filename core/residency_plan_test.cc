@@ -333,7 +333,7 @@ TEST_F(ResidencyPlanTest, PrefetchWaitsForMemoryOnItsWayOut) {
     DeviceAddress b = *manager_->Allocate(kG);
     DeviceAddress c = *manager_->Allocate(kG);
     ASSERT_TRUE(Fill(b, kG, 4).ok());
-    ASSERT_TRUE(Fill(c, kG, 5).ok());  // queued, not run (kManual)
+    ASSERT_TRUE(Fill(c, kG, 5).ok());     // queued, not run (kManual)
     ASSERT_TRUE(manager_->Free(c).ok());  // its chunk goes once the fill ran
     absl::StatusOr<bool> started = manager_->Prefetch(a);
     ASSERT_TRUE(started.ok()) << started.status();
@@ -473,6 +473,24 @@ TEST_F(ResidencyPlanTest, NoCopyTimingsUnlessAskedFor) {
   DeviceAddress b = *manager_->Allocate(kG);  // evicts a
   ASSERT_TRUE(ReadBack(a, kG).ok());          // evicts b
   EXPECT_EQ(manager_->Stats().swap_outs, 2);
+  EXPECT_THAT(manager_->TakeCopyTimings(), IsEmpty());
+  ASSERT_TRUE(manager_->Free(a).ok());
+  ASSERT_TRUE(manager_->Free(b).ok());
+}
+
+// Profiling times copies and stops once the profile is made (Note [Copy times] in
+// interpose/profiling.cc): no timing, and so no event, is kept for a copy made after.
+TEST_F(ResidencyPlanTest, SetTimeCopiesStartsAndStopsTiming) {
+  Init(kG);
+  DeviceAddress a = *manager_->Allocate(kG);
+  DeviceAddress b = *manager_->Allocate(kG);  // evicts a: not timed
+  EXPECT_THAT(manager_->TakeCopyTimings(), IsEmpty());
+  manager_->SetTimeCopies(true);
+  ASSERT_TRUE(ReadBack(a, kG).ok());  // evicts b, swaps a in: two timed copies
+  EXPECT_EQ(manager_->TakeCopyTimings().size(), 2u);
+  manager_->SetTimeCopies(false);
+  ASSERT_TRUE(ReadBack(b, kG).ok());  // two more copies, not timed
+  EXPECT_EQ(manager_->Stats().swap_outs, 3);
   EXPECT_THAT(manager_->TakeCopyTimings(), IsEmpty());
   ASSERT_TRUE(manager_->Free(a).ok());
   ASSERT_TRUE(manager_->Free(b).ok());

@@ -13,7 +13,7 @@ namespace pooch {
 // start). Events are queried, never waited for: timings come back once the copies completed.
 std::optional<ResidencyManager::PendingTiming> ResidencyManager::BeginTimingLocked(
     StreamHandle stream) {
-  if (!options_.time_copies) return std::nullopt;
+  if (!time_copies_) return std::nullopt;
   absl::StatusOr<EventHandle> start = device_.CreateTimingEvent();
   if (!start.ok()) return std::nullopt;
   absl::StatusOr<EventHandle> end = device_.CreateTimingEvent();
@@ -42,6 +42,11 @@ void ResidencyManager::AbandonTimingLocked(std::optional<PendingTiming> pending)
   if (!pending.has_value()) return;
   device_.DestroyEvent(pending->start).IgnoreError();
   device_.DestroyEvent(pending->end).IgnoreError();
+}
+
+void ResidencyManager::SetTimeCopies(bool on) {
+  MutexLock lock(&mu_);
+  time_copies_ = on;
 }
 
 std::vector<CopyTiming> ResidencyManager::TakeCopyTimings() {

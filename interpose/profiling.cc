@@ -85,6 +85,7 @@ class Profiler {
         op.record_us = r->second.profiled_us;
       }
     }
+    if (profiling && ++ops_since_timings_taken_ >= kTakeTimingsEvery) TakeCopyTimingsLocked();
     if (profiling) {
       // Bracket the op with timing events on its stream: its device time (§4.2).
       if (std::optional<EventHandle> start = EventLocked();
@@ -128,6 +129,13 @@ class Profiler {
     FinalizeIfDueLocked();
     const uint64_t id = next_id_++;
     live_[address] = {id, bytes};
+    if (managed && recorder_.tracker().Reference().empty()) {
+      // Note [Copy times]: the manager's id of the allocation, to find its copies' timings.
+      if (profiled_id_of_.size() >= kMaxTimedOps) profiled_id_of_.clear();
+      if (std::optional<pooch::AllocationInfo> info = manager_.Lookup(address)) {
+        profiled_id_of_[info->id] = id;
+      }
+    }
     const IterationTracker::Step step = recorder_.Alloc(id, bytes, managed);
     HandleStepLocked(step);
     if (actions_.has_value() && step.position >= 0) {
@@ -336,6 +344,7 @@ class Profiler {
       POOCH_LOG_AT(kInfo, "%d iterations departed from the profile; profiling again",
                    departures_since_profile_);
       recorder_.Reprofile();
+      manager_.SetTimeCopies(true);  // Note [Copy times]
       if (trace_ != nullptr) trace_->OnRuntime("profiling again", {});
       departures_since_profile_ = 0;
       ++reprofiles_;
@@ -370,8 +379,13 @@ class Profiler {
       NoProfileLocked(built.status());
       return;
     }
+    TakeCopyTimingsLocked();
+    manager_.SetTimeCopies(false);  // Note [Copy times]
+    AttributeCopyTimesLocked(*built);
+    machine_ = MeasuredMachineLocked(&machine_assumed_);
+    copy_timings_.clear();
+    profiled_id_of_.clear();
     WriteProfileLocked(built->profile);
-    machine_.reset();  // measured again from this profile's copies
     built_ = *std::move(built);
     positions_ = std::move(positions);
     std::optional<pooch::PlanResult> plan = PlanLocked(built_->profile);
@@ -603,14 +617,58 @@ class Profiler {
     }
   }
 
-  // The machine as measured: the limit, and the swap copies' bandwidth each way (the manager
-  // times them while profiling), or kAssumedLinkGbps for a direction with no copy.
+  // Note [Copy times]
+  // The manager times its swap copies while the program is profiled (ResidencyManager::
+  // SetTimeCopies; on from the start, off once a profile is made, on again to re-profile: each
+  // timing holds two events until taken, which a long run must not accumulate). The profiler
+  // takes the timings every kTakeTimingsEvery ops and at the end, keeping the latest
+  // kMaxTimedOps. They give the machine's link bandwidth each way, and each tensor of the
+  // reference iteration that was swapped while profiled gets its own mean copy times
+  // (Tensor::swap_out_us, swap_in_us), which the simulator prefers to bytes over bandwidth.
+  static constexpr int64_t kTakeTimingsEvery = 4096;
+
+  void TakeCopyTimingsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ops_since_timings_taken_ = 0;
+    for (const pooch::CopyTiming& t : manager_.TakeCopyTimings()) {
+      copy_timings_.push_back(t);
+      if (copy_timings_.size() > kMaxTimedOps) copy_timings_.pop_front();
+    }
+  }
+
+  void AttributeCopyTimesLocked(pooch::BuiltProfile& built) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::flat_hash_map<uint64_t, size_t> tensor_of;  // profiler's allocation id -> tensor
+    for (size_t t = 0; t < built.tensor_allocation.size(); ++t) {
+      tensor_of[built.tensor_allocation[t]] = t;
+    }
+    struct Sum {
+      double us[2] = {0, 0};
+      int n[2] = {0, 0};
+    };
+    absl::flat_hash_map<size_t, Sum> sums;
+    for (const pooch::CopyTiming& c : copy_timings_) {
+      auto id = profiled_id_of_.find(c.allocation);
+      if (id == profiled_id_of_.end()) continue;
+      auto t = tensor_of.find(id->second);
+      if (t == tensor_of.end()) continue;
+      const int d = c.direction == pooch::CopyTiming::Direction::kToHost ? 0 : 1;
+      sums[t->second].us[d] += c.microseconds;
+      ++sums[t->second].n[d];
+    }
+    for (const auto& [t, sum] : sums) {
+      pooch::Tensor& tensor = built.profile.tensors[t];
+      if (sum.n[0] > 0) tensor.swap_out_us = sum.us[0] / sum.n[0];
+      if (sum.n[1] > 0) tensor.swap_in_us = sum.us[1] / sum.n[1];
+    }
+  }
+
+  // The machine as measured: the limit, and the swap copies' bandwidth each way (Note [Copy
+  // times]), or kAssumedLinkGbps for a direction with no copy.
   pooch::MachineModel MeasuredMachineLocked(bool* assumed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     pooch::MachineModel m;
     m.name = "measured";
     m.memory_bytes = manager_.memory_limit();
     double bytes[2] = {0, 0}, us[2] = {0, 0};
-    for (const pooch::CopyTiming& t : manager_.TakeCopyTimings()) {
+    for (const pooch::CopyTiming& t : copy_timings_) {
       const int d = t.direction == pooch::CopyTiming::Direction::kToHost ? 0 : 1;
       bytes[d] += static_cast<double>(t.bytes);
       us[d] += t.microseconds;
@@ -630,7 +688,7 @@ class Profiler {
 
   std::optional<pooch::PlanResult> PlanLocked(const pooch::Profile& profile)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!machine_.has_value()) machine_ = MeasuredMachineLocked(&machine_assumed_);
+    if (!machine_.has_value()) machine_ = MeasuredMachineLocked(&machine_assumed_);  // no copy yet
     const bool assumed = machine_assumed_;
     pooch::MachineModel machine = *machine_;
     machine.memory_bytes -= headroom_;  // Note [Headroom]
@@ -695,6 +753,11 @@ class Profiler {
   std::optional<pooch::BuiltProfile> built_ ABSL_GUARDED_BY(mu_);
   pooch::OpStreamRecorder::Positions positions_ ABSL_GUARDED_BY(mu_);
   std::optional<pooch::MachineModel> machine_ ABSL_GUARDED_BY(mu_);  // measured once per profile
+  // Note [Copy times]: timings taken while profiling, and the manager's allocation ids of the
+  // profiled allocations (manager id -> profiler id).
+  std::deque<pooch::CopyTiming> copy_timings_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, uint64_t> profiled_id_of_ ABSL_GUARDED_BY(mu_);
+  int64_t ops_since_timings_taken_ ABSL_GUARDED_BY(mu_) = 0;
   bool machine_assumed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t headroom_ ABSL_GUARDED_BY(mu_) = 0;
   int replans_ ABSL_GUARDED_BY(mu_) = 0;

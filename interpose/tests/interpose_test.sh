@@ -329,6 +329,12 @@ profile)
     fail "the plan was not carried out: $(grep 'plan_run:' "$work/pooch.err")"
   check_recompute pooch
   [ -s "$work/profile.json" ] || fail "POOCH_PROFILE_OUT was not written"
+  # Maps swapped while profiled carry their measured copy times (Note [Copy times]).
+  timed=$(python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))
+print(sum(1 for t in p["tensors"] if t.get("swap_out_us", -1) > 0 and t.get("swap_in_us", -1) > 0))' \
+    "$work/profile.json") || fail "cannot read the profile"
+  [ "${timed:-0}" -gt 0 ] || fail "no tensor of the profile has measured copy times"
   unset POOCH_PROFILE_OUT
   limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
   run replan "$pooch" plan --profile "$work/profile.json" --memory "$limit" --policy pooch
