@@ -312,6 +312,20 @@ class Profiler {
     ResolveIterationPairsLocked();
   }
 
+  // The summary's measured_iteration_ms is the plan's: a new plan (or re-plan) starts the
+  // average again, so that it compares with predicted_iteration_ms. The iteration under way
+  // when it is made is already the new plan's (plans are made or re-made at iteration starts,
+  // or just after the profiled one ends).
+  void RestartIterationTimesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const Timed& t : iteration_pairs_) {
+      spare_.push_back(t.start);
+      spare_.push_back(t.end);
+    }
+    iteration_pairs_.clear();
+    iteration_ms_sum_ = 0;
+    iterations_timed_ = 0;
+  }
+
   void ResolveIterationPairsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (!iteration_pairs_.empty()) {
       const Timed& t = iteration_pairs_.front();
@@ -495,6 +509,7 @@ class Profiler {
   void ActionsLocked(const pooch::BuiltProfile& built,
                      const pooch::OpStreamRecorder::Positions& positions,
                      const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RestartIterationTimesLocked();
     Actions a;
     // The plan_run: line counts from the first plan on, across re-profiles.
     a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
