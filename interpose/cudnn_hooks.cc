@@ -1,6 +1,8 @@
 // cudnn_hooks.cc: the cuDNN hooks under a residency policy (intercept.h). Each names the memory
 // its call reads and writes, from the descriptors (sizes from the real cudnnGet*SizeInBytes),
 // and runs on the handle's stream (the real cudnnGetStream).
+#include <utility>
+
 #include "interpose/cudnn_replay.h"
 #include "interpose/hook_table.h"
 #include "interpose/intercept.h"
@@ -37,6 +39,16 @@ void AddFilter(Ranges& r, cudnnFilterDescriptor_t desc, const void* p, Mode mode
   r.Add(p, bytes, mode);
 }
 
+// A call that produces a feature map (its output `y`, overwritten when `fresh`): run as any op,
+// with its replay recipe offered when it can be replayed (Note [Replay], recompute.h).
+template <typename Forward, typename MakeRecipe>
+cudnnStatus_t RunProducer(cudnnHandle_t handle, const Ranges& r, const void* y, bool fresh,
+                          Forward&& forward, const MakeRecipe& make_recipe) {
+  const ReplaySource replay(make_recipe);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, std::forward<Forward>(forward),
+                              {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
+}
+
 }  // namespace
 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
@@ -52,18 +64,16 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
   r.Add(workSpace, workSpaceSizeInBytes, kRW);
   const bool fresh = BetaIsZero(yDesc, beta);
   AddTensor(r, yDesc, y, fresh ? kW : kRW);
-  const auto make_recipe = [&] {
-    return ConvolutionForwardRecipe(r, alpha, xDesc, x, wDesc, w, convDesc, algo,
-                                    workSpaceSizeInBytes, beta, yDesc, y);
-  };
-  const ReplaySource replay(make_recipe);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
-                              [&] {
-                                return real::cudnnConvolutionForward()(
-                                    handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace,
-                                    workSpaceSizeInBytes, beta, yDesc, y);
-                              },
-                              {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
+  return RunProducer(
+      handle, r, y, fresh,
+      [&] {
+        return real::cudnnConvolutionForward()(handle, alpha, xDesc, x, wDesc, w, convDesc, algo,
+                                               workSpace, workSpaceSizeInBytes, beta, yDesc, y);
+      },
+      [&] {
+        return ConvolutionForwardRecipe(r, alpha, xDesc, x, wDesc, w, convDesc, algo,
+                                        workSpaceSizeInBytes, beta, yDesc, y);
+      });
 }
 
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alpha,
@@ -135,16 +145,15 @@ cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_
   AddTensor(r, bDesc, B, kR);
   const bool fresh = BetaIsZero(cDesc, beta);
   AddTensor(r, cDesc, C, fresh ? kW : kRW);
-  const auto make_recipe = [&] {
-    return OpTensorRecipe(r, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C);
-  };
-  const ReplaySource replay(make_recipe);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
-                              [&] {
-                                return real::cudnnOpTensor()(handle, opTensorDesc, alpha1, aDesc, A,
-                                                             alpha2, bDesc, B, beta, cDesc, C);
-                              },
-                              {.replay = ReplayableOutput(r, C, fresh) ? &replay : nullptr});
+  return RunProducer(
+      handle, r, C, fresh,
+      [&] {
+        return real::cudnnOpTensor()(handle, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta,
+                                     cDesc, C);
+      },
+      [&] {
+        return OpTensorRecipe(r, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C);
+      });
 }
 
 cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void* y,
@@ -172,16 +181,13 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle,
   AddTensor(r, xDesc, x, kR);
   const bool fresh = BetaIsZero(yDesc, beta);
   AddTensor(r, yDesc, y, fresh ? kW : kRW);
-  const auto make_recipe = [&] {
-    return ActivationForwardRecipe(r, activationDesc, alpha, xDesc, x, beta, yDesc, y);
-  };
-  const ReplaySource replay(make_recipe);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
-                              [&] {
-                                return real::cudnnActivationForward()(handle, activationDesc, alpha,
-                                                                      xDesc, x, beta, yDesc, y);
-                              },
-                              {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
+  return RunProducer(
+      handle, r, y, fresh,
+      [&] {
+        return real::cudnnActivationForward()(handle, activationDesc, alpha, xDesc, x, beta, yDesc,
+                                              y);
+      },
+      [&] { return ActivationForwardRecipe(r, activationDesc, alpha, xDesc, x, beta, yDesc, y); });
 }
 
 cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle,
@@ -210,16 +216,12 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
   AddTensor(r, xDesc, x, kR);
   const bool fresh = BetaIsZero(yDesc, beta);
   AddTensor(r, yDesc, y, fresh ? kW : kRW);
-  const auto make_recipe = [&] {
-    return PoolingForwardRecipe(r, poolingDesc, alpha, xDesc, x, beta, yDesc, y);
-  };
-  const ReplaySource replay(make_recipe);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r,
-                              [&] {
-                                return real::cudnnPoolingForward()(handle, poolingDesc, alpha,
-                                                                   xDesc, x, beta, yDesc, y);
-                              },
-                              {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
+  return RunProducer(
+      handle, r, y, fresh,
+      [&] {
+        return real::cudnnPoolingForward()(handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y);
+      },
+      [&] { return PoolingForwardRecipe(r, poolingDesc, alpha, xDesc, x, beta, yDesc, y); });
 }
 
 cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc,
@@ -256,20 +258,18 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
   AddTensor(r, bnScaleBiasMeanVarDesc, resultRunningVariance, kRW);
   AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveMean, kW);
   AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveInvVariance, kW);
-  const auto make_recipe = [&] {
-    return BatchNormForwardTrainingRecipe(r, mode, alpha, beta, xDesc, x, yDesc, y,
-                                          bnScaleBiasMeanVarDesc, bnScale, bnBias, epsilon);
-  };
-  const ReplaySource replay(make_recipe);
-  return RunOp<cudnnStatus_t>(
-      HandleStream(handle), r,
+  return RunProducer(
+      handle, r, y, fresh,
       [&] {
         return real::cudnnBatchNormalizationForwardTraining()(
             handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias,
             exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon,
             resultSaveMean, resultSaveInvVariance);
       },
-      {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
+      [&] {
+        return BatchNormForwardTrainingRecipe(r, mode, alpha, beta, xDesc, x, yDesc, y,
+                                              bnScaleBiasMeanVarDesc, bnScale, bnBias, epsilon);
+      });
 }
 
 cudnnStatus_t cudnnBatchNormalizationForwardInference(

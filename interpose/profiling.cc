@@ -703,10 +703,9 @@ class Profiler {
 
   std::optional<pooch::PlanResult> PlanLocked(const pooch::Profile& profile)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!machine_.has_value()) machine_ = MeasuredMachineLocked(&machine_assumed_);  // no copy yet
     const bool assumed = machine_assumed_;
-    pooch::MachineModel machine = *machine_;
-    machine.memory_bytes -= headroom_;  // Note [Headroom]
+    pooch::MachineModel machine = machine_;  // measured when the profile was made
+    machine.memory_bytes -= headroom_;       // Note [Headroom]
     const pooch::Policy policy =
         config_.mode == pooch::RunMode::kPlanned ? config_.planned_policy : pooch::Policy::kPooch;
     absl::StatusOr<pooch::PlanResult> plan = pooch::MakePlan(profile, machine, policy);
@@ -767,7 +766,7 @@ class Profiler {
   // The profile planned last, kept for re-plans (Note [Headroom]).
   std::optional<pooch::BuiltProfile> built_ ABSL_GUARDED_BY(mu_);
   pooch::OpStreamRecorder::Positions positions_ ABSL_GUARDED_BY(mu_);
-  std::optional<pooch::MachineModel> machine_ ABSL_GUARDED_BY(mu_);  // measured once per profile
+  pooch::MachineModel machine_ ABSL_GUARDED_BY(mu_);  // measured once per profile
   // Note [Copy times]: timings taken while profiling, and the manager's allocation ids of the
   // profiled allocations (manager id -> profiler id).
   std::deque<pooch::CopyTiming> copy_timings_ ABSL_GUARDED_BY(mu_);

@@ -137,7 +137,6 @@ absl::StatusOr<bool> Recomputer::BeforeFree(pooch::DeviceAddress address) {
     if (read && !e.kept) {
       // Note [Kept inputs]: keep it, without its device memory when it can be dropped.
       e.kept = true;
-      ++stats_.kept_inputs;
       if (!e.dropped && manager_.Drop(address).ok()) {
         const std::optional<pooch::AllocationInfo> info = manager_.Lookup(address);
         e.dropped = info.has_value() && info->state == pooch::ResidencyState::kDropped;

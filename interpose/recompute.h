@@ -63,8 +63,8 @@ class TraceObserver;
 class Recomputer {
  public:
   // `min_swap_bytes`: POOCH_MIN_SWAP_BYTES (a replay's scratch below it comes from `small`).
-  Recomputer(pooch::Device& device, pooch::ResidencyManager& manager,
-             pooch::SmallAllocator& small, int64_t min_swap_bytes, TraceObserver* trace)
+  Recomputer(pooch::Device& device, pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
+             int64_t min_swap_bytes, TraceObserver* trace)
       : device_(device),
         manager_(manager),
         small_(small),
@@ -91,15 +91,14 @@ class Recomputer {
   bool Drop(pooch::DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
 
   struct Stats {
-    int64_t recipes = 0;      // offered and kept
-    int64_t refused = 0;      // offered but not kept (an input outside pooch's memory)
-    int64_t drops = 0;        // maps dropped
-    int64_t replays = 0;      // maps rebuilt
-    int64_t chained = 0;      // of which rebuilt because a dropped map needed them
-    int64_t forgotten = 0;    // recipes forgotten before use (input or output written, freed)
-    int64_t failures = 0;     // replays that could not be issued (the op failed)
-    int64_t kept_inputs = 0;  // freed intermediates kept for a chain (Note [Kept inputs])
-    double replay_us = 0;     // profiled device time of the replayed calls
+    int64_t recipes = 0;    // offered and kept
+    int64_t refused = 0;    // offered but not kept (an input outside pooch's memory)
+    int64_t drops = 0;      // maps dropped
+    int64_t replays = 0;    // maps rebuilt
+    int64_t chained = 0;    // of which rebuilt because a dropped map needed them
+    int64_t forgotten = 0;  // recipes forgotten before use (input or output written, freed)
+    int64_t failures = 0;   // replays that could not be issued (the op failed)
+    double replay_us = 0;   // profiled device time of the replayed calls
   };
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
