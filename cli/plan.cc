@@ -44,6 +44,7 @@ constexpr const char* kDefaultPolicy = "pooch";
 constexpr int64_t kUnboundedBytes = int64_t{1} << 60;
 constexpr int64_t kMaxBatch = int64_t{1} << 20;
 constexpr int64_t kMaxImage = int64_t{1} << 16;
+constexpr int64_t kMaxRefine = int64_t{1} << 24;  // hours of planning; beyond it, a typo
 // Profiles are text; anything larger than this is not one we wrote.
 constexpr std::streamsize kMaxProfileBytes = std::streamsize{1} << 30;
 
@@ -74,6 +75,8 @@ void PrintHelp() {
                "  --policy NAME      a policy (below) or 'all' for a table; default "
             << kDefaultPolicy
             << "\n"
+               "  --refine N         pooch's refinement budget in simulations (0: the paper's\n"
+               "                     method alone); default 300; pooch run plans with 3000\n"
                "  --json FILE        write the plan (pooch-plan JSON); one policy only\n"
                "  --write-profile FILE\n"
                "                     write the profile planned for (pooch-profile JSON): a\n"
@@ -104,6 +107,7 @@ struct Request {
   std::optional<int64_t> batch;  // for images/s
   bool all_policies = false;
   Policy policy = Policy::kPooch;
+  PlanOptions options;
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;
   std::optional<std::string> profile_out_path;
@@ -164,6 +168,9 @@ absl::StatusOr<Request> ParseRequest(const Flags& flags) {
     if (!p.ok()) return p.status();
     r.policy = *p;
   }
+  absl::StatusOr<std::optional<int64_t>> refine = flags.GetInt("refine", 0, kMaxRefine);
+  if (!refine.ok()) return refine.status();
+  if (*refine) r.options.refine_simulations = static_cast<int>(**refine);
   r.json_path = flags.Get("json");
   r.trace_path = flags.Get("trace");
   r.profile_out_path = flags.Get("write-profile");
@@ -239,7 +246,7 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
 int PlanOne(const Request& r, const SimResult& baseline,
             const std::vector<FeatureMapInfo>& candidates) {
   absl::Time start = absl::Now();
-  absl::StatusOr<PlanResult> result = MakePlan(r.profile, r.machine, r.policy);
+  absl::StatusOr<PlanResult> result = MakePlan(r.profile, r.machine, r.policy, r.options);
   double planning_s = absl::ToDoubleSeconds(absl::Now() - start);
   if (!result.ok()) {
     ReportError(absl::StrCat("plan: no plan fits in ", FormatBytes(r.machine.memory_bytes), ": ",
@@ -304,7 +311,7 @@ int PlanAll(const Request& r, const SimResult& baseline,
   int feasible = 0;
   for (Policy policy : AllPolicies()) {
     absl::Time start = absl::Now();
-    absl::StatusOr<PlanResult> result = MakePlan(r.profile, r.machine, policy);
+    absl::StatusOr<PlanResult> result = MakePlan(r.profile, r.machine, policy, r.options);
     double planning_s = absl::ToDoubleSeconds(absl::Now() - start);
     if (!result.ok()) {
       const char* what = result.status().code() == absl::StatusCode::kFailedPrecondition ? "no plan"
@@ -336,8 +343,8 @@ int PlanAll(const Request& r, const SimResult& baseline,
 
 int PlanMain(int argc, char** argv) {
   FlagSpec spec;
-  spec.values = {"model",  "profile",   "batch",  "image", "frames", "machine",
-                 "memory", "link-gbps", "policy", "json",  "trace",  "write-profile"};
+  spec.values = {"model",     "profile", "batch",  "image", "frames", "machine",      "memory",
+                 "link-gbps", "policy",  "refine", "json",  "trace",  "write-profile"};
   spec.switches = {"help"};
   absl::StatusOr<Flags> flags = ParseFlags(argc, argv, spec);
   if (!flags.ok()) {

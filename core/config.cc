@@ -37,6 +37,11 @@ constexpr Choice<LogLevel> kLogLevels[] = {
     {"info", LogLevel::kInfo},
     {"debug", LogLevel::kDebug},
 };
+constexpr Choice<ProfileSwap> kProfileSwaps[] = {
+    {"all", ProfileSwap::kAll},
+    {"demand", ProfileSwap::kDemand},
+};
+
 constexpr Choice<IterationMarker> kMarkers[] = {
     {"auto", IterationMarker::kAuto},
     {"sync", IterationMarker::kSync},
@@ -139,9 +144,9 @@ const Variable kVariables[] = {
       "checkpoint, optimal",
       "off: pass every call through. demand: swap least recently used data out when the limit "
       "is reached and back in before an op touches it. A planner policy name profiles the first "
-      "iterations, plans them with that policy and carries out the plan's swaps, with demand "
-      "swapping underneath (recomputation is not carried out yet: such maps are left to "
-      "demand swapping)."},
+      "iterations, plans them with that policy and carries out the plan: swaps with scheduled "
+      "prefetches, recomputations by replaying the cuDNN call that produced the map, with "
+      "demand swapping underneath as the safety net."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
        for (const auto& m : kRunModes) {
@@ -154,7 +159,8 @@ const Variable kVariables[] = {
        if (!p.ok()) {
          std::vector<std::string> names = {"off", "demand"};
          for (Policy q : AllPolicies()) names.emplace_back(PolicyName(q));
-         return Bad(name, value, absl::StrCat("unknown value (use ", absl::StrJoin(names, ", "), ")"));
+         return Bad(name, value,
+                    absl::StrCat("unknown value (use ", absl::StrJoin(names, ", "), ")"));
        }
        c.mode = RunMode::kPlanned;
        c.planned_policy = *p;
@@ -183,7 +189,8 @@ const Variable kVariables[] = {
        c.summary = *b;
        return absl::OkStatus();
      }},
-    {{"POOCH_PROFILE_ITERS", "2", "integer >= 1", "Iterations measured before a plan is made (under a planner policy or with "
+    {{"POOCH_PROFILE_ITERS", "2", "integer >= 1",
+      "Iterations measured before a plan is made (under a planner policy or with "
       "POOCH_PROFILE_OUT)."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int> n = ParsePositiveInt(name, value);
@@ -205,6 +212,17 @@ const Variable kVariables[] = {
        absl::StatusOr<int> n = ParsePositiveInt(name, value);
        if (!n.ok()) return n.status();
        c.reprofile_after = *n;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_PROFILE_SWAP", "all", "all, demand",
+      "What the profiled iteration runs under, with a planner policy. all: every feature map "
+      "is swapped, so that each one's copy times are measured (PoocH 4.2; one more iteration "
+      "of profiling; demand when swap-all does not fit). demand: the profile is the last of "
+      "the iterations in which the iteration was found, run under demand swapping."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<ProfileSwap> p = ParseChoice(name, value, kProfileSwaps);
+       if (!p.ok()) return p.status();
+       c.profile_swap = *p;
        return absl::OkStatus();
      }},
     {{"POOCH_ITERATION_MARKER", "auto", "auto, sync, nvtx",

@@ -49,6 +49,12 @@ enum class LogLevel { kError, kWarn, kInfo, kDebug };
 //   kNvtx  NVTX ranges named by the program
 enum class IterationMarker { kAuto, kSync, kNvtx };
 
+// POOCH_PROFILE_SWAP: what the profiled iteration runs under (Note [Swap-all profiling] in
+// interpose/profiling.cc).
+//   kAll     every feature map swapped (PoocH §4.2), after the reference is found
+//   kDemand  demand swapping, as the iterations that find the reference
+enum class ProfileSwap { kAll, kDemand };
+
 struct Config {
   // POOCH_MEMORY_LIMIT: the device bytes pooch may use; unset = what the device reports free at
   // start-up.
@@ -57,15 +63,16 @@ struct Config {
   int64_t min_swap_bytes = int64_t{1} << 20;
   // POOCH_HOST_MEMORY_LIMIT: pinned host bytes for swapped data; unset = unlimited.
   std::optional<int64_t> host_memory_limit;
-  RunMode mode = RunMode::kPlanned;  // POOCH_POLICY
+  RunMode mode = RunMode::kPlanned;        // POOCH_POLICY
   Policy planned_policy = Policy::kPooch;  // POOCH_POLICY, when mode == kPlanned
-  std::string trace_path;  // POOCH_TRACE; empty = no trace
+  std::string trace_path;                  // POOCH_TRACE; empty = no trace
   LogLevel log_level = LogLevel::kWarn;
   bool summary = true;  // POOCH_SUMMARY
   int profile_iters = 2;
   std::string profile_out;  // POOCH_PROFILE_OUT; empty = not written
   int reprofile_after = 3;
   IterationMarker iteration_marker = IterationMarker::kAuto;
+  ProfileSwap profile_swap = ProfileSwap::kAll;
   std::string lineage_out;  // POOCH_LINEAGE_OUT; empty = not written
 };
 

@@ -55,6 +55,7 @@ TEST(ConfigTest, Defaults) {
   EXPECT_EQ(c->profile_out, "");
   EXPECT_EQ(c->reprofile_after, 3);
   EXPECT_EQ(c->iteration_marker, IterationMarker::kAuto);
+  EXPECT_EQ(c->profile_swap, ProfileSwap::kAll);
   EXPECT_EQ(c->lineage_out, "");
 }
 
@@ -80,6 +81,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
       {"POOCH_PROFILE_OUT", "/tmp/p.json"},
       {"POOCH_REPROFILE_AFTER", "7"},
       {"POOCH_ITERATION_MARKER", "nvtx"},
+      {"POOCH_PROFILE_SWAP", "Demand"},
       {"POOCH_LINEAGE_OUT", "/tmp/l.json"},
   });
   ASSERT_TRUE(c.ok()) << c.status();
@@ -94,6 +96,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
   EXPECT_EQ(c->profile_out, "/tmp/p.json");
   EXPECT_EQ(c->reprofile_after, 7);
   EXPECT_EQ(c->iteration_marker, IterationMarker::kNvtx);
+  EXPECT_EQ(c->profile_swap, ProfileSwap::kDemand);
   EXPECT_EQ(c->lineage_out, "/tmp/l.json");
 }
 
@@ -175,6 +178,8 @@ TEST(ConfigTest, ChoiceErrors) {
             "POOCH_LOG='verbose': unknown value (use error, warn, info, debug)");
   EXPECT_EQ(ErrorOf({{"POOCH_ITERATION_MARKER", "step"}}),
             "POOCH_ITERATION_MARKER='step': unknown value (use auto, sync, nvtx)");
+  EXPECT_EQ(ErrorOf({{"POOCH_PROFILE_SWAP", "some"}}),
+            "POOCH_PROFILE_SWAP='some': unknown value (use all, demand)");
   EXPECT_THAT(ErrorOf({{"POOCH_SUMMARY", "maybe"}}),
               StartsWith("POOCH_SUMMARY='maybe': expected 1/0"));
 }
@@ -198,7 +203,7 @@ TEST(ConfigTest, FirstErrorInTableOrder) {
 TEST(ConfigTest, MarkdownTableListsEveryVariable) {
   const std::string table = ConfigMarkdownTable();
   EXPECT_THAT(table, StartsWith("| Variable | Default | Meaning |\n|---|---|---|\n"));
-  EXPECT_EQ(ConfigVariables().size(), 12u);
+  EXPECT_EQ(ConfigVariables().size(), 13u);
   for (const ConfigVariable& v : ConfigVariables()) {
     EXPECT_THAT(table, HasSubstr(absl::StrCat("| `", v.name, "` | ", v.default_text, " |")));
   }

@@ -273,13 +273,22 @@ IterationTracker::Step IterationTracker::FollowAuto(const StreamEvent& e, Step s
     step.departed = true;
     ++departures_;
     mode_ = Mode::kDeparted;
+    if (record_next_ == RecordNext::kRecording) record_next_ = RecordNext::kWaiting;
     return step;
   }
   step.position = static_cast<int64_t>(position_);
   step.iteration_start = position_ == 0;
+  if (step.iteration_start && record_next_ != RecordNext::kNo) {
+    record_next_ = RecordNext::kRecording;
+    next_first_ = step.seq;
+  }
   if (++position_ == reference_.size()) {
     ++iterations_completed_;
     position_ = 0;
+    if (record_next_ == RecordNext::kRecording) {
+      TakeRecordedWindow(step.seq + 1);
+      step.profile_ready = true;
+    }
   }
   return step;
 }
@@ -300,6 +309,10 @@ IterationTracker::Step IterationTracker::FeedExplicit(const StreamEvent& e, Step
     return step;
   }
   step.iteration_start = first_of_iteration;
+  if (first_of_iteration && record_next_ != RecordNext::kNo) {
+    record_next_ = RecordNext::kRecording;
+    next_first_ = step.seq;
+  }
   if (mode_ == Mode::kDeparted) return step;
   if (position_ < reference_.size() && SameEvent(e, reference_[position_])) {
     step.position = static_cast<int64_t>(position_++);
@@ -308,6 +321,7 @@ IterationTracker::Step IterationTracker::FeedExplicit(const StreamEvent& e, Step
   step.departed = true;
   ++departures_;
   mode_ = Mode::kDeparted;
+  if (record_next_ == RecordNext::kRecording) record_next_ = RecordNext::kWaiting;
   return step;
 }
 
@@ -346,7 +360,12 @@ IterationTracker::BoundaryResult IterationTracker::MarkBoundary() {
       if (position_ == reference_.size()) {
         result.completed = true;
         ++iterations_completed_;
+        if (record_next_ == RecordNext::kRecording) {
+          TakeRecordedWindow(next_seq_);
+          result.profile_ready = true;
+        }
       } else {
+        if (record_next_ == RecordNext::kRecording) record_next_ = RecordNext::kWaiting;
         result.departed = true;
         ++departures_;
       }
@@ -360,7 +379,19 @@ IterationTracker::BoundaryResult IterationTracker::MarkBoundary() {
   return result;
 }
 
+void IterationTracker::RecordNextIteration() {
+  if (mode_ == Mode::kProfiling) return;
+  record_next_ = RecordNext::kWaiting;
+}
+
+void IterationTracker::TakeRecordedWindow(uint64_t end) {
+  // The same reference, measured again: not a new profile (profiles_made() counts detections).
+  reference_window_ = {next_first_, end};
+  record_next_ = RecordNext::kNo;
+}
+
 void IterationTracker::Reprofile() {
+  record_next_ = RecordNext::kNo;
   reference_.clear();
   reference_window_ = {0, 0};
   mode_ = Mode::kProfiling;

@@ -134,6 +134,14 @@ class IterationTracker {
   // Drops the reference and detects/profiles again from the next event. With explicit markers
   // the next event starts an iteration only if no event came since the last boundary.
   void Reprofile();
+  // Keeps the reference's events but moves its window to the next iteration followed from its
+  // first event to its end: profile_ready is reported again at that iteration's end (auto: on its
+  // last event; explicit: at the boundary that completes it), with ReferenceWindow() updated.
+  // An iteration that departs is not taken; the one after it is tried. For a profile measured
+  // under different conditions than the one the reference was detected in (§4.2's swap-all
+  // iteration: interpose/profiling.cc, Note [Swap-all profiling]). No-op unless following.
+  void RecordNextIteration();
+  bool recording_next() const { return record_next_ != RecordNext::kNo; }
 
   Mode mode() const { return mode_; }
   uint64_t iterations_completed() const { return iterations_completed_; }  // followed to the end
@@ -170,6 +178,7 @@ class IterationTracker {
   bool TandemExact(int64_t s, int64_t p) const;
   const Entry& At(int64_t i) const { return buffer_[static_cast<size_t>(i - base_)]; }
   void TakeReference(int64_t first, int64_t end);
+  void TakeRecordedWindow(uint64_t end);  // RecordNextIteration's iteration ended at `end`
   void StartFollowing();
   void ClearDetection();
   void TrackLive(const StreamEvent& e);
@@ -180,9 +189,9 @@ class IterationTracker {
 
   // Auto detection state, absolute indices are sequence numbers.
   std::deque<Entry> buffer_;
-  int64_t base_ = 0;             // index of buffer_.front()
-  uint64_t total_hash_ = 0;      // H(base_ + buffer_.size()), relative to origin base_
-  uint64_t next_power_ = 1;      // B^(index of the next event - origin)
+  int64_t base_ = 0;                 // index of buffer_.front()
+  uint64_t total_hash_ = 0;          // H(base_ + buffer_.size()), relative to origin base_
+  uint64_t next_power_ = 1;          // B^(index of the next event - origin)
   std::vector<uint64_t> powers_{1};  // B^k for the periods a window can hold (<= size / 2)
   absl::flat_hash_map<uint64_t, int64_t> live_;  // allocation id -> index, allocated in buffer
   std::set<int64_t> live_indices_;               // the indices in live_, for their maximum
@@ -193,9 +202,9 @@ class IterationTracker {
   int64_t confirm_left_ = 0;         // events still to match before profile_ready
 
   // Explicit-marker profiling state.
-  bool in_iteration_ = false;   // a boundary was seen, so events belong to an iteration
-  bool at_boundary_ = true;     // no event since the last boundary (or the start)
-  bool overflowed_ = false;     // this iteration grew beyond max_detect_events
+  bool in_iteration_ = false;  // a boundary was seen, so events belong to an iteration
+  bool at_boundary_ = true;    // no event since the last boundary (or the start)
+  bool overflowed_ = false;    // this iteration grew beyond max_detect_events
   uint64_t iteration_first_ = 0;
   std::vector<StreamEvent> current_;
   int iterations_profiled_ = 0;
@@ -204,6 +213,10 @@ class IterationTracker {
   std::vector<StreamEvent> reference_;
   std::pair<uint64_t, uint64_t> reference_window_{0, 0};
   size_t position_ = 0;  // next expected index in reference_
+  // RecordNextIteration: waiting for an iteration's first event, or recording from next_first_.
+  enum class RecordNext { kNo, kWaiting, kRecording };
+  RecordNext record_next_ = RecordNext::kNo;
+  uint64_t next_first_ = 0;
   absl::flat_hash_set<uint64_t> live_since_start_;  // allocations of the current iteration
 
   uint64_t iterations_completed_ = 0;

@@ -353,6 +353,75 @@ TEST(IterationTrackerTest, ReprofileFindsTheNewIteration) {
   EXPECT_EQ(t.iterations_completed(), 1u + 1u);
 }
 
+// RecordNextIteration moves the reference's window to the next iteration followed to its end;
+// one that departs on the way is not taken, and the reference's events stay what they were.
+TEST(IterationTrackerTest, RecordNextIterationTakesTheNextFullIteration) {
+  StreamBuilder b;
+  for (int i = 0; i < 2; ++i) SmallIteration(b);
+  IterationTracker t;
+  ASSERT_TRUE(FeedAll(t, b.events()).ready_seq.has_value());
+  const std::vector<StreamEvent> reference = t.Reference();
+  t.RecordNextIteration();
+  EXPECT_TRUE(t.recording_next());
+  size_t from = b.events().size();
+  SmallIteration(b, 50);  // departs on its second event
+  FeedLog log = FeedAll(t, b.events(), from);
+  EXPECT_EQ(log.departed, 1);
+  EXPECT_FALSE(log.ready_seq.has_value());
+  EXPECT_TRUE(t.recording_next());
+  from = b.events().size();
+  SmallIteration(b);
+  log = FeedAll(t, b.events(), from);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(*log.ready_seq, from + kSmallIterationEvents - 1);
+  EXPECT_EQ(t.ReferenceWindow(), std::make_pair(uint64_t{from}, uint64_t{from + 10}));
+  EXPECT_FALSE(t.recording_next());
+  ASSERT_EQ(t.Reference().size(), reference.size());
+  for (size_t i = 0; i < reference.size(); ++i) {
+    EXPECT_TRUE(SameEvent(t.Reference()[i], reference[i]));
+  }
+  EXPECT_EQ(t.profiles_made(), 1u);  // measured again, not detected again
+  // Once taken, later iterations are followed without another profile_ready.
+  from = b.events().size();
+  SmallIteration(b);
+  log = FeedAll(t, b.events(), from);
+  EXPECT_FALSE(log.ready_seq.has_value());
+  EXPECT_EQ(t.iterations_completed(), 2u);
+}
+
+TEST(IterationTrackerTest, RecordNextIterationWithSyncMarkers) {
+  StreamBuilder b;
+  IterationTracker t({.marker = IterationMarker::kSync, .profile_iterations = 1});
+  auto feed_iteration = [&](uint64_t size) {
+    const size_t from = b.events().size();
+    SmallIteration(b, size);
+    FeedAll(t, b.events(), from);
+    return from;
+  };
+  t.MarkBoundary();
+  feed_iteration(100);
+  ASSERT_TRUE(t.MarkBoundary().profile_ready);
+  t.RecordNextIteration();
+  feed_iteration(100);
+  b.Op(1);  // one event too many: departs
+  FeedAll(t, b.events(), b.events().size() - 1);
+  IterationTracker::BoundaryResult r = t.MarkBoundary();
+  EXPECT_FALSE(r.profile_ready);
+  EXPECT_TRUE(t.recording_next());
+  const uint64_t from = feed_iteration(100);
+  r = t.MarkBoundary();
+  EXPECT_TRUE(r.completed);
+  EXPECT_TRUE(r.profile_ready);
+  EXPECT_EQ(t.ReferenceWindow(), std::make_pair(from, from + kSmallIterationEvents));
+  EXPECT_FALSE(t.recording_next());
+}
+
+TEST(IterationTrackerTest, RecordNextIterationIsANoOpWhileProfiling) {
+  IterationTracker t;
+  t.RecordNextIteration();
+  EXPECT_FALSE(t.recording_next());
+}
+
 TEST(IterationTrackerTest, MemoryStaysBoundedWithoutAPeriod) {
   constexpr size_t kMax = 1000;
   IterationTracker t({.marker = IterationMarker::kAuto, .max_detect_events = kMax});

@@ -77,7 +77,10 @@ IterationTracker::BoundaryResult OpStreamRecorder::MarkBoundary() {
 void OpStreamRecorder::Keep(Kept k) {
   // Only profiling needs the events (following compares signatures inside the tracker): keep
   // them until the reference iteration has ended.
-  if (!tracker_.Reference().empty() && k.seq >= tracker_.ReferenceWindow().second) return;
+  if (!tracker_.Reference().empty() && !tracker_.recording_next() &&
+      k.seq >= tracker_.ReferenceWindow().second) {
+    return;
+  }
   kept_.push_back(std::move(k));
   while (kept_.size() > max_kept_) kept_.pop_front();
 }
@@ -151,6 +154,11 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
 void OpStreamRecorder::DropKept() {
   kept_.clear();
   absl::erase_if(managed_bytes_, [&](const auto& entry) { return !live_.contains(entry.first); });
+}
+
+void OpStreamRecorder::RecordNextIteration() {
+  DropKept();
+  tracker_.RecordNextIteration();
 }
 
 void OpStreamRecorder::Reprofile() {

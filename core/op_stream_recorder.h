@@ -72,6 +72,9 @@ class OpStreamRecorder {
   void DropKept();
   // Drops the reference and profiles again (IterationTracker::Reprofile) from the next event.
   void Reprofile();
+  // Keeps the events of the next iteration followed to its end and makes it the reference's
+  // window (IterationTracker::RecordNextIteration): the same reference, measured again.
+  void RecordNextIteration();
 
   const IterationTracker& tracker() const { return tracker_; }
   // Events kept for the reference (for tests of the bound).

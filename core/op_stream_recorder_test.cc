@@ -1,5 +1,6 @@
 #include "core/op_stream_recorder.h"
 
+#include <optional>
 #include <vector>
 
 #include "core/profile_builder.h"
@@ -99,6 +100,43 @@ TEST(OpStreamRecorderTest, ReferenceIterationBecomesAProfile) {
   loop.r.DropKept();
   EXPECT_EQ(loop.r.kept(), 0u);
   EXPECT_TRUE(absl::IsFailedPrecondition(loop.r.Reference(0).status()));
+}
+
+TEST(OpStreamRecorderTest, RecordNextIterationMeasuresTheReferenceAgain) {
+  Loop loop;
+  bool ready = false;
+  for (int i = 0; i < 3 && !ready; ++i) {
+    loop.Iteration();
+    for (const auto& s : loop.steps) ready |= s.profile_ready;
+  }
+  ASSERT_TRUE(ready);
+  const auto [first, end] = loop.r.tracker().ReferenceWindow();
+  ASSERT_TRUE(loop.r.Reference(0).ok());
+  loop.r.RecordNextIteration();
+  EXPECT_EQ(loop.r.kept(), 0u);
+  // The next iterations' events are kept until one has been followed from its start to its end.
+  std::optional<uint64_t> ready_seq;
+  for (int i = 0; i < 3 && !ready_seq; ++i) {
+    loop.steps.clear();
+    loop.Iteration();
+    for (const auto& s : loop.steps) {
+      if (s.profile_ready) ready_seq = s.seq;
+    }
+  }
+  ASSERT_TRUE(ready_seq.has_value());
+  const auto [again_first, again_end] = loop.r.tracker().ReferenceWindow();
+  EXPECT_GE(again_first, end);
+  EXPECT_EQ(again_end - again_first, end - first);
+  EXPECT_EQ(*ready_seq + 1, again_end);
+  for (uint64_t seq = again_first; seq < again_end; ++seq) loop.r.SetDuration(seq, 5.0);
+  absl::StatusOr<RecordedIteration> it = loop.r.Reference(0);
+  ASSERT_TRUE(it.ok()) << it.status();
+  ASSERT_EQ(it->ops.size(), 3u);
+  for (const RecordedOp& op : it->ops) EXPECT_EQ(op.duration_us, 5.0);
+  // And then nothing more is kept.
+  const size_t kept = loop.r.kept();
+  loop.Iteration();
+  EXPECT_EQ(loop.r.kept(), kept);
 }
 
 TEST(OpStreamRecorderTest, FollowingMatchesAndDeparts) {

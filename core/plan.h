@@ -34,7 +34,6 @@
 
 namespace pooch {
 
-
 enum class Policy {
   kInCore,
   kSwapAllNoSched,
@@ -70,6 +69,13 @@ struct PlanOptions {
   // to its 1 s target (scripts/bench_plan.sh).
   int refine_simulations = 300;
 };
+
+// The refinement budget of the plans `pooch run` makes. A run plans once per profile (and per
+// re-plan, Note [Headroom] in interpose/profiling.cc) and then trains for hours, so it can afford
+// ten times the interactive budget: on ResNet-50 b384 at 16 GiB less the run's headroom
+// (v100-pcie3, measured profile) 300 simulations predict 1308 ms, 3000 predict 1270 ms, for
+// 0.15 s and 0.31 s of planning. `pooch plan --refine 3000` reproduces a run's plan.
+inline constexpr int kRunRefineSimulations = 3000;
 
 struct PlanResult {
   Plan plan;                // plan.policy = PolicyName(policy); plan.swap_ins filled from sim

@@ -12,6 +12,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/model_json.h"
 #include "core/mutex.h"
 #include "core/op_stream_recorder.h"
@@ -70,7 +72,7 @@ class Profiler {
         accesses.push_back({*id, ModeOf(r.mode)});
       }
     }
-    const bool profiling = recorder_.tracker().Reference().empty();
+    const bool profiling = ProfilingLocked();
     const IterationTracker::Step step = recorder_.Op(name, accesses, replay_capable);
     HandleStepLocked(step);
     if (iteration_mark_due_) MarkIterationOnDeviceLocked(stream);
@@ -129,7 +131,7 @@ class Profiler {
     FinalizeIfDueLocked();
     const uint64_t id = next_id_++;
     live_[address] = {id, bytes};
-    if (managed && recorder_.tracker().Reference().empty()) {
+    if (managed && ProfilingLocked()) {
       // Note [Copy times]: the manager's id of the allocation, to find its copies' timings.
       if (profiled_id_of_.size() >= kMaxTimedOps) profiled_id_of_.clear();
       if (std::optional<pooch::AllocationInfo> info = manager_.Lookup(address)) {
@@ -179,12 +181,12 @@ class Profiler {
         iterations_timed_ > 0 ? iteration_ms_sum_ / static_cast<double>(iterations_timed_) : 0;
     LogLine(
         "iterations: marker %s profiles %lld followed %llu departures %llu reprofiles %d "
-        "reference_events %zu measured_iteration_ms %.3f",
+        "reference_events %zu profiled_under %s measured_iteration_ms %.3f",
         std::string(pooch::IterationMarkerName(config_.iteration_marker)).c_str(),
         static_cast<long long>(t.profiles_made()),
         static_cast<unsigned long long>(t.iterations_completed()),
         static_cast<unsigned long long>(departures_), reprofiles_, t.Reference().size(),
-        measured_ms);
+        profiled_under_.c_str(), measured_ms);
     if (!plan_line_.empty()) LogLine("%s", plan_line_.c_str());
     if (actions_.has_value()) {
       // What the plans' actions did since the first plan began: the safety net's hits are the
@@ -358,6 +360,7 @@ class Profiler {
       POOCH_LOG_AT(kInfo, "%d iterations departed from the profile; profiling again",
                    departures_since_profile_);
       recorder_.Reprofile();
+      swap_all_pass_ = false;        // Note [Swap-all profiling]: it starts again too
       manager_.SetTimeCopies(true);  // Note [Copy times]
       if (trace_ != nullptr) trace_->OnRuntime("profiling again", {});
       departures_since_profile_ = 0;
@@ -394,11 +397,12 @@ class Profiler {
       return;
     }
     TakeCopyTimingsLocked();
-    manager_.SetTimeCopies(false);  // Note [Copy times]
     AttributeCopyTimesLocked(*built);
     machine_ = MeasuredMachineLocked(&machine_assumed_);
     copy_timings_.clear();
     profiled_id_of_.clear();
+    if (StartSwapAllPassLocked(*built, positions)) return;
+    manager_.SetTimeCopies(false);  // Note [Copy times]
     WriteProfileLocked(built->profile);
     built_ = *std::move(built);
     positions_ = std::move(positions);
@@ -407,6 +411,60 @@ class Profiler {
       ActionsLocked(*built_, positions_, *plan);
       iterations_under_plan_ = 0;
     }
+  }
+
+  // Note [Swap-all profiling]
+  // PoocH §4.2 profiles with every feature map swapped, so that each map's swap-out and swap-in
+  // times are measured rather than estimated. The iterations in which the reference is found
+  // cannot run that way: which allocations are feature maps, and where their last forward use
+  // is, is known only once the reference is (they run under demand swapping). So with
+  // POOCH_PROFILE_SWAP=all, under a planner policy, the first profile is planned with swap-all
+  // (§4.3's schedule) and that plan carried out for the next iteration followed from start to
+  // end, with its ops and copies timed (OpStreamRecorder::RecordNextIteration); that iteration
+  // is the profile that is written and planned. Op times come from it too, as in §4.2: each is
+  // bracketed on its stream after the stream's waits for swap-ins, so a stall is not an op's
+  // time. When swap-all has no feasible plan, the demand-swapped reference is the profile (the
+  // iterations: line says which was planned); an iteration that departs is not taken (the next
+  // one is).
+  bool ProfilingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return recorder_.tracker().Reference().empty() || recorder_.tracker().recording_next();
+  }
+
+  // Returns true when the swap-all pass starts (the profile will be made at its end).
+  bool StartSwapAllPassLocked(const pooch::BuiltProfile& built,
+                              const pooch::OpStreamRecorder::Positions& positions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (swap_all_pass_) {  // this profile is the pass's: plans from here on are the policy's
+      swap_all_pass_ = false;
+      profiled_under_ = "swap-all";
+      // The plan_run: line counts from the policy's first plan (across re-profiles).
+      if (pass_was_first_plan_) actions_.reset();
+      return false;
+    }
+    profiled_under_ = "demand";
+    if (config_.profile_swap != pooch::ProfileSwap::kAll ||
+        config_.mode != pooch::RunMode::kPlanned) {
+      return false;
+    }
+    absl::StatusOr<pooch::PlanResult> plan =
+        pooch::MakePlan(built.profile, machine_, pooch::Policy::kSwapAll);
+    if (!plan.ok() || !plan->sim.feasible) {
+      POOCH_LOG_AT(
+          kInfo, "swap-all does not fit: profiled under demand swapping (%s)",
+          plan.ok() ? plan->sim.failure.c_str() : std::string(plan.status().message()).c_str());
+      return false;
+    }
+    swap_all_pass_ = true;
+    pass_was_first_plan_ = !actions_.has_value();
+    recorder_.RecordNextIteration();
+    ActionsLocked(built, positions, *plan);
+    // The summary keeps showing the last plan made, if any (a re-profile's pass).
+    if (plan_line_.empty()) {
+      plan_line_ = "plan: none yet: profiling with every feature map swapped (POOCH_PROFILE_SWAP)";
+    }
+    profiled_under_ = "swap-all-pending";
+    if (trace_ != nullptr) trace_->OnRuntime("profiling with every feature map swapped", {});
+    return true;
   }
 
   // Note [Headroom]
@@ -428,7 +486,7 @@ class Profiler {
     demand_ins_mark_ = demand_ins;
     ++iterations_under_plan_;
     if (iterations_under_plan_ < 3 || last_iteration_hits_ <= 0 || !built_.has_value() ||
-        replans_ >= kMaxReplans) {
+        replans_ >= kMaxReplans || swap_all_pass_) {
       return;
     }
     const int64_t limit = manager_.memory_limit();
@@ -708,7 +766,11 @@ class Profiler {
     machine.memory_bytes -= headroom_;       // Note [Headroom]
     const pooch::Policy policy =
         config_.mode == pooch::RunMode::kPlanned ? config_.planned_policy : pooch::Policy::kPooch;
-    absl::StatusOr<pooch::PlanResult> plan = pooch::MakePlan(profile, machine, policy);
+    pooch::PlanOptions options;
+    options.refine_simulations = pooch::kRunRefineSimulations;
+    const absl::Time started = absl::Now();
+    absl::StatusOr<pooch::PlanResult> plan = pooch::MakePlan(profile, machine, policy, options);
+    const double plan_s = absl::ToDoubleSeconds(absl::Now() - started);
     if (!plan.ok()) {
       plan_line_ = absl::StrFormat("plan: policy %s failed: %s", pooch::PolicyName(policy),
                                    plan.status().message());
@@ -721,11 +783,12 @@ class Profiler {
     }
     plan_line_ = absl::StrFormat(
         "plan: policy %s keep %d swap %d recompute %d predicted_iteration_ms %.3f "
-        "feasible %s h2d_gbps %.2f d2h_gbps %.2f%s headroom_bytes %lld replans %d; %s",
+        "feasible %s h2d_gbps %.2f d2h_gbps %.2f%s headroom_bytes %lld replans %d "
+        "simulations %lld plan_s %.3f; %s",
         pooch::PolicyName(policy), counts[0], counts[1], counts[2], plan->sim.iteration_us / 1000.0,
         plan->sim.feasible ? "yes" : "no", machine.h2d_gbps, machine.d2h_gbps,
         assumed ? " (a direction had no copy: assumed)" : "", static_cast<long long>(headroom_),
-        replans_,
+        replans_, static_cast<long long>(plan->simulations), plan_s,
         config_.mode != pooch::RunMode::kPlanned ? "not carried out (not a planner policy)"
                                                  : "carried out");
     POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
@@ -765,6 +828,10 @@ class Profiler {
   std::string plan_line_ ABSL_GUARDED_BY(mu_);
   // The profile planned last, kept for re-plans (Note [Headroom]).
   std::optional<pooch::BuiltProfile> built_ ABSL_GUARDED_BY(mu_);
+  // Note [Swap-all profiling]: the swap-all iteration is under way; how the profile was taken.
+  bool swap_all_pass_ ABSL_GUARDED_BY(mu_) = false;
+  bool pass_was_first_plan_ ABSL_GUARDED_BY(mu_) = false;
+  std::string profiled_under_ ABSL_GUARDED_BY(mu_) = "-";
   pooch::OpStreamRecorder::Positions positions_ ABSL_GUARDED_BY(mu_);
   pooch::MachineModel machine_ ABSL_GUARDED_BY(mu_);  // measured once per profile
   // Note [Copy times]: timings taken while profiling, and the manager's allocation ids of the

@@ -272,7 +272,9 @@ profile)
   # are below POOCH_MIN_SWAP_BYTES, so unswappable.)
   # With VARY=vary the batch halves every third iteration (--vary-batch): those iterations
   # depart from the profile, are counted, and the result is still the in-core twin's.
-  # With VARY=nvtx iterations come from the program's NVTX ranges (below).
+  # With VARY=nvtx iterations come from the program's NVTX ranges (below). Without VARY, the
+  # profile is the swap-all iteration (every feature map's swap-out measured), and a run with
+  # POOCH_PROFILE_SWAP=demand profiles under demand swapping, bit for bit too.
   need_simgpu
   pooch=$arg
   bin=$5
@@ -335,10 +337,28 @@ p = json.load(open(sys.argv[1]))
 print(sum(1 for t in p["tensors"] if t.get("swap_out_us", -1) > 0 and t.get("swap_in_us", -1) > 0))' \
     "$work/profile.json") || fail "cannot read the profile"
   [ "${timed:-0}" -gt 0 ] || fail "no tensor of the profile has measured copy times"
+  if [ -z "$vary" ]; then
+    # Note [Swap-all profiling]: the profile is an iteration with every feature map swapped, so
+    # each one's swap-out was measured; with POOCH_PROFILE_SWAP=demand it is a demand-swapped one.
+    grep -q '^pooch: iterations: .* profiled_under swap-all ' "$work/pooch.err" ||
+      fail "not profiled under swap-all: $(grep 'iterations:' "$work/pooch.err")"
+    untimed=$(python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))
+print(sum(1 for t in p["tensors"] if t["feature_map"] and t.get("swap_out_us", -1) <= 0))' \
+      "$work/profile.json") || fail "cannot read the profile"
+    [ "$untimed" = 0 ] || fail "$untimed feature maps of the swap-all profile have no swap-out time"
+  fi
   unset POOCH_PROFILE_OUT
   limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
   run replan "$pooch" plan --profile "$work/profile.json" --memory "$limit" --policy pooch
   [ "$rc" -eq 0 ] || fail "pooch plan --profile on the written profile: exit $rc"
+  if [ -z "$vary" ]; then
+    run demandprofile env POOCH_PROFILE_SWAP=demand "$pooch" run --policy pooch -- "$bin" "$@"
+    [ "$rc" -eq 0 ] || fail "POOCH_PROFILE_SWAP=demand: exit $rc"
+    same_checksum demandprofile
+    grep -q '^pooch: iterations: .* profiled_under demand ' "$work/demandprofile.err" ||
+      fail "POOCH_PROFILE_SWAP=demand: $(grep 'iterations:' "$work/demandprofile.err")"
+  fi
   echo "ok: profiled ($profiles), departures ${departures:-0}, checksum $sum;" \
     "$(grep '^pooch: plan:' "$work/pooch.err" | cut -c1-90)"
   ;;
@@ -356,7 +376,8 @@ policies)
   percent=${7:-50}
   case $model in
     tiny) set -- --model tiny --batch 64 --iters 8 ;;
-    # 4 iterations: two to find the iteration, then followed ones (CI time: 4 s per iteration).
+    # 4 iterations: two to find the iteration, one with every feature map swapped (the profile,
+    # Note [Swap-all profiling]), one under the plan (CI time: 4 s per iteration).
     resnet18) set -- --model resnet18 --batch 8 --image 64 --classes 10 --iters 4 ;;
     *) fail "unknown model $model" ;;
   esac
