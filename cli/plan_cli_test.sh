@@ -74,6 +74,8 @@ expect 2 "unknown unit" -- plan --model tiny --memory 12QB
 expect 2 "--link-gbps" -- plan --model tiny --link-gbps -3
 expect 2 "--link-gbps" -- plan --model tiny --link-gbps fast
 expect 2 "--link-gbps" -- plan --model tiny --link-gbps nan
+expect 2 "--refine -1" -- plan --model tiny --refine -1
+expect 2 "not an integer" -- plan --model tiny --refine many
 expect 2 "given twice" -- plan --model tiny --model tiny
 expect 2 "unexpected argument" -- plan --model tiny extra
 expect 2 "does not fit input extent" -- plan --model alexnet --image 16
@@ -156,6 +158,20 @@ done
 grep -q '^in-core .*no plan' "$WORK/out" || fail "--policy all: in-core should not fit in 40MiB"
 
 expect 0 "" -- plan --model resnext101-3d --machine v100-nvlink2 --policy swap-all
+
+# --refine: the refinement's budget; more simulations never give pooch a slower plan (every
+# plan the refinement takes was simulated faster), and 0 is the paper's method alone.
+iteration_ms() { awk '$1 == "iteration" { print $2 }' "$WORK/out"; }
+simulations() { sed -n 's/^policy *pooch (\([0-9]*\) simulations.*/\1/p' "$WORK/out"; }
+expect 0 "" -- plan --model resnet50 --batch 512 --policy pooch --refine 0
+paper_ms=$(iteration_ms) paper_sims=$(simulations)
+expect 0 "" -- plan --model resnet50 --batch 512 --policy pooch --refine 3000
+refined_ms=$(iteration_ms) refined_sims=$(simulations)
+checks=$((checks + 1))
+awk -v a="$refined_ms" -v b="$paper_ms" 'BEGIN { exit !(a != "" && b != "" && a <= b) }' ||
+  fail "--refine 3000 gave $refined_ms ms, --refine 0 $paper_ms ms"
+[[ -n $paper_sims && -n $refined_sims && $refined_sims -gt $paper_sims ]] ||
+  fail "--refine 3000 ran $refined_sims simulations, --refine 0 $paper_sims"
 
 echo "$checks checks, $failures failures"
 [[ $failures -eq 0 ]]
