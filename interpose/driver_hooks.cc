@@ -29,6 +29,36 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   return real::cuMemGetInfo_v2()(free, total);
 }
 
+// The synchronous copies: on the legacy default stream (0), as cudaMemcpy.
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
+  Ranges r;
+  r.Add(dstDevice, ByteCount, Mode::kWrite);
+  return RunOp<CUresult>(0, r,
+                         [&] { return real::cuMemcpyHtoD_v2()(dstDevice, srcHost, ByteCount); });
+}
+
+CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+  Ranges r;
+  r.Add(srcDevice, ByteCount, Mode::kRead);
+  return RunOp<CUresult>(0, r,
+                         [&] { return real::cuMemcpyDtoH_v2()(dstHost, srcDevice, ByteCount); });
+}
+
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+  Ranges r;
+  r.Add(dstDevice, ByteCount, Mode::kWrite);
+  r.Add(srcDevice, ByteCount, Mode::kRead);
+  return RunOp<CUresult>(0, r,
+                         [&] { return real::cuMemcpyDtoD_v2()(dstDevice, srcDevice, ByteCount); });
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+  Ranges r;
+  r.Add(dst, ByteCount, Mode::kWrite);
+  r.Add(src, ByteCount, Mode::kRead);
+  return RunOp<CUresult>(0, r, [&] { return real::cuMemcpy()(dst, src, ByteCount); });
+}
+
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
                               CUstream hStream) {
   Ranges r;

@@ -7,6 +7,10 @@
 //   entry_rt    through cudaGetDriverEntryPoint (runtime's own version)
 //   legacy      cuGetProcAddress_v2("cuMemAlloc", version 2000): the 32-bit base form
 //   meminfo     prints "meminfo FREE TOTAL" from cuMemGetInfo_v2 after a 4 MiB cuMemAlloc
+//   synccopy    fills kMaps buffers of 1 MiB with cuMemcpyHtoD_v2 (more than a small
+//               POOCH_MEMORY_LIMIT holds, so earlier ones are swapped out), copies each with
+//               cuMemcpyDtoD_v2 and cuMemcpy, reads all back with cuMemcpyDtoH_v2 and prints
+//               "synccopy ok" when every byte is what was written
 // Each of the first five does `kRounds` rounds and prints "probe ok"; interpose_driver_lookup
 // runs it under libpooch.so and compares the per-hook call counts of the summary.
 #include <cstdio>
@@ -93,6 +97,41 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("meminfo %zu %zu\n", free_bytes, total_bytes);
+    return 0;
+  }
+
+  if (std::strcmp(mode, "synccopy") == 0) {
+    constexpr int kMaps = 8;
+    std::vector<CUdeviceptr> a(kMaps), b(kMaps), c(kMaps);
+    std::vector<char> host(kBytes);
+    for (int i = 0; i < kMaps; ++i) {
+      std::memset(host.data(), 'a' + i, kBytes);
+      if (!Check(cuMemAlloc_v2(&a[i], kBytes), "cuMemAlloc") ||
+          !Check(cuMemcpyHtoD_v2(a[i], host.data(), kBytes), "cuMemcpyHtoD_v2")) {
+        return 1;
+      }
+    }
+    for (int i = 0; i < kMaps; ++i) {
+      if (!Check(cuMemAlloc_v2(&b[i], kBytes), "cuMemAlloc") ||
+          !Check(cuMemcpyDtoD_v2(b[i], a[i], kBytes), "cuMemcpyDtoD_v2") ||
+          !Check(cuMemAlloc_v2(&c[i], kBytes), "cuMemAlloc") ||
+          !Check(cuMemcpy(c[i], b[i], kBytes), "cuMemcpy")) {
+        return 1;
+      }
+    }
+    for (int i = 0; i < kMaps; ++i) {
+      for (CUdeviceptr d : {a[i], b[i], c[i]}) {
+        std::memset(host.data(), 0, kBytes);
+        if (!Check(cuMemcpyDtoH_v2(host.data(), d, kBytes), "cuMemcpyDtoH_v2")) return 1;
+        for (size_t k = 0; k < kBytes; ++k) {
+          if (host[k] != 'a' + i) {
+            std::printf("synccopy wrong byte %zu of buffer %d\n", k, i);
+            return 1;
+          }
+        }
+      }
+    }
+    std::printf("synccopy ok\n");
     return 0;
   }
 

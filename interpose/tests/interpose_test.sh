@@ -136,6 +136,16 @@ driver_lookup)
   [ "$rc" -eq 0 ] || fail "meminfo: exit $rc"
   [ "$(cat "$work/meminfo.out")" = "meminfo $((60 << 20)) $((64 << 20))" ] ||
     fail "meminfo under POOCH_MEMORY_LIMIT=64MiB: $(cat "$work/meminfo.out")"
+  # The synchronous driver copies are hooked: 24 MiB of 1 MiB buffers under an 8 MiB limit, so
+  # most are swapped out when a copy reads or writes them; every byte must come back.
+  run synccopy env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=8MiB "$probe" synccopy
+  [ "$rc" -eq 0 ] || fail "synccopy: exit $rc: $(cat "$work/synccopy.out" "$work/synccopy.err" | head -3)"
+  grep -q '^synccopy ok$' "$work/synccopy.out" || fail "synccopy: $(cat "$work/synccopy.out")"
+  for hook in cuMemcpyHtoD_v2 cuMemcpyDtoD_v2 cuMemcpy cuMemcpyDtoH_v2; do
+    [ "$(top_calls "$work/synccopy.err" "$hook")" -gt 0 ] || fail "synccopy: $hook not intercepted"
+  done
+  grep -q '^pooch: swaps: out [1-9]' "$work/synccopy.err" ||
+    fail "synccopy: nothing was swapped out: $(grep 'swaps:' "$work/synccopy.err")"
   # POOCH_LOG=debug names each substitution.
   run debug env LD_PRELOAD="$libpooch" POOCH_POLICY=off POOCH_LOG=debug "$probe" proc_v2
   grep -q '^pooch: debug: cuGetProcAddress_v2(cuMemAlloc, 12000) -> pooch' "$work/debug.err" ||
