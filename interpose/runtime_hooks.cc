@@ -16,6 +16,30 @@ using Mode = pooch::AccessRange::Mode;
 
 uintptr_t S(cudaStream_t stream) { return reinterpret_cast<uintptr_t>(stream); }
 
+// The bytes a pitched 2D region spans, from its first byte to its last: pitch * (height - 1) +
+// width; 0 for an empty region, and for one whose span overflows (the real call rejects it).
+size_t Span2D(size_t pitch, size_t width, size_t height) {
+  if (width == 0 || height == 0) return 0;
+  size_t rows = 0, span = 0;
+  if (__builtin_mul_overflow(pitch, height - 1, &rows) ||
+      __builtin_add_overflow(rows, width, &span)) {
+    return 0;
+  }
+  return span;
+}
+
+// Ranges of a 2D copy; none when either region is empty or overflows.
+Ranges Copy2DRanges(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                    size_t height) {
+  Ranges r;
+  const size_t dst_span = Span2D(dpitch, width, height);
+  const size_t src_span = Span2D(spitch, width, height);
+  if (dst_span == 0 || src_span == 0) return r;
+  r.Add(dst, dst_span, Mode::kWrite);
+  r.Add(src, src_span, Mode::kRead);
+  return r;
+}
+
 }  // namespace
 
 cudaError_t cudaMalloc(void** devPtr, size_t size) {
@@ -59,6 +83,22 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaM
   r.Add(src, count, Mode::kRead);
   return RunOp<cudaError_t>(S(stream), r,
                             [&] { return real::cudaMemcpyAsync()(dst, src, count, kind, stream); });
+}
+
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                         size_t height, enum cudaMemcpyKind kind) {
+  const Ranges r = Copy2DRanges(dst, dpitch, src, spitch, width, height);
+  return RunOp<cudaError_t>(
+      0, r, [&] { return real::cudaMemcpy2D()(dst, dpitch, src, spitch, width, height, kind); });
+}
+
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream) {
+  const Ranges r = Copy2DRanges(dst, dpitch, src, spitch, width, height);
+  return RunOp<cudaError_t>(S(stream), r, [&] {
+    return real::cudaMemcpy2DAsync()(dst, dpitch, src, spitch, width, height, kind, stream);
+  });
 }
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {

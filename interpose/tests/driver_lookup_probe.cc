@@ -11,6 +11,10 @@
 //               POOCH_MEMORY_LIMIT holds, so earlier ones are swapped out), copies each with
 //               cuMemcpyDtoD_v2 and cuMemcpy, reads all back with cuMemcpyDtoH_v2 and prints
 //               "synccopy ok" when every byte is what was written
+//   copy2d      the same with the runtime's 2D copies: kMaps buffers of 1024 rows of 1024 bytes,
+//               each gets a 512-byte-wide column from the host (cudaMemcpy2D), copied to the
+//               middle of a zeroed second buffer (cudaMemcpy2DAsync), and both are read back
+//               (cudaMemcpy2D); prints "copy2d ok" when every byte is right
 // Each of the first five does `kRounds` rounds and prints "probe ok"; interpose_driver_lookup
 // runs it under libpooch.so and compares the per-hook call counts of the summary.
 #include <cstdio>
@@ -132,6 +136,51 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("synccopy ok\n");
+    return 0;
+  }
+
+  if (std::strcmp(mode, "copy2d") == 0) {
+    constexpr int kMaps = 8;
+    constexpr size_t kPitch = 1024, kRows = kBytes / kPitch, kWidth = 512, kShift = 256;
+    std::vector<void*> a(kMaps), b(kMaps);
+    std::vector<char> column(kWidth * kRows), back(kBytes);
+    for (int i = 0; i < kMaps; ++i) {
+      std::memset(column.data(), 'a' + i, column.size());
+      if (cudaMalloc(&a[i], kBytes) != cudaSuccess || cudaMalloc(&b[i], kBytes) != cudaSuccess ||
+          cudaMemset(a[i], 0, kBytes) != cudaSuccess ||
+          cudaMemset(b[i], 0, kBytes) != cudaSuccess ||
+          cudaMemcpy2D(a[i], kPitch, column.data(), kWidth, kWidth, kRows,
+                       cudaMemcpyHostToDevice) != cudaSuccess) {
+        std::fprintf(stderr, "probe: copy2d set-up of buffer %d failed\n", i);
+        return 1;
+      }
+    }
+    for (int i = 0; i < kMaps; ++i) {
+      if (cudaMemcpy2DAsync(static_cast<char*>(b[i]) + kShift, kPitch, a[i], kPitch, kWidth, kRows,
+                            cudaMemcpyDeviceToDevice, nullptr) != cudaSuccess) {
+        std::fprintf(stderr, "probe: cudaMemcpy2DAsync %d failed\n", i);
+        return 1;
+      }
+    }
+    for (int i = 0; i < kMaps; ++i) {
+      for (int which = 0; which < 2; ++which) {
+        const size_t first = which == 0 ? 0 : kShift;
+        if (cudaMemcpy2D(back.data(), kPitch, which == 0 ? a[i] : b[i], kPitch, kPitch, kRows,
+                         cudaMemcpyDeviceToHost) != cudaSuccess) {
+          std::fprintf(stderr, "probe: read-back of buffer %d failed\n", i);
+          return 1;
+        }
+        for (size_t k = 0; k < kBytes; ++k) {
+          const size_t col = k % kPitch;
+          const char want = col >= first && col < first + kWidth ? 'a' + i : 0;
+          if (back[k] != want) {
+            std::printf("copy2d wrong byte %zu of buffer %d.%d\n", k, i, which);
+            return 1;
+          }
+        }
+      }
+    }
+    std::printf("copy2d ok\n");
     return 0;
   }
 

@@ -150,6 +150,39 @@ SIMGPU_RT_EXPORT cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t 
   return Copy(drv, dst, src, count, kind, stream, true);
 }
 
+// 2D copies as one 1D copy per row, in order on the stream (the copies a real 2D copy makes are
+// the same bytes). A pitch below the width is the API's invalid-pitch error.
+namespace {
+
+cudaError_t Copy2D(const simgpu::runtime::DriverTable* drv, void* dst, size_t dpitch,
+                   const void* src, size_t spitch, size_t width, size_t height, cudaMemcpyKind kind,
+                   cudaStream_t stream, bool async) {
+  if (height > 1 && (dpitch < width || spitch < width)) {
+    return Record(cudaErrorInvalidPitchValue);
+  }
+  for (size_t row = 0; row < height && width > 0; ++row) {
+    cudaError_t e = Copy(drv, static_cast<char*>(dst) + row * dpitch,
+                         static_cast<const char*>(src) + row * spitch, width, kind, stream, async);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+SIMGPU_RT_EXPORT cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                          size_t width, size_t height, cudaMemcpyKind kind) {
+  SIMGPU_RT_ENTER();
+  return Copy2D(drv, dst, dpitch, src, spitch, width, height, kind, nullptr, false);
+}
+
+SIMGPU_RT_EXPORT cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src,
+                                               size_t spitch, size_t width, size_t height,
+                                               cudaMemcpyKind kind, cudaStream_t stream) {
+  SIMGPU_RT_ENTER();
+  return Copy2D(drv, dst, dpitch, src, spitch, width, height, kind, stream, true);
+}
+
 SIMGPU_RT_EXPORT cudaError_t cudaMemset(void* ptr, int value, size_t count) {
   SIMGPU_RT_ENTER();
   return Record(drv->cuMemsetD8(D(ptr), static_cast<unsigned char>(value), count));

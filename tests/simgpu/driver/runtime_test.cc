@@ -97,6 +97,42 @@ TEST(Runtime, CopiesAndMemsetRoundTrip) {
   EXPECT_EQ(o.result, "") << o.err;
 }
 
+// 2D copies move width bytes of each of height rows between pitched regions, and leave the
+// bytes between rows alone; a pitch below the width is an error.
+TEST(Runtime, Copy2DMovesRowsAndRejectsBadPitches) {
+  Outcome o = Scenario([] {
+    constexpr size_t kPitch = 64, kWidth = 40, kRows = 5;
+    std::vector<unsigned char> host(kWidth * kRows), back(kPitch * kRows);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<unsigned char>(i + 1);
+    void *a = nullptr, *b = nullptr;
+    CUDA_OK(cudaMalloc(&a, kPitch * kRows));
+    CUDA_OK(cudaMalloc(&b, kPitch * kRows));
+    CUDA_OK(cudaMemset(a, 0, kPitch * kRows));
+    CUDA_OK(cudaMemset(b, 0, kPitch * kRows));
+    CUDA_OK(cudaMemcpy2D(a, kPitch, host.data(), kWidth, kWidth, kRows, cudaMemcpyHostToDevice));
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreate(&s));
+    CUDA_OK(cudaMemcpy2DAsync(b, kPitch, a, kPitch, kWidth, kRows, cudaMemcpyDeviceToDevice, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaMemcpy2D(back.data(), kPitch, b, kPitch, kPitch, kRows, cudaMemcpyDeviceToHost));
+    for (size_t row = 0; row < kRows; ++row) {
+      for (size_t col = 0; col < kPitch; ++col) {
+        const unsigned char want = col < kWidth ? host[row * kWidth + col] : 0;
+        CHECK_EQ_OR_RETURN(back[row * kPitch + col], want);
+      }
+    }
+    CHECK_EQ_OR_RETURN(Name(cudaMemcpy2D(b, kWidth - 1, a, kPitch, kWidth, kRows,
+                                         cudaMemcpyDeviceToDevice)),
+                       Name(cudaErrorInvalidPitchValue));
+    CUDA_OK(cudaStreamDestroy(s));
+    CUDA_OK(cudaFree(a));
+    CUDA_OK(cudaFree(b));
+    return std::string();
+  });
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.result, "") << o.err;
+}
+
 // A copy into device memory on one stream, then a read of it on another stream: without an
 // event wait it is a race; with one it is fine.
 std::string TwoStreams(bool wait) {
