@@ -40,7 +40,8 @@ absl::StatusOr<EventRef> EventPool::Record(StreamHandle stream) {
   // The deleter recycles the handle; after the pool is gone it destroys it instead.
   std::shared_ptr<FreeList> free = free_;
   Device* device = &device_;
-  return EventRef(new RecordedEvent(handle), [free, device](RecordedEvent* e) {
+  const uint64_t sequence = recorded_.fetch_add(1, std::memory_order_relaxed);
+  return EventRef(new RecordedEvent(handle, sequence), [free, device](RecordedEvent* e) {
     const EventHandle h = e->handle();
     delete e;
     MutexLock lock(&free->mu);

@@ -28,13 +28,17 @@ namespace pooch {
 // One recording of a device event.
 class RecordedEvent {
  public:
-  explicit RecordedEvent(EventHandle handle) : handle_(handle) {}
+  RecordedEvent(EventHandle handle, uint64_t sequence) : handle_(handle), sequence_(sequence) {}
   EventHandle handle() const { return handle_; }
+  // The pool's count of recordings before this one: on one stream, a smaller sequence completes
+  // no later.
+  uint64_t sequence() const { return sequence_; }
   bool known_complete() const { return complete_.load(std::memory_order_acquire); }
   void set_complete() { complete_.store(true, std::memory_order_release); }
 
  private:
   const EventHandle handle_;
+  const uint64_t sequence_;
   std::atomic<bool> complete_{false};
 };
 using EventRef = std::shared_ptr<RecordedEvent>;
@@ -63,6 +67,7 @@ class EventPool {
 
   Device& device_;
   std::shared_ptr<FreeList> free_;
+  std::atomic<uint64_t> recorded_{0};
 };
 
 }  // namespace pooch

@@ -313,6 +313,40 @@ TEST_F(ResidencyPlanTest, PrefetchWithoutRoomEvictsNothing) {
 // Note [Prefetch in device order]: the memory of an allocation freed while an op still uses it
 // is on its way out; a prefetch that fits once it is released waits for the op rather than
 // give up, and evicts nothing. Without prefetch_waits it gives up.
+// An allocation that needs memory several swap-outs in flight will release waits for the
+// earliest queued one only (the copy stream runs them in order): waiting for a later one would
+// hold the host until the copies before it ran too. Eight candidates, so that a pick in a hash
+// set's order is caught seven times in eight.
+TEST_F(ResidencyPlanTest, AllocationWaitsForTheEarliestSwapOutInFlight) {
+  constexpr int kMaps = 8;
+  ResidencyOptions options;
+  options.memory_limit = kMaps * kG;
+  options.min_swap_bytes = kG;
+  options.reuse_cache_bytes = 0;
+  FakeDevice::Options device;
+  device.mode = FakeDevice::Mode::kManual;
+  Start(device, options);
+  std::vector<DeviceAddress> maps;
+  for (int i = 0; i < kMaps; ++i) {
+    maps.push_back(*manager_->Allocate(kG));
+    ASSERT_TRUE(Fill(maps.back(), kG, static_cast<uint8_t>(10 + i)).ok());
+  }
+  device_->RunPending();
+  for (DeviceAddress m : maps) ASSERT_TRUE(manager_->Offload(m).ok());  // queued, not run
+  DeviceAddress extra = *manager_->Allocate(kG);
+  EXPECT_EQ(StateOf(maps[0]), ResidencyState::kOnHost);
+  for (int i = 1; i < kMaps; ++i) {
+    EXPECT_EQ(StateOf(maps[i]), ResidencyState::kSwappingOut) << i;
+  }
+  EXPECT_EQ(manager_->Stats().demand_swap_outs, 0);
+  device_->RunPending();
+  ASSERT_TRUE(manager_->Poll().ok());
+  for (int i = 0; i < kMaps; ++i) EXPECT_TRUE(Holds(maps[i], kG, static_cast<uint8_t>(10 + i)));
+  for (DeviceAddress m : maps) ASSERT_TRUE(manager_->Free(m).ok());
+  ASSERT_TRUE(manager_->Free(extra).ok());
+  ASSERT_TRUE(manager_->Drain().ok());
+}
+
 TEST_F(ResidencyPlanTest, PrefetchWaitsForMemoryOnItsWayOut) {
   for (bool waits : {true, false}) {
     SCOPED_TRACE(waits ? "prefetch_waits" : "no prefetch_waits");

@@ -184,28 +184,30 @@ absl::Status ResidencyManager::PollLocked() {
 int64_t ResidencyManager::PendingReleaseBytesLocked(EventRef* oldest) {
   int64_t bytes = 0;
   *oldest = nullptr;
+  // The earliest recorded of the events a release waits for: waiting for it and polling again
+  // releases memory in the order the device frees it (sets iterate in no useful order, and a
+  // late pick holds the host until the copy queue drains).
+  auto consider = [&](const EventRef& e) {
+    if (e == nullptr || e->known_complete()) return;
+    if (*oldest == nullptr || e->sequence() < (*oldest)->sequence()) *oldest = e;
+  };
   for (const Retired& r : retired_) {
     if (r.physical == 0) continue;
     bytes += r.mapped_bytes;
-    for (const EventRef& e : r.events) {
-      if (*oldest == nullptr && !e->known_complete()) *oldest = e;
-    }
+    for (const EventRef& e : r.events) consider(e);
   }
   for (AllocationId id : in_flight_) {
     const Allocation* a = table_.Find(id);
     if (a == nullptr || a->state != ResidencyState::kSwappingOut) continue;
     bytes += a->mapped_bytes;
-    if (*oldest == nullptr) *oldest = a->transfer;
+    consider(a->transfer);
   }
   for (AllocationId id : dropping_) {  // Note [Planned residency]
     const Allocation* a = table_.Find(id);
     if (a == nullptr || a->physical == 0) continue;
     bytes += a->mapped_bytes;
-    if (*oldest != nullptr) continue;
-    if (a->transfer != nullptr && !a->transfer->known_complete()) *oldest = a->transfer;
-    for (const auto& [stream, event] : a->last_uses) {
-      if (*oldest == nullptr && !event->known_complete()) *oldest = event;
-    }
+    consider(a->transfer);
+    for (const auto& [stream, event] : a->last_uses) consider(event);
   }
   return bytes;
 }
