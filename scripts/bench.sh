@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench.sh [BUILD_DIR]: throughput of cnn_train's ResNet-50 under every pooch policy on simgpu,
 # in simgpu's virtual time (SIMGPU_COMPUTE=timing). In-core and demand runs give the same figures
-# on every run; runs under a carried-out plan were seen to vary by a few percent from run to run.
+# on every run; so did runs under a carried-out plan, in the runs compared (b384-640, two or three
+# runs each; before commit 566a04a they varied by a few percent).
 # A benchmark, not a test: a run that fails (exit 3, out of memory) is a table cell, never a
 # failure of the script.
 #
@@ -152,7 +153,7 @@ awk -F '\t' -v machines="$machines" -v batches="$batches" -v policies="$policies
            "the run went on under demand swapping). " \
            "Counts are keep/swap/recompute over the feature maps, from the plan line; safety-net and " \
            "demand swap-ins come from the plan_run and swaps lines. In-core and demand runs repeat " \
-           "exactly; runs under a carried-out plan were seen to vary by a few percent between runs.\n", iters, memory, incore_memory, fallback_memory
+           "exactly; so did runs under a carried-out plan, in the runs compared.\n", iters, memory, incore_memory, fallback_memory
     for (i = 1; i <= nm; i++) {
       m = M[i]
       printf "\n## %s (%s)\n\n", m, memory
