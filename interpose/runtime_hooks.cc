@@ -114,6 +114,26 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
                             [&] { return real::cudaMemsetAsync()(devPtr, value, count, stream); });
 }
 
+cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
+  Ranges r;
+  if (const size_t span = Span2D(pitch, width, height); span > 0) {
+    r.Add(devPtr, span, Mode::kWrite);
+  }
+  return RunOp<cudaError_t>(
+      0, r, [&] { return real::cudaMemset2D()(devPtr, pitch, value, width, height); });
+}
+
+cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height,
+                              cudaStream_t stream) {
+  Ranges r;
+  if (const size_t span = Span2D(pitch, width, height); span > 0) {
+    r.Add(devPtr, span, Mode::kWrite);
+  }
+  return RunOp<cudaError_t>(S(stream), r, [&] {
+    return real::cudaMemset2DAsync()(devPtr, pitch, value, width, height, stream);
+  });
+}
+
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                              size_t sharedMem, cudaStream_t stream) {
   const Ranges r = RuntimeKernelRanges(GetManager(), func, args);

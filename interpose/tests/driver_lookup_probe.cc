@@ -11,10 +11,11 @@
 //               POOCH_MEMORY_LIMIT holds, so earlier ones are swapped out), copies each with
 //               cuMemcpyDtoD_v2 and cuMemcpy, reads all back with cuMemcpyDtoH_v2 and prints
 //               "synccopy ok" when every byte is what was written
-//   copy2d      the same with the runtime's 2D copies: kMaps buffers of 1024 rows of 1024 bytes,
-//               each gets a 512-byte-wide column from the host (cudaMemcpy2D), copied to the
-//               middle of a zeroed second buffer (cudaMemcpy2DAsync), and both are read back
-//               (cudaMemcpy2D); prints "copy2d ok" when every byte is right
+//   copy2d      the same with the runtime's 2D copies and memsets: kMaps buffers of 1024 rows
+//               of 1024 bytes, each gets a 512-byte-wide column from the host (cudaMemcpy2D),
+//               copied to the middle of a second buffer zeroed by cudaMemset2D
+//               (cudaMemcpy2DAsync), its other half set by cudaMemset2DAsync, and both are read
+//               back (cudaMemcpy2D); prints "copy2d ok" when every byte is right
 // Each of the first five does `kRounds` rounds and prints "probe ok"; interpose_driver_lookup
 // runs it under libpooch.so and compares the per-hook call counts of the summary.
 #include <cstdio>
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
       std::memset(column.data(), 'a' + i, column.size());
       if (cudaMalloc(&a[i], kBytes) != cudaSuccess || cudaMalloc(&b[i], kBytes) != cudaSuccess ||
           cudaMemset(a[i], 0, kBytes) != cudaSuccess ||
-          cudaMemset(b[i], 0, kBytes) != cudaSuccess ||
+          cudaMemset2D(b[i], kPitch, 0, kPitch, kRows) != cudaSuccess ||
           cudaMemcpy2D(a[i], kPitch, column.data(), kWidth, kWidth, kRows,
                        cudaMemcpyHostToDevice) != cudaSuccess) {
         std::fprintf(stderr, "probe: copy2d set-up of buffer %d failed\n", i);
@@ -157,8 +158,10 @@ int main(int argc, char** argv) {
     }
     for (int i = 0; i < kMaps; ++i) {
       if (cudaMemcpy2DAsync(static_cast<char*>(b[i]) + kShift, kPitch, a[i], kPitch, kWidth, kRows,
-                            cudaMemcpyDeviceToDevice, nullptr) != cudaSuccess) {
-        std::fprintf(stderr, "probe: cudaMemcpy2DAsync %d failed\n", i);
+                            cudaMemcpyDeviceToDevice, nullptr) != cudaSuccess ||
+          cudaMemset2DAsync(static_cast<char*>(a[i]) + kWidth, kPitch, 'z', kPitch - kWidth, kRows,
+                            nullptr) != cudaSuccess) {
+        std::fprintf(stderr, "probe: cudaMemcpy2DAsync or cudaMemset2DAsync %d failed\n", i);
         return 1;
       }
     }
@@ -172,7 +175,8 @@ int main(int argc, char** argv) {
         }
         for (size_t k = 0; k < kBytes; ++k) {
           const size_t col = k % kPitch;
-          const char want = col >= first && col < first + kWidth ? 'a' + i : 0;
+          const char outside = which == 0 ? 'z' : 0;  // a's right half was set to 'z'
+          const char want = col >= first && col < first + kWidth ? 'a' + i : outside;
           if (back[k] != want) {
             std::printf("copy2d wrong byte %zu of buffer %d.%d\n", k, i, which);
             return 1;

@@ -146,11 +146,11 @@ driver_lookup)
   done
   grep -q '^pooch: swaps: out [1-9]' "$work/synccopy.err" ||
     fail "synccopy: nothing was swapped out: $(grep 'swaps:' "$work/synccopy.err")"
-  # And the runtime's 2D copies (16 MiB of buffers under the same limit).
+  # And the runtime's 2D copies and memsets (16 MiB of buffers under the same limit).
   run copy2d env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=8MiB "$probe" copy2d
   [ "$rc" -eq 0 ] || fail "copy2d: exit $rc: $(cat "$work/copy2d.out" "$work/copy2d.err" | head -3)"
   grep -q '^copy2d ok$' "$work/copy2d.out" || fail "copy2d: $(cat "$work/copy2d.out")"
-  for hook in cudaMemcpy2D cudaMemcpy2DAsync; do
+  for hook in cudaMemcpy2D cudaMemcpy2DAsync cudaMemset2D cudaMemset2DAsync; do
     [ "$(top_calls "$work/copy2d.err" "$hook")" -gt 0 ] || fail "copy2d: $hook not intercepted"
   done
   grep -q '^pooch: swaps: out [1-9]' "$work/copy2d.err" ||

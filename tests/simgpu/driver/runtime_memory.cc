@@ -193,3 +193,28 @@ SIMGPU_RT_EXPORT cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count,
   SIMGPU_RT_ENTER();
   return Record(drv->cuMemsetD8Async(D(ptr), static_cast<unsigned char>(value), count, stream));
 }
+
+// 2D memsets as one 1D memset per row, like the 2D copies.
+SIMGPU_RT_EXPORT cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width,
+                                          size_t height) {
+  SIMGPU_RT_ENTER();
+  if (height > 1 && pitch < width) return Record(cudaErrorInvalidPitchValue);
+  for (size_t row = 0; row < height && width > 0; ++row) {
+    CUresult r = drv->cuMemsetD8(D(static_cast<char*>(ptr) + row * pitch),
+                                 static_cast<unsigned char>(value), width);
+    if (r != CUDA_SUCCESS) return Record(r);
+  }
+  return cudaSuccess;
+}
+
+SIMGPU_RT_EXPORT cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width,
+                                               size_t height, cudaStream_t stream) {
+  SIMGPU_RT_ENTER();
+  if (height > 1 && pitch < width) return Record(cudaErrorInvalidPitchValue);
+  for (size_t row = 0; row < height && width > 0; ++row) {
+    CUresult r = drv->cuMemsetD8Async(D(static_cast<char*>(ptr) + row * pitch),
+                                      static_cast<unsigned char>(value), width, stream);
+    if (r != CUDA_SUCCESS) return Record(r);
+  }
+  return cudaSuccess;
+}

@@ -97,8 +97,8 @@ TEST(Runtime, CopiesAndMemsetRoundTrip) {
   EXPECT_EQ(o.result, "") << o.err;
 }
 
-// 2D copies move width bytes of each of height rows between pitched regions, and leave the
-// bytes between rows alone; a pitch below the width is an error.
+// 2D copies and memsets touch width bytes of each of height rows of pitched regions, and leave
+// the bytes between rows alone; a pitch below the width is an error.
 TEST(Runtime, Copy2DMovesRowsAndRejectsBadPitches) {
   Outcome o = Scenario([] {
     constexpr size_t kPitch = 64, kWidth = 40, kRows = 5;
@@ -124,6 +124,18 @@ TEST(Runtime, Copy2DMovesRowsAndRejectsBadPitches) {
     CHECK_EQ_OR_RETURN(Name(cudaMemcpy2D(b, kWidth - 1, a, kPitch, kWidth, kRows,
                                          cudaMemcpyDeviceToDevice)),
                        Name(cudaErrorInvalidPitchValue));
+    // A 2D memset of columns [8, 16) of every row.
+    CUDA_OK(cudaMemset2DAsync(static_cast<char*>(b) + 8, kPitch, 0xEE, 8, kRows, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaMemcpy(back.data(), b, kPitch * kRows, cudaMemcpyDeviceToHost));
+    for (size_t row = 0; row < kRows; ++row) {
+      for (size_t col = 0; col < kPitch; ++col) {
+        const unsigned char want =
+            col >= 8 && col < 16 ? 0xEE : (col < kWidth ? host[row * kWidth + col] : 0);
+        CHECK_EQ_OR_RETURN(back[row * kPitch + col], want);
+      }
+    }
+    CHECK_EQ_OR_RETURN(Name(cudaMemset2D(b, 4, 0, 8, kRows)), Name(cudaErrorInvalidPitchValue));
     CUDA_OK(cudaStreamDestroy(s));
     CUDA_OK(cudaFree(a));
     CUDA_OK(cudaFree(b));
