@@ -40,17 +40,25 @@ struct Loop {
         std::vector<Access>{{a, RecordedAccess::kRead}, {kWeight, RecordedAccess::kReadWrite}}));
     steps.push_back(*r.Free(a));
   }
+
+  // Runs iterations (at most `max`) until one reports profile_ready; returns that event's
+  // sequence number, or nullopt.
+  std::optional<uint64_t> IterateUntilReady(int max = 3) {
+    for (int i = 0; i < max; ++i) {
+      steps.clear();
+      Iteration();
+      for (const IterationTracker::Step& s : steps) {
+        if (s.profile_ready) return s.seq;
+      }
+    }
+    return std::nullopt;
+  }
 };
 
 TEST(OpStreamRecorderTest, ReferenceIterationBecomesAProfile) {
   Loop loop;
   EXPECT_TRUE(absl::IsFailedPrecondition(loop.r.Reference(0).status()));
-  bool ready = false;
-  for (int i = 0; i < 3 && !ready; ++i) {
-    loop.Iteration();
-    for (const auto& s : loop.steps) ready |= s.profile_ready;
-  }
-  ASSERT_TRUE(ready);
+  ASSERT_TRUE(loop.IterateUntilReady().has_value());
   const auto [first, end] = loop.r.tracker().ReferenceWindow();
   ASSERT_EQ(end - first, 7u);  // 3 ops, 2 allocations, 2 frees
   for (uint64_t seq = first; seq < end; ++seq) loop.r.SetDuration(seq, 10.0 + seq);
@@ -104,25 +112,13 @@ TEST(OpStreamRecorderTest, ReferenceIterationBecomesAProfile) {
 
 TEST(OpStreamRecorderTest, RecordNextIterationMeasuresTheReferenceAgain) {
   Loop loop;
-  bool ready = false;
-  for (int i = 0; i < 3 && !ready; ++i) {
-    loop.Iteration();
-    for (const auto& s : loop.steps) ready |= s.profile_ready;
-  }
-  ASSERT_TRUE(ready);
+  ASSERT_TRUE(loop.IterateUntilReady().has_value());
   const auto [first, end] = loop.r.tracker().ReferenceWindow();
   ASSERT_TRUE(loop.r.Reference(0).ok());
   loop.r.RecordNextIteration();
   EXPECT_EQ(loop.r.kept(), 0u);
   // The next iterations' events are kept until one has been followed from its start to its end.
-  std::optional<uint64_t> ready_seq;
-  for (int i = 0; i < 3 && !ready_seq; ++i) {
-    loop.steps.clear();
-    loop.Iteration();
-    for (const auto& s : loop.steps) {
-      if (s.profile_ready) ready_seq = s.seq;
-    }
-  }
+  const std::optional<uint64_t> ready_seq = loop.IterateUntilReady();
   ASSERT_TRUE(ready_seq.has_value());
   const auto [again_first, again_end] = loop.r.tracker().ReferenceWindow();
   EXPECT_GE(again_first, end);

@@ -148,7 +148,6 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kMaps; ++i) {
       std::memset(column.data(), 'a' + i, column.size());
       if (cudaMalloc(&a[i], kBytes) != cudaSuccess || cudaMalloc(&b[i], kBytes) != cudaSuccess ||
-          cudaMemset(a[i], 0, kBytes) != cudaSuccess ||
           cudaMemset2D(b[i], kPitch, 0, kPitch, kRows) != cudaSuccess ||
           cudaMemcpy2D(a[i], kPitch, column.data(), kWidth, kWidth, kRows,
                        cudaMemcpyHostToDevice) != cudaSuccess) {

@@ -136,25 +136,25 @@ driver_lookup)
   [ "$rc" -eq 0 ] || fail "meminfo: exit $rc"
   [ "$(cat "$work/meminfo.out")" = "meminfo $((60 << 20)) $((64 << 20))" ] ||
     fail "meminfo under POOCH_MEMORY_LIMIT=64MiB: $(cat "$work/meminfo.out")"
-  # The synchronous driver copies are hooked: 24 MiB of 1 MiB buffers under an 8 MiB limit, so
-  # most are swapped out when a copy reads or writes them; every byte must come back.
-  run synccopy env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=8MiB "$probe" synccopy
-  [ "$rc" -eq 0 ] || fail "synccopy: exit $rc: $(cat "$work/synccopy.out" "$work/synccopy.err" | head -3)"
-  grep -q '^synccopy ok$' "$work/synccopy.out" || fail "synccopy: $(cat "$work/synccopy.out")"
-  for hook in cuMemcpyHtoD_v2 cuMemcpyDtoD_v2 cuMemcpy cuMemcpyDtoH_v2; do
-    [ "$(top_calls "$work/synccopy.err" "$hook")" -gt 0 ] || fail "synccopy: $hook not intercepted"
-  done
-  grep -q '^pooch: swaps: out [1-9]' "$work/synccopy.err" ||
-    fail "synccopy: nothing was swapped out: $(grep 'swaps:' "$work/synccopy.err")"
-  # And the runtime's 2D copies and memsets (16 MiB of buffers under the same limit).
-  run copy2d env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=8MiB "$probe" copy2d
-  [ "$rc" -eq 0 ] || fail "copy2d: exit $rc: $(cat "$work/copy2d.out" "$work/copy2d.err" | head -3)"
-  grep -q '^copy2d ok$' "$work/copy2d.out" || fail "copy2d: $(cat "$work/copy2d.out")"
-  for hook in cudaMemcpy2D cudaMemcpy2DAsync cudaMemset2D cudaMemset2DAsync; do
-    [ "$(top_calls "$work/copy2d.err" "$hook")" -gt 0 ] || fail "copy2d: $hook not intercepted"
-  done
-  grep -q '^pooch: swaps: out [1-9]' "$work/copy2d.err" ||
-    fail "copy2d: nothing was swapped out: $(grep 'swaps:' "$work/copy2d.err")"
+  # A probe MODE that moves more data than an 8 MiB limit holds, through the calls HOOKS...:
+  # every byte must come back, each hook must have been intercepted, and something must have
+  # been swapped out (so the calls met swapped-out memory).
+  check_swapping_probe() {
+    mode=$1
+    shift
+    run "$mode" env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=8MiB "$probe" "$mode"
+    [ "$rc" -eq 0 ] || fail "$mode: exit $rc: $(cat "$work/$mode.out" "$work/$mode.err" | head -3)"
+    grep -q "^$mode ok\$" "$work/$mode.out" || fail "$mode: $(cat "$work/$mode.out")"
+    for hook in "$@"; do
+      [ "$(top_calls "$work/$mode.err" "$hook")" -gt 0 ] || fail "$mode: $hook not intercepted"
+    done
+    grep -q '^pooch: swaps: out [1-9]' "$work/$mode.err" ||
+      fail "$mode: nothing was swapped out: $(grep 'swaps:' "$work/$mode.err")"
+  }
+  # The synchronous driver copies (24 one-MiB buffers), and the runtime's 2D copies and memsets
+  # (16).
+  check_swapping_probe synccopy cuMemcpyHtoD_v2 cuMemcpyDtoD_v2 cuMemcpy cuMemcpyDtoH_v2
+  check_swapping_probe copy2d cudaMemcpy2D cudaMemcpy2DAsync cudaMemset2D cudaMemset2DAsync
   # POOCH_LOG=debug names each substitution.
   run debug env LD_PRELOAD="$libpooch" POOCH_POLICY=off POOCH_LOG=debug "$probe" proc_v2
   grep -q '^pooch: debug: cuGetProcAddress_v2(cuMemAlloc, 12000) -> pooch' "$work/debug.err" ||
