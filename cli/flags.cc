@@ -4,7 +4,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/units.h"
+#include "core/base/units.h"
 
 namespace pooch::cli {
 

@@ -3,7 +3,7 @@
 // keeps, swaps and recomputes, the predicted iteration time and throughput, the peak memory, and
 // the overhead against in-core with unbounded memory. Optionally writes the plan (--json) and the
 // simulated timeline (--trace).
-#include "core/plan.h"
+#include "core/plan/plan.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -27,12 +27,13 @@
 #include "cli/flags.h"
 #include "cli/plan_trace.h"
 #include "cli/subcommand.h"
-#include "core/machines.h"
-#include "core/model.h"
-#include "core/model_json.h"
-#include "core/sim.h"
-#include "core/units.h"
-#include "core/zoo.h"
+#include "core/base/units.h"
+#include "core/model/candidates.h"
+#include "core/model/machines.h"
+#include "core/model/model.h"
+#include "core/model/model_json.h"
+#include "core/sim/sim.h"
+#include "core/zoo/zoo.h"
 
 namespace pooch::cli {
 namespace {
@@ -202,32 +203,6 @@ absl::StatusOr<Request> ParseRequest(const Flags& flags) {
   return r;
 }
 
-struct Counts {
-  int keep = 0;
-  int swap = 0;
-  int recompute = 0;
-};
-
-Counts CountDecisions(const Plan& plan, const std::vector<FeatureMapInfo>& candidates) {
-  Counts c;
-  for (const FeatureMapInfo& f : candidates) {
-    Decision d = f.tensor < static_cast<TensorId>(plan.decisions.size()) ? plan.decisions[f.tensor]
-                                                                         : Decision::kKeep;
-    switch (d) {
-      case Decision::kKeep:
-        ++c.keep;
-        break;
-      case Decision::kSwap:
-        ++c.swap;
-        break;
-      case Decision::kRecompute:
-        ++c.recompute;
-        break;
-    }
-  }
-  return c;
-}
-
 std::string Throughput(double iteration_us, const std::optional<int64_t>& batch) {
   if (iteration_us <= 0) return "-";
   double per_s = 1e6 / iteration_us;
@@ -261,7 +236,7 @@ int PlanOne(const Request& r, const SimResult& baseline,
     }
   }
   const SimResult& sim = result->sim;
-  Counts c = CountDecisions(result->plan, candidates);
+  const DecisionCounts c = CountDecisions(result->plan, candidates);
   std::cout << absl::StrFormat("policy      %s (%d simulations, %.3f s)\n", PolicyName(r.policy),
                                result->simulations, planning_s);
   std::cout << absl::StrFormat("decisions   keep %d, swap %d, recompute %d\n", c.keep, c.swap,
@@ -324,7 +299,7 @@ int PlanAll(const Request& r, const SimResult& baseline,
     }
     ++feasible;
     const SimResult& sim = result->sim;
-    Counts c = CountDecisions(result->plan, candidates);
+    const DecisionCounts c = CountDecisions(result->plan, candidates);
     std::string vs =
         baseline.feasible && baseline.iteration_us > 0
             ? absl::StrFormat("%+.1f %%", 100.0 * (sim.iteration_us / baseline.iteration_us - 1.0))

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "core/trace.h"
+#include "core/base/trace.h"
 
 namespace pooch::cli {
 namespace {

@@ -1,4 +1,4 @@
-// The simulated timeline of a plan as a Chrome trace (core/trace.h), for `pooch plan --trace`:
+// The simulated timeline of a plan as a Chrome trace (core/base/trace.h), for `pooch plan --trace`:
 // one process, with the compute engine's ops, the recomputations, the swap-outs and the
 // swap-ins on four tracks, and device memory as a counter. Open it in ui.perfetto.dev or
 // chrome://tracing.
@@ -10,8 +10,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "core/model.h"
-#include "core/sim.h"
+#include "core/model/model.h"
+#include "core/sim/sim.h"
 
 namespace pooch::cli {
 

@@ -3,8 +3,8 @@
 //   pooch run [--memory-limit 12GiB] [--policy P] [--trace f.json] [--min-swap-bytes N]
 //             [--log LEVEL] [--no-summary] -- CMD ARGS...
 //
-// Each flag sets its POOCH_* variable (core/config.h), validated here with the same parser the
-// library uses at start-up, so a bad value fails before the program starts. The command also
+// Each flag sets its POOCH_* variable (core/config/config.h), validated here with the same parser
+// the library uses at start-up, so a bad value fails before the program starts. The command also
 // gets PYTORCH_NO_CUDA_MEMORY_CACHING=1 (DESIGN.md, decision 2: every tensor is one cudaMalloc),
 // and LD_PRELOAD with libpooch.so first, found beside the pooch binary (../lib/libpooch.so). Then
 // pooch replaces itself with the command (execvp), so the command's exit status is pooch run's.
@@ -27,7 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "cli/flags.h"
 #include "cli/subcommand.h"
-#include "core/config.h"
+#include "core/config/config.h"
 
 namespace pooch::cli {
 namespace {

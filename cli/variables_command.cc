@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli/subcommand.h"
-#include "core/config.h"
+#include "core/config/config.h"
 
 namespace pooch::cli {
 namespace {

@@ -1,0 +1,315 @@
+#include "core/config/config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/base/units.h"
+
+namespace pooch {
+namespace {
+
+// The error for a bad value: "NAME='value': why". `why` describes the problem and, where there
+// is a fixed set of choices, lists them.
+absl::Status Bad(absl::string_view name, absl::string_view value, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(name, "='", value, "': ", why));
+}
+
+// A table of names for an enum, used for parsing, printing and the error text.
+template <typename E>
+struct Choice {
+  absl::string_view name;
+  E value;
+};
+
+constexpr Choice<RunMode> kRunModes[] = {
+    {"off", RunMode::kOff},
+    {"demand", RunMode::kDemand},
+};
+constexpr Choice<LogLevel> kLogLevels[] = {
+    {"error", LogLevel::kError},
+    {"warn", LogLevel::kWarn},
+    {"info", LogLevel::kInfo},
+    {"debug", LogLevel::kDebug},
+};
+constexpr Choice<ProfileSwap> kProfileSwaps[] = {
+    {"all", ProfileSwap::kAll},
+    {"demand", ProfileSwap::kDemand},
+};
+
+constexpr Choice<IterationMarker> kMarkers[] = {
+    {"auto", IterationMarker::kAuto},
+    {"sync", IterationMarker::kSync},
+    {"nvtx", IterationMarker::kNvtx},
+};
+
+template <typename E, size_t N>
+std::string ChoiceList(const Choice<E> (&choices)[N]) {
+  std::vector<absl::string_view> names;
+  for (const auto& c : choices) names.push_back(c.name);
+  return absl::StrJoin(names, ", ");
+}
+
+template <typename E, size_t N>
+absl::StatusOr<E> ParseChoice(absl::string_view name, absl::string_view value,
+                              const Choice<E> (&choices)[N]) {
+  const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+  for (const auto& c : choices) {
+    if (lower == c.name) return c.value;
+  }
+  return Bad(name, value, absl::StrCat("unknown value (use ", ChoiceList(choices), ")"));
+}
+
+template <typename E, size_t N>
+absl::string_view ChoiceName(E value, const Choice<E> (&choices)[N]) {
+  for (const auto& c : choices) {
+    if (c.value == value) return c.name;
+  }
+  return "?";
+}
+
+absl::StatusOr<int64_t> ParseSize(absl::string_view name, absl::string_view value) {
+  absl::StatusOr<int64_t> bytes = ParseBytes(value);
+  // ParseBytes already quotes the text: "'12QB': unknown unit ...".
+  if (!bytes.ok())
+    return absl::InvalidArgumentError(absl::StrCat(name, "=", bytes.status().message()));
+  return *bytes;
+}
+
+absl::StatusOr<int> ParsePositiveInt(absl::string_view name, absl::string_view value) {
+  const absl::string_view s = absl::StripAsciiWhitespace(value);
+  int result = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), result);
+  if (s.empty() || ec == std::errc::invalid_argument || end != s.data() + s.size()) {
+    return Bad(name, value, "expected a whole number >= 1");
+  }
+  if (ec == std::errc::result_out_of_range) return Bad(name, value, "too large");
+  if (result < 1) return Bad(name, value, "must be >= 1");
+  return result;
+}
+
+absl::StatusOr<bool> ParseBool(absl::string_view name, absl::string_view value) {
+  const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+  if (lower == "1" || lower == "on" || lower == "true" || lower == "yes") return true;
+  if (lower == "0" || lower == "off" || lower == "false" || lower == "no") return false;
+  return Bad(name, value, "expected 1/0, on/off, true/false or yes/no");
+}
+
+// Applies one variable's (non-empty) value to the config.
+using Apply = absl::Status (*)(absl::string_view name, absl::string_view value, Config& config);
+
+struct Variable {
+  ConfigVariable doc;
+  Apply apply;
+};
+
+// Note [One table]: every POOCH_* variable is one row here. Adding a variable = adding a row
+// (and a field in Config); the README table is generated from the same rows.
+const Variable kVariables[] = {
+    {{"POOCH_MEMORY_LIMIT", "device's free memory", "size",
+      "Device memory pooch may use for the program's allocations; beyond it, data is swapped to "
+      "host memory. An allocation larger than the limit fails as an ordinary out-of-memory error."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<int64_t> bytes = ParseSize(name, value);
+       if (!bytes.ok()) return bytes.status();
+       if (*bytes == 0) return Bad(name, value, "must be greater than 0");
+       c.memory_limit = *bytes;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_MIN_SWAP_BYTES", "1MiB", "size",
+      "Allocations smaller than this always stay on the device, packed into slabs of "
+      "max(2 MiB, this size)."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<int64_t> bytes = ParseSize(name, value);
+       if (!bytes.ok()) return bytes.status();
+       c.min_swap_bytes = *bytes;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_HOST_MEMORY_LIMIT", "unlimited", "size",
+      "Pinned host memory pooch may use for swapped data. When it is full, further swaps fail "
+      "and the allocation that needed them gets an out-of-memory error; no data is lost."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<int64_t> bytes = ParseSize(name, value);
+       if (!bytes.ok()) return bytes.status();
+       c.host_memory_limit = *bytes;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_POLICY", "pooch",
+      "off, demand, in-core, swap-all-nosched, swap-all, swap-opt, pooch, superneurons, "
+      "checkpoint, optimal",
+      "off: pass every call through. demand: swap least recently used data out when the limit "
+      "is reached and back in before an op touches it. A planner policy name profiles the first "
+      "iterations, plans them with that policy and carries out the plan: swaps with scheduled "
+      "prefetches, recomputations by replaying the cuDNN call that produced the map, with "
+      "demand swapping underneath as the safety net."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+       for (const auto& m : kRunModes) {
+         if (lower == m.name) {
+           c.mode = m.value;
+           return absl::OkStatus();
+         }
+       }
+       absl::StatusOr<Policy> p = ParsePolicy(lower);
+       if (!p.ok()) {
+         std::vector<std::string> names = {"off", "demand"};
+         for (Policy q : AllPolicies()) names.emplace_back(PolicyName(q));
+         return Bad(name, value,
+                    absl::StrCat("unknown value (use ", absl::StrJoin(names, ", "), ")"));
+       }
+       c.mode = RunMode::kPlanned;
+       c.planned_policy = *p;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_TRACE", "off", "path",
+      "Write a Chrome trace (Perfetto, chrome://tracing) of ops, swaps and memory to this file "
+      "at exit."},
+     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+       c.trace_path = std::string(value);
+       return absl::OkStatus();
+     }},
+    {{"POOCH_LOG", "warn", "error, warn, info, debug",
+      "The least severe message printed on stderr."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<LogLevel> l = ParseChoice(name, value, kLogLevels);
+       if (!l.ok()) return l.status();
+       c.log_level = *l;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_SUMMARY", "on", "1/0, on/off, true/false, yes/no",
+      "Print a summary (peak memory, bytes swapped, time waited) on stderr at exit."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<bool> b = ParseBool(name, value);
+       if (!b.ok()) return b.status();
+       c.summary = *b;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_PROFILE_ITERS", "2", "integer >= 1",
+      "Iterations measured before a plan is made (under a planner policy or with "
+      "POOCH_PROFILE_OUT)."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<int> n = ParsePositiveInt(name, value);
+       if (!n.ok()) return n.status();
+       c.profile_iters = *n;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_PROFILE_OUT", "not written", "path",
+      "Write the measured profile (pooch-profile JSON, input of `pooch plan --profile`) here; "
+      "setting it turns profiling on under any policy but off."},
+     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+       c.profile_out = std::string(value);
+       return absl::OkStatus();
+     }},
+    {{"POOCH_REPROFILE_AFTER", "3", "integer >= 1",
+      "Iterations that depart from the profile (run under demand swapping) before pooch "
+      "profiles again."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<int> n = ParsePositiveInt(name, value);
+       if (!n.ok()) return n.status();
+       c.reprofile_after = *n;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_PROFILE_SWAP", "all", "all, demand",
+      "What the profiled iteration runs under, with a planner policy. all: every feature map "
+      "is swapped, so that each one's copy times are measured (PoocH 4.2; one more iteration "
+      "of profiling; demand when swap-all does not fit). demand: the profile is the last of "
+      "the iterations in which the iteration was found, run under demand swapping."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<ProfileSwap> p = ParseChoice(name, value, kProfileSwaps);
+       if (!p.ok()) return p.status();
+       c.profile_swap = *p;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_ITERATION_MARKER", "auto", "auto, sync, nvtx",
+      "How iterations are delimited: auto from the repetition of the op stream, sync at each "
+      "device synchronisation, nvtx at each NVTX range named pooch:iteration the program "
+      "pushes (pooch makes itself the NVTX_INJECTION64_PATH tool)."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<IterationMarker> m = ParseChoice(name, value, kMarkers);
+       if (!m.ok()) return m.status();
+       c.iteration_marker = *m;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_LINEAGE_OUT", "not written", "path",
+      "Written as JSON here at exit, under a planner policy: the replay recipes pooch holds "
+      "then (each recomputable map's producer: its output and bytes, the call, its profiled "
+      "time, whether the map is dropped or kept, the allocations it reads) and the recompute "
+      "counters."},
+     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+       c.lineage_out = std::string(value);
+       return absl::OkStatus();
+     }},
+};
+
+}  // namespace
+
+absl::Span<const ConfigVariable> ConfigVariables() {
+  static const std::vector<ConfigVariable>* const docs = [] {
+    auto* v = new std::vector<ConfigVariable>;
+    for (const Variable& var : kVariables) v->push_back(var.doc);
+    return v;
+  }();
+  return *docs;
+}
+
+absl::StatusOr<Config> LoadConfig(const std::function<const char*(const char*)>& getenv) {
+  Config config;
+  for (const Variable& var : kVariables) {
+    const std::string name(var.doc.name);
+    const char* value = getenv(name.c_str());
+    if (value == nullptr || *value == '\0') continue;  // unset or empty: the default
+    absl::Status status = var.apply(var.doc.name, value, config);
+    if (!status.ok()) return status;
+  }
+  return config;
+}
+
+std::string ConfigMarkdownTable() {
+  std::string out = "| Variable | Default | Meaning |\n|---|---|---|\n";
+  for (const Variable& var : kVariables) {
+    absl::StrAppend(&out, "| `", var.doc.name, "` | ", var.doc.default_text, " | ", var.doc.help,
+                    " (", var.doc.units, ") |\n");
+  }
+  return out;
+}
+
+std::vector<std::string> UnknownPoochVariables(absl::Span<const std::string> names) {
+  std::vector<std::string> unknown;
+  for (const std::string& name : names) {
+    if (!absl::StartsWith(name, "POOCH_")) continue;
+    const bool known = std::any_of(std::begin(kVariables), std::end(kVariables),
+                                   [&](const Variable& v) { return v.doc.name == name; });
+    if (!known) unknown.push_back(name);
+  }
+  return unknown;
+}
+
+absl::string_view PolicyText(const Config& config) {
+  if (config.mode == RunMode::kPlanned) return PolicyName(config.planned_policy);
+  return ChoiceName(config.mode, kRunModes);
+}
+absl::string_view LogLevelName(LogLevel level) { return ChoiceName(level, kLogLevels); }
+absl::string_view IterationMarkerName(IterationMarker marker) {
+  return ChoiceName(marker, kMarkers);
+}
+
+absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(const Config& config, Device& device) {
+  ResidencyOptions options;
+  if (config.memory_limit.has_value()) {
+    options.memory_limit = *config.memory_limit;
+  } else {
+    absl::StatusOr<DeviceMemoryInfo> info = device.MemoryInfo();
+    if (!info.ok()) return info.status();
+    options.memory_limit = info->free_bytes;
+  }
+  options.min_swap_bytes = config.min_swap_bytes;
+  options.host_memory_limit = config.host_memory_limit;
+  return options;
+}
+
+}  // namespace pooch

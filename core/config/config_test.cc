@@ -1,0 +1,239 @@
+#include "core/config/config.h"
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "core/device/fake_device.h"
+#include "core/residency/residency.h"
+#include "gtest/gtest.h"
+
+namespace pooch {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// A fake environment for LoadConfig.
+struct Env {
+  std::map<std::string, std::string> vars;
+  std::function<const char*(const char*)> Getenv() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+absl::StatusOr<Config> Load(std::map<std::string, std::string> vars) {
+  Env env{std::move(vars)};
+  return LoadConfig(env.Getenv());
+}
+
+std::string ErrorOf(std::map<std::string, std::string> vars) {
+  absl::StatusOr<Config> c = Load(std::move(vars));
+  EXPECT_FALSE(c.ok());
+  if (c.ok()) return "";
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(c.status().message());
+  EXPECT_EQ(message.find('\n'), std::string::npos) << "one line: " << message;
+  return message;
+}
+
+TEST(ConfigTest, Defaults) {
+  absl::StatusOr<Config> c = Load({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->memory_limit.has_value());
+  EXPECT_EQ(c->min_swap_bytes, 1 << 20);
+  EXPECT_FALSE(c->host_memory_limit.has_value());
+  EXPECT_EQ(c->mode, RunMode::kPlanned);
+  EXPECT_EQ(c->planned_policy, Policy::kPooch);
+  EXPECT_EQ(c->trace_path, "");
+  EXPECT_EQ(c->log_level, LogLevel::kWarn);
+  EXPECT_TRUE(c->summary);
+  EXPECT_EQ(c->profile_iters, 2);
+  EXPECT_EQ(c->profile_out, "");
+  EXPECT_EQ(c->reprofile_after, 3);
+  EXPECT_EQ(c->iteration_marker, IterationMarker::kAuto);
+  EXPECT_EQ(c->profile_swap, ProfileSwap::kAll);
+  EXPECT_EQ(c->lineage_out, "");
+}
+
+TEST(ConfigTest, EmptyMeansDefault) {
+  std::map<std::string, std::string> vars;
+  for (const ConfigVariable& v : ConfigVariables()) vars[std::string(v.name)] = "";
+  absl::StatusOr<Config> c = Load(vars);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->memory_limit.has_value());
+  EXPECT_EQ(c->mode, RunMode::kPlanned);
+}
+
+TEST(ConfigTest, EveryVariableIsRead) {
+  absl::StatusOr<Config> c = Load({
+      {"POOCH_MEMORY_LIMIT", "12GiB"},
+      {"POOCH_MIN_SWAP_BYTES", "4M"},
+      {"POOCH_HOST_MEMORY_LIMIT", "64 GB"},
+      {"POOCH_POLICY", "off"},
+      {"POOCH_TRACE", "/tmp/t.json"},
+      {"POOCH_LOG", "DEBUG"},
+      {"POOCH_SUMMARY", "off"},
+      {"POOCH_PROFILE_ITERS", "5"},
+      {"POOCH_PROFILE_OUT", "/tmp/p.json"},
+      {"POOCH_REPROFILE_AFTER", "7"},
+      {"POOCH_ITERATION_MARKER", "nvtx"},
+      {"POOCH_PROFILE_SWAP", "Demand"},
+      {"POOCH_LINEAGE_OUT", "/tmp/l.json"},
+  });
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->memory_limit, int64_t{12} << 30);
+  EXPECT_EQ(c->min_swap_bytes, 4 << 20);
+  EXPECT_EQ(c->host_memory_limit, int64_t{64} * 1000 * 1000 * 1000);
+  EXPECT_EQ(c->mode, RunMode::kOff);
+  EXPECT_EQ(c->trace_path, "/tmp/t.json");
+  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_FALSE(c->summary);
+  EXPECT_EQ(c->profile_iters, 5);
+  EXPECT_EQ(c->profile_out, "/tmp/p.json");
+  EXPECT_EQ(c->reprofile_after, 7);
+  EXPECT_EQ(c->iteration_marker, IterationMarker::kNvtx);
+  EXPECT_EQ(c->profile_swap, ProfileSwap::kDemand);
+  EXPECT_EQ(c->lineage_out, "/tmp/l.json");
+}
+
+TEST(ConfigTest, EveryPolicyName) {
+  for (absl::string_view mode_name : {"off", "demand", "OFF"}) {
+    absl::StatusOr<Config> c = Load({{"POOCH_POLICY", std::string(mode_name)}});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_NE(c->mode, RunMode::kPlanned) << mode_name;
+  }
+  // Every planner policy is accepted by its planner name and round-trips through PolicyText.
+  for (Policy p : AllPolicies()) {
+    absl::StatusOr<Config> c = Load({{"POOCH_POLICY", std::string(PolicyName(p))}});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->mode, RunMode::kPlanned) << PolicyName(p);
+    EXPECT_EQ(c->planned_policy, p) << PolicyName(p);
+    EXPECT_EQ(PolicyText(*c), PolicyName(p));
+  }
+  absl::StatusOr<Config> bad = Load({{"POOCH_POLICY", "fastest"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("off, demand, in-core"), absl::string_view::npos)
+      << bad.status();
+}
+
+TEST(ConfigTest, LogLevelsAndMarkers) {
+  for (LogLevel l : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug}) {
+    absl::StatusOr<Config> c = Load({{"POOCH_LOG", std::string(LogLevelName(l))}});
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->log_level, l);
+  }
+  for (IterationMarker m :
+       {IterationMarker::kAuto, IterationMarker::kSync, IterationMarker::kNvtx}) {
+    absl::StatusOr<Config> c =
+        Load({{"POOCH_ITERATION_MARKER", std::string(IterationMarkerName(m))}});
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->iteration_marker, m);
+  }
+}
+
+TEST(ConfigTest, Booleans) {
+  for (const char* yes : {"1", "on", "true", "TRUE", "yes", " On "}) {
+    absl::StatusOr<Config> c = Load({{"POOCH_SUMMARY", yes}});
+    ASSERT_TRUE(c.ok()) << yes;
+    EXPECT_TRUE(c->summary) << yes;
+  }
+  for (const char* no : {"0", "off", "false", "no"}) {
+    absl::StatusOr<Config> c = Load({{"POOCH_SUMMARY", no}});
+    ASSERT_TRUE(c.ok()) << no;
+    EXPECT_FALSE(c->summary) << no;
+  }
+}
+
+TEST(ConfigTest, SizeErrors) {
+  EXPECT_THAT(ErrorOf({{"POOCH_MEMORY_LIMIT", "12QB"}}),
+              StartsWith("POOCH_MEMORY_LIMIT='12QB': unknown unit 'QB' (use B, KiB"));
+  EXPECT_THAT(ErrorOf({{"POOCH_MEMORY_LIMIT", "-1G"}}),
+              StartsWith("POOCH_MEMORY_LIMIT='-1G': a size cannot be negative"));
+  EXPECT_THAT(ErrorOf({{"POOCH_MEMORY_LIMIT", "0"}}),
+              StartsWith("POOCH_MEMORY_LIMIT='0': must be greater than 0"));
+  EXPECT_THAT(ErrorOf({{"POOCH_MEMORY_LIMIT", "99999999999TiB"}}), HasSubstr("too large"));
+  EXPECT_THAT(ErrorOf({{"POOCH_MIN_SWAP_BYTES", "1.5"}}),
+              StartsWith("POOCH_MIN_SWAP_BYTES='1.5': "));
+  EXPECT_THAT(ErrorOf({{"POOCH_HOST_MEMORY_LIMIT", "lots"}}),
+              StartsWith("POOCH_HOST_MEMORY_LIMIT='lots': expected a number"));
+}
+
+TEST(ConfigTest, ZeroIsAllowedWhereItMeansSomething) {
+  absl::StatusOr<Config> c =
+      Load({{"POOCH_MIN_SWAP_BYTES", "0"}, {"POOCH_HOST_MEMORY_LIMIT", "0"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->min_swap_bytes, 0);
+  EXPECT_EQ(c->host_memory_limit, 0);
+}
+
+TEST(ConfigTest, ChoiceErrors) {
+  EXPECT_EQ(ErrorOf({{"POOCH_POLICY", "lru"}}),
+            "POOCH_POLICY='lru': unknown value (use off, demand, in-core, swap-all-nosched, "
+            "swap-all, swap-opt, pooch, superneurons, checkpoint, optimal)");
+  EXPECT_EQ(ErrorOf({{"POOCH_LOG", "verbose"}}),
+            "POOCH_LOG='verbose': unknown value (use error, warn, info, debug)");
+  EXPECT_EQ(ErrorOf({{"POOCH_ITERATION_MARKER", "step"}}),
+            "POOCH_ITERATION_MARKER='step': unknown value (use auto, sync, nvtx)");
+  EXPECT_EQ(ErrorOf({{"POOCH_PROFILE_SWAP", "some"}}),
+            "POOCH_PROFILE_SWAP='some': unknown value (use all, demand)");
+  EXPECT_THAT(ErrorOf({{"POOCH_SUMMARY", "maybe"}}),
+              StartsWith("POOCH_SUMMARY='maybe': expected 1/0"));
+}
+
+TEST(ConfigTest, IntegerErrors) {
+  EXPECT_EQ(ErrorOf({{"POOCH_PROFILE_ITERS", "0"}}), "POOCH_PROFILE_ITERS='0': must be >= 1");
+  EXPECT_EQ(ErrorOf({{"POOCH_PROFILE_ITERS", "-3"}}), "POOCH_PROFILE_ITERS='-3': must be >= 1");
+  EXPECT_EQ(ErrorOf({{"POOCH_PROFILE_ITERS", "2x"}}),
+            "POOCH_PROFILE_ITERS='2x': expected a whole number >= 1");
+  EXPECT_EQ(ErrorOf({{"POOCH_REPROFILE_AFTER", "abc"}}),
+            "POOCH_REPROFILE_AFTER='abc': expected a whole number >= 1");
+  EXPECT_EQ(ErrorOf({{"POOCH_REPROFILE_AFTER", "99999999999999"}}),
+            "POOCH_REPROFILE_AFTER='99999999999999': too large");
+}
+
+TEST(ConfigTest, FirstErrorInTableOrder) {
+  EXPECT_THAT(ErrorOf({{"POOCH_LOG", "x"}, {"POOCH_MEMORY_LIMIT", "y"}}),
+              StartsWith("POOCH_MEMORY_LIMIT="));
+}
+
+TEST(ConfigTest, MarkdownTableListsEveryVariable) {
+  const std::string table = ConfigMarkdownTable();
+  EXPECT_THAT(table, StartsWith("| Variable | Default | Meaning |\n|---|---|---|\n"));
+  EXPECT_EQ(ConfigVariables().size(), 13u);
+  for (const ConfigVariable& v : ConfigVariables()) {
+    EXPECT_THAT(table, HasSubstr(absl::StrCat("| `", v.name, "` | ", v.default_text, " |")));
+  }
+}
+
+TEST(ConfigTest, UnknownVariables) {
+  const std::vector<std::string> names = {"PATH", "POOCH_MEMORY_LIMIT", "POOCH_MEMORY_LIMT",
+                                          "POOCH_POLICY", "SIMGPU_PRESET"};
+  EXPECT_EQ(UnknownPoochVariables(names), std::vector<std::string>{"POOCH_MEMORY_LIMT"});
+}
+
+TEST(ResidencyOptionsTest, FromConfig) {
+  FakeDevice::Options o;
+  o.capacity = 1 << 30;
+  FakeDevice device(o);
+  Config config;
+  absl::StatusOr<ResidencyOptions> r = ResidencyOptionsFromConfig(config, device);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->memory_limit, 1 << 30);
+  config.memory_limit = 12345;
+  config.host_memory_limit = 678;
+  config.min_swap_bytes = 9;
+  r = ResidencyOptionsFromConfig(config, device);
+  EXPECT_EQ(r->memory_limit, 12345);
+  EXPECT_EQ(r->host_memory_limit, 678);
+  EXPECT_EQ(r->min_swap_bytes, 9);
+  EXPECT_FALSE(ResidencyManager::Create(device, ResidencyOptions{}).ok());
+}
+
+}  // namespace
+}  // namespace pooch

@@ -1,0 +1,699 @@
+// The Profiler (profiler.h).
+#include "core/exec/profiler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/base/log.h"
+#include "core/base/mutex.h"
+#include "core/exec/copy_times.h"
+#include "core/exec/plan_actions.h"
+#include "core/exec/recomputer.h"
+#include "core/exec/trace_observer.h"
+#include "core/model/candidates.h"
+#include "core/model/model_json.h"
+#include "core/plan/plan.h"
+#include "core/profile/op_stream_recorder.h"
+#include "core/profile/profile_builder.h"
+
+namespace pooch {
+namespace {
+
+// The most ops whose timing events are kept while profiling (two events each).
+constexpr size_t kMaxTimedOps = size_t{1} << 16;
+
+pooch::RecordedAccess::Mode ModeOf(pooch::AccessRange::Mode mode) {
+  switch (mode) {
+    case pooch::AccessRange::Mode::kRead:
+      return pooch::RecordedAccess::kRead;
+    case pooch::AccessRange::Mode::kWrite:
+      return pooch::RecordedAccess::kWrite;
+    case pooch::AccessRange::Mode::kReadWrite:
+      return pooch::RecordedAccess::kReadWrite;
+  }
+  return pooch::RecordedAccess::kReadWrite;
+}
+
+}  // namespace
+
+class Profiler::Impl {
+ public:
+  Impl(Device& device, ResidencyManager& manager, SmallAllocator& small, const Config& config,
+       TraceObserver* trace, Recomputer* recomputer)
+      : trace_(trace),
+        recomputer_(recomputer),
+        device_(device),
+        manager_(manager),
+        small_(small),
+        config_(config),
+        recorder_({.marker = config.iteration_marker,
+                   .profile_iterations = config.profile_iters,
+                   .max_detect_events = size_t{1} << 18}) {}
+
+  ProfiledOp OpBegin(const char* name, uintptr_t stream,
+                     const std::vector<pooch::AccessRange>& ranges, bool replay_capable) {
+    pooch::MutexLock lock(&mu_);
+    FinalizeIfDueLocked();
+    std::vector<pooch::OpStreamRecorder::Access> accesses;
+    for (const pooch::AccessRange& r : ranges) {
+      if (std::optional<uint64_t> id = ContainingLocked(r.address)) {
+        accesses.push_back({*id, ModeOf(r.mode)});
+      }
+    }
+    const bool profiling = ProfilingLocked();
+    const IterationTracker::Step step = recorder_.Op(name, accesses, replay_capable);
+    HandleStepLocked(step);
+    if (iteration_mark_due_) MarkIterationOnDeviceLocked(stream);
+    ProfiledOp op;
+    op.active = true;
+    op.seq = step.seq;
+    op.position = step.position;
+    if (actions_.has_value() && step.position >= 0) {
+      PrefetchBeforeLocked(step.position);
+      if (auto r = actions_->record_at.find(step.position); r != actions_->record_at.end()) {
+        op.record_output = actions_->address[static_cast<size_t>(r->second.ordinal)];
+        op.record_us = r->second.profiled_us;
+      }
+    }
+    if (profiling) copy_times_.OnOp(manager_);
+    if (profiling) {
+      // Bracket the op with timing events on its stream: its device time (§4.2).
+      if (std::optional<EventHandle> start = EventLocked();
+          start.has_value() && device_.RecordEvent(*start, stream).ok()) {
+        op.start = *start;
+      } else if (start.has_value()) {
+        spare_.push_back(*start);
+      }
+    }
+    return op;
+  }
+
+  void OpEnd(const ProfiledOp& op, uintptr_t stream) {
+    pooch::MutexLock lock(&mu_);
+    if (actions_.has_value() && op.position >= 0) {
+      DropAfterLocked(op.position);
+      OffloadAfterLocked(op.position);
+    }
+    if (op.start != 0) {
+      std::optional<EventHandle> end = EventLocked();
+      if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
+        timed_.push_back({op.seq, op.start, *end});
+        // A stream that never repeats (or threads interleaving) stays in profiling: keep only
+        // the latest ops' events, enough for any iteration the recorder can hold, and reuse the
+        // rest (re-recording an event whose record is pending is allowed).
+        while (timed_.size() > kMaxTimedOps) {
+          spare_.push_back(timed_.front().start);
+          spare_.push_back(timed_.front().end);
+          timed_.pop_front();
+        }
+      } else {
+        spare_.push_back(op.start);
+        if (end.has_value()) spare_.push_back(*end);
+      }
+    }
+    FinalizeIfDueLocked();
+  }
+
+  void Alloc(uintptr_t address, int64_t bytes, bool managed) {
+    pooch::MutexLock lock(&mu_);
+    FinalizeIfDueLocked();
+    const uint64_t id = next_id_++;
+    live_[address] = {id, bytes};
+    if (managed && ProfilingLocked()) {
+      // Note [Copy times]: the manager's id of the allocation, to find its copies' timings.
+      if (std::optional<pooch::AllocationInfo> info = manager_.Lookup(address)) {
+        copy_times_.NoteAllocation(info->id, id);
+      }
+    }
+    const IterationTracker::Step step = recorder_.Alloc(id, bytes, managed);
+    HandleStepLocked(step);
+    if (actions_.has_value() && step.position >= 0) {
+      if (auto it = actions_->ordinal_at.find(step.position); it != actions_->ordinal_at.end()) {
+        actions_->address[static_cast<size_t>(it->second)] = address;
+        actions_->ordinal_of[address] = it->second;
+      }
+    }
+  }
+
+  void Free(uintptr_t address) {
+    pooch::MutexLock lock(&mu_);
+    FinalizeIfDueLocked();
+    auto it = live_.find(address);
+    if (it == live_.end()) return;
+    const uint64_t id = it->second.id;
+    live_.erase(it);
+    if (actions_.has_value()) {
+      // The address may be handed to another allocation: forget it as the tensor's.
+      if (auto o = actions_->ordinal_of.find(address); o != actions_->ordinal_of.end()) {
+        actions_->address[static_cast<size_t>(o->second)] = 0;
+        actions_->ordinal_of.erase(o);
+      }
+    }
+    if (std::optional<IterationTracker::Step> step = recorder_.Free(id)) HandleStepLocked(*step);
+  }
+
+  void SyncMarker() {
+    pooch::MutexLock lock(&mu_);
+    const IterationTracker::BoundaryResult b = recorder_.MarkBoundary();
+    if (b.profile_ready) finalize_due_ = true;
+    if (b.completed) NoteIterationStartLocked();
+    if (b.departed) NoteDepartureLocked();
+    FinalizeIfDueLocked();
+  }
+
+  // The summary's iteration, plan, plan_run and recompute lines.
+  std::vector<std::string> SummaryLines() {
+    pooch::MutexLock lock(&mu_);
+    std::vector<std::string> lines;
+    const IterationTracker& t = recorder_.tracker();
+    const double measured_ms =
+        iterations_timed_ > 0 ? iteration_ms_sum_ / static_cast<double>(iterations_timed_) : 0;
+    lines.push_back(absl::StrFormat(
+        "iterations: marker %s profiles %lld followed %llu departures %llu reprofiles %d "
+        "reference_events %zu profiled_under %s measured_iteration_ms %.3f",
+        std::string(IterationMarkerName(config_.iteration_marker)),
+        static_cast<long long>(t.profiles_made()),
+        static_cast<unsigned long long>(t.iterations_completed()),
+        static_cast<unsigned long long>(departures_), reprofiles_, t.Reference().size(),
+        profiled_under_, measured_ms));
+    if (!plan_line_.empty()) lines.push_back(plan_line_);
+    if (!actions_.has_value()) return lines;
+    // What the plans' actions did since the first plan began: the safety net's hits are the
+    // demand swap-ins since then (the swaps: line counts those of the profiling too).
+    const ResidencyStats s = manager_.Stats();
+    lines.push_back(absl::StrFormat(
+        "plan_run: swapped_maps %d planned_swap_outs %lld prefetches %lld "
+        "safety_net_swap_ins %lld prefetch_no_room %lld safety_net_last_iteration %lld",
+        actions_->swapped,
+        static_cast<long long>(s.planned_swap_outs - actions_->at_start.planned_swap_outs),
+        static_cast<long long>(s.prefetches - actions_->at_start.prefetches),
+        static_cast<long long>(s.demand_swap_ins - actions_->at_start.demand_swap_ins),
+        static_cast<long long>(actions_->prefetch_no_room),
+        static_cast<long long>(last_iteration_hits_)));
+    if (recomputer_ != nullptr) {
+      const Recomputer::Stats rs = recomputer_->stats();
+      lines.push_back(absl::StrFormat(
+          "recompute: planned_maps %d recipes %lld refused %lld drops %lld replays %lld "
+          "chained %lld forgotten %lld swapped_instead %lld failures %lld "
+          "replay_ms %.3f (profiled time of the replayed calls)",
+          actions_->recomputed, static_cast<long long>(rs.recipes),
+          static_cast<long long>(rs.refused), static_cast<long long>(rs.drops),
+          static_cast<long long>(rs.replays), static_cast<long long>(rs.chained),
+          static_cast<long long>(rs.forgotten), static_cast<long long>(actions_->drop_fallbacks),
+          static_cast<long long>(rs.failures), rs.replay_us / 1000.0));
+    }
+    return lines;
+  }
+
+  // A planned producer ran: keep its recipe if it is the one the plan asked for.
+  void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe) {
+    // A recipe for another address (the plan's tensor is not this op's output) is not kept.
+    if (recomputer_ == nullptr || !recipe.has_value() || recipe->output != op.record_output) {
+      return;
+    }
+    recomputer_->Offer(*std::move(recipe), op.record_us);
+  }
+
+ private:
+  struct Live {
+    uint64_t id = 0;
+    int64_t bytes = 0;
+  };
+  struct Timed {
+    uint64_t seq = 0;
+    EventHandle start = 0;
+    EventHandle end = 0;
+  };
+
+  std::optional<uint64_t> ContainingLocked(DeviceAddress address) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = live_.upper_bound(address);
+    if (it == live_.begin()) return std::nullopt;
+    --it;
+    if (address - it->first >= static_cast<DeviceAddress>(it->second.bytes)) return std::nullopt;
+    return it->second.id;
+  }
+
+  std::optional<EventHandle> EventLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!spare_.empty()) {
+      const EventHandle e = spare_.back();
+      spare_.pop_back();
+      return e;
+    }
+    absl::StatusOr<EventHandle> e = device_.CreateTimingEvent();
+    if (!e.ok()) return std::nullopt;
+    return *e;
+  }
+
+  void HandleStepLocked(const IterationTracker::Step& step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (step.profile_ready) finalize_due_ = true;
+    if (actions_.has_value() && (step.iteration_start || step.departed)) {
+      std::fill(actions_->address.begin(), actions_->address.end(), 0);
+      actions_->ordinal_of.clear();
+    }
+    if (step.iteration_start) NoteIterationStartLocked();
+    if (step.departed) NoteDepartureLocked();
+  }
+
+  // Note [Measured iteration time]: an iteration's time is the device time between timing
+  // events recorded before the first op of consecutive followed iterations, on that op's stream
+  // (virtual time on simgpu, as the planner's prediction and the program's own figures are).
+  // An iteration may start at an allocation, which has no stream: the event then goes before
+  // the next op. Pairs are resolved once both events completed, without blocking.
+  void NoteIterationStartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    iteration_mark_due_ = true;
+    if (actions_.has_value() && config_.mode == pooch::RunMode::kPlanned) ReplanIfMissedLocked();
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {
+          {"followed", static_cast<int64_t>(recorder_.tracker().iterations_completed())}};
+      trace_->OnRuntime("iteration", args);
+    }
+  }
+
+  // Each pair owns its two events: the previous iteration's start mark and an end mark recorded
+  // here, next to the new start mark.
+  void MarkIterationOnDeviceLocked(uintptr_t stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    iteration_mark_due_ = false;
+    if (last_mark_ != 0) {
+      std::optional<EventHandle> end = EventLocked();
+      if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
+        iteration_pairs_.push_back({0, last_mark_, *end});
+      } else {
+        spare_.push_back(last_mark_);
+        if (end.has_value()) spare_.push_back(*end);
+      }
+      last_mark_ = 0;
+    }
+    if (std::optional<EventHandle> start = EventLocked(); start.has_value()) {
+      if (device_.RecordEvent(*start, stream).ok()) {
+        last_mark_ = *start;
+      } else {
+        spare_.push_back(*start);
+      }
+    }
+    ResolveIterationPairsLocked();
+  }
+
+  // The summary's measured_iteration_ms is the plan's: a new plan (or re-plan) starts the
+  // average again, so that it compares with predicted_iteration_ms. The iteration under way
+  // when it is made is already the new plan's (plans are made or re-made at iteration starts,
+  // or just after the profiled one ends).
+  void RestartIterationTimesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const Timed& t : iteration_pairs_) {
+      spare_.push_back(t.start);
+      spare_.push_back(t.end);
+    }
+    iteration_pairs_.clear();
+    iteration_ms_sum_ = 0;
+    iterations_timed_ = 0;
+  }
+
+  void ResolveIterationPairsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (!iteration_pairs_.empty()) {
+      const Timed& t = iteration_pairs_.front();
+      absl::StatusOr<bool> done = device_.QueryEvent(t.end);
+      if (!done.ok() || !*done) return;
+      if (absl::StatusOr<double> us = device_.ElapsedMicroseconds(t.start, t.end); us.ok()) {
+        iteration_ms_sum_ += *us / 1000.0;
+        ++iterations_timed_;
+      }
+      spare_.push_back(t.start);
+      spare_.push_back(t.end);
+      iteration_pairs_.pop_front();
+    }
+  }
+
+  // A departed iteration runs under demand swapping (as every iteration does until plans are
+  // carried out); after POOCH_REPROFILE_AFTER of them the stream is profiled again.
+  void NoteDepartureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++departures_;
+    iterations_under_plan_ = 0;  // the safety net's hits of a departed iteration are not a miss
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {{"departures", static_cast<int64_t>(departures_)}};
+      trace_->OnRuntime("departure: demand swapping", args);
+    }
+    // The departed iteration's time is not the plan's: drop the open mark.
+    iteration_mark_due_ = false;
+    if (last_mark_ != 0) spare_.push_back(last_mark_);
+    last_mark_ = 0;
+    if (++departures_since_profile_ >= config_.reprofile_after) {
+      POOCH_LOG_AT(kInfo, "%d iterations departed from the profile; profiling again",
+                   departures_since_profile_);
+      recorder_.Reprofile();
+      swap_all_pass_ = false;        // Note [Swap-all profiling]: it starts again too
+      manager_.SetTimeCopies(true);  // Note [Copy times]
+      if (trace_ != nullptr) trace_->OnRuntime("profiling again", {});
+      departures_since_profile_ = 0;
+      ++reprofiles_;
+    }
+  }
+
+  // The reference iteration is complete: measure, build, write and plan. Deferred to the next
+  // hook after the one that completed it, so that the last op's end event is recorded.
+  void FinalizeIfDueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!finalize_due_) return;
+    finalize_due_ = false;
+    for (const Timed& t : timed_) {
+      if (device_.SynchronizeEvent(t.end).ok()) {
+        if (absl::StatusOr<double> us = device_.ElapsedMicroseconds(t.start, t.end); us.ok()) {
+          recorder_.SetDuration(t.seq, *us);
+        }
+      }
+      spare_.push_back(t.start);
+      spare_.push_back(t.end);
+    }
+    timed_.clear();
+    pooch::OpStreamRecorder::Positions positions;
+    absl::StatusOr<pooch::RecordedIteration> recorded =
+        recorder_.Reference(small_.Stats().slab_bytes, &positions);
+    recorder_.DropKept();
+    if (!recorded.ok()) {
+      NoProfileLocked(recorded.status());
+      return;
+    }
+    absl::StatusOr<pooch::BuiltProfile> built = pooch::BuildProfile(*recorded);
+    if (!built.ok()) {
+      NoProfileLocked(built.status());
+      return;
+    }
+    copy_times_.Take(manager_);
+    copy_times_.Attribute(*built);
+    machine_ = copy_times_.Machine(manager_.memory_limit(), &machine_assumed_);
+    copy_times_.Clear();
+    if (StartSwapAllPassLocked(*built, positions)) return;
+    manager_.SetTimeCopies(false);  // Note [Copy times]
+    WriteProfileLocked(built->profile);
+    built_ = *std::move(built);
+    positions_ = std::move(positions);
+    std::optional<pooch::PlanResult> plan = PlanLocked(built_->profile);
+    if (plan.has_value() && config_.mode == pooch::RunMode::kPlanned) {
+      ActionsLocked(*built_, positions_, *plan);
+      iterations_under_plan_ = 0;
+    }
+  }
+
+  // Note [Swap-all profiling]
+  // PoocH §4.2 profiles with every feature map swapped, so that each map's swap-out and swap-in
+  // times are measured rather than estimated. The iterations in which the reference is found
+  // cannot run that way: which allocations are feature maps, and where their last forward use
+  // is, is known only once the reference is (they run under demand swapping). So with
+  // POOCH_PROFILE_SWAP=all, under a planner policy, the first profile is planned with swap-all
+  // (§4.3's schedule) and that plan carried out for the next iteration followed from start to
+  // end, with its ops and copies timed (OpStreamRecorder::RecordNextIteration); that iteration
+  // is the profile that is written and planned. Op times come from it too, as in §4.2: each is
+  // bracketed on its stream after the stream's waits for swap-ins, so a stall is not an op's
+  // time. When swap-all has no feasible plan, the demand-swapped reference is the profile (the
+  // iterations: line says which was planned); an iteration that departs is not taken (the next
+  // one is).
+  bool ProfilingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return recorder_.tracker().Reference().empty() || recorder_.tracker().recording_next();
+  }
+
+  // Returns true when the swap-all pass starts (the profile will be made at its end).
+  bool StartSwapAllPassLocked(const pooch::BuiltProfile& built,
+                              const pooch::OpStreamRecorder::Positions& positions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (swap_all_pass_) {  // this profile is the pass's: plans from here on are the policy's
+      swap_all_pass_ = false;
+      profiled_under_ = "swap-all";
+      // The plan_run: line counts from the policy's first plan (across re-profiles).
+      if (pass_was_first_plan_) actions_.reset();
+      return false;
+    }
+    profiled_under_ = "demand";
+    if (config_.profile_swap != pooch::ProfileSwap::kAll ||
+        config_.mode != pooch::RunMode::kPlanned) {
+      return false;
+    }
+    absl::StatusOr<pooch::PlanResult> plan =
+        pooch::MakePlan(built.profile, machine_, pooch::Policy::kSwapAll);
+    if (!plan.ok() || !plan->sim.feasible) {
+      POOCH_LOG_AT(
+          kInfo, "swap-all does not fit: profiled under demand swapping (%s)",
+          plan.ok() ? plan->sim.failure.c_str() : std::string(plan.status().message()).c_str());
+      return false;
+    }
+    swap_all_pass_ = true;
+    pass_was_first_plan_ = !actions_.has_value();
+    recorder_.RecordNextIteration();
+    ActionsLocked(built, positions, *plan);
+    // The summary keeps showing the last plan made, if any (a re-profile's pass).
+    if (plan_line_.empty()) {
+      plan_line_ = "plan: none yet: profiling with every feature map swapped (POOCH_PROFILE_SWAP)";
+    }
+    profiled_under_ = "swap-all-pending";
+    if (trace_ != nullptr) trace_->OnRuntime("profiling with every feature map swapped", {});
+    return true;
+  }
+
+  // Note [Headroom]
+  // The planner's simulation frees memory at the device time the work completes; at run time the
+  // host runs ahead of the device and memory comes back only when the host sees completion, and
+  // the runtime holds a little the profile does not show (the reuse cache, replay scratch). A
+  // plan that uses the last byte of the limit then overflows at run time: the safety net evicts
+  // (parameters, mostly: the least recently used) and swaps back in on demand, and the measured
+  // time leaves the prediction behind. So after a plan's second full iteration, if the safety
+  // net fired in it, the same profile is planned again for a smaller memory: the limit less a
+  // headroom grown by the largest feature map (at least 1/64 of the limit) per re-plan, up to
+  // kMaxReplans re-plans and a headroom of a quarter of the limit. A re-plan that finds no
+  // feasible plan keeps the previous one.
+  static constexpr int kMaxReplans = 4;
+
+  void ReplanIfMissedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const int64_t demand_ins = manager_.Stats().demand_swap_ins;
+    if (iterations_under_plan_ >= 1) last_iteration_hits_ = demand_ins - demand_ins_mark_;
+    demand_ins_mark_ = demand_ins;
+    ++iterations_under_plan_;
+    if (iterations_under_plan_ < 3 || last_iteration_hits_ <= 0 || !built_.has_value() ||
+        replans_ >= kMaxReplans || swap_all_pass_) {
+      return;
+    }
+    const int64_t limit = manager_.memory_limit();
+    int64_t step = limit / 64;
+    for (const pooch::FeatureMapInfo& f : pooch::FindCandidates(built_->profile)) {
+      step = std::max(step, built_->profile.tensors[static_cast<size_t>(f.tensor)].bytes);
+    }
+    if (headroom_ + step > limit / 4) return;
+    const int64_t before = headroom_;
+    headroom_ += step;
+    ++replans_;
+    const std::string previous_line = plan_line_;
+    std::optional<pooch::PlanResult> plan = PlanLocked(built_->profile);
+    if (!plan.has_value() || !plan->sim.feasible) {
+      headroom_ = before;
+      replans_ = kMaxReplans;  // smaller memory does not help: stop trying
+      plan_line_ = previous_line;
+      return;
+    }
+    POOCH_LOG_AT(kInfo,
+                 "the safety net swapped in %lld times in an iteration: re-planned with "
+                 "%lld bytes of headroom",
+                 static_cast<long long>(last_iteration_hits_), static_cast<long long>(headroom_));
+    ActionsLocked(*built_, positions_, *plan);
+    iterations_under_plan_ = 1;  // the iteration starting now is the new plan's first
+  }
+
+  // Note [Carrying out the plan] (plan_actions.h): the plan becomes actions at positions.
+  void ActionsLocked(const pooch::BuiltProfile& built,
+                     const pooch::OpStreamRecorder::Positions& positions,
+                     const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RestartIterationTimesLocked();
+    PlanActions a = MakePlanActions(built, positions, plan);
+    // The plan_run: line counts from the first plan on, across re-profiles.
+    a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
+    a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;
+    a.drop_fallbacks = actions_.has_value() ? actions_->drop_fallbacks : 0;
+    actions_ = std::move(a);
+  }
+
+  void PrefetchBeforeLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = actions_->prefetch_before.find(position);
+    if (it == actions_->prefetch_before.end()) return;
+    for (int ordinal : it->second) {
+      const DeviceAddress address = actions_->address[static_cast<size_t>(ordinal)];
+      if (address == 0) continue;
+      absl::StatusOr<bool> issued = manager_.Prefetch(address);
+      if (issued.ok() && *issued) {
+        actions_->address[static_cast<size_t>(ordinal)] = 0;  // done for this iteration
+      } else if (issued.ok()) {
+        ++actions_->prefetch_no_room;  // retried at the next op, up to the first use
+      }
+    }
+  }
+
+  void DropAfterLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = actions_->drop_after.find(position);
+    if (it == actions_->drop_after.end()) return;
+    for (int ordinal : it->second) {
+      const DeviceAddress address = actions_->address[static_cast<size_t>(ordinal)];
+      if (address == 0) continue;
+      if (recomputer_ != nullptr && recomputer_->Drop(address)) continue;
+      ++actions_->drop_fallbacks;
+      if (absl::Status s = manager_.Offload(address); !s.ok()) {
+        POOCH_LOG_AT(kDebug, "swap-out instead of a drop: %s", std::string(s.message()).c_str());
+      }
+    }
+  }
+
+  void OffloadAfterLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = actions_->offload_after.find(position);
+    if (it == actions_->offload_after.end()) return;
+    for (int ordinal : it->second) {
+      const DeviceAddress address = actions_->address[static_cast<size_t>(ordinal)];
+      if (address == 0) continue;
+      if (absl::Status s = manager_.Offload(address); !s.ok()) {
+        POOCH_LOG_AT(kDebug, "planned swap-out: %s", std::string(s.message()).c_str());
+      }
+    }
+  }
+
+  // The iteration found cannot be planned (e.g. it has no op): the summary's plan line says why.
+  void NoProfileLocked(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    plan_line_ = absl::StrFormat("plan: none: no profile: %s", why.message());
+    POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {{"why", why.message()}};
+      trace_->OnRuntime("no plan", args);
+    }
+  }
+
+  void WriteProfileLocked(const pooch::Profile& profile) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (config_.profile_out.empty()) return;
+    std::ofstream out(config_.profile_out, std::ios::trunc);
+    out << pooch::ProfileToJson(profile) << "\n";
+    out.close();
+    if (!out) {
+      LogLine("POOCH_PROFILE_OUT: cannot write %s; no profile file", config_.profile_out.c_str());
+    }
+  }
+
+  std::optional<pooch::PlanResult> PlanLocked(const pooch::Profile& profile)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const bool assumed = machine_assumed_;
+    pooch::MachineModel machine = machine_;  // measured when the profile was made
+    machine.memory_bytes -= headroom_;       // Note [Headroom]
+    const pooch::Policy policy =
+        config_.mode == pooch::RunMode::kPlanned ? config_.planned_policy : pooch::Policy::kPooch;
+    pooch::PlanOptions options;
+    options.refine_simulations = pooch::kRunRefineSimulations;
+    const absl::Time started = absl::Now();
+    absl::StatusOr<pooch::PlanResult> plan = pooch::MakePlan(profile, machine, policy, options);
+    const double plan_s = absl::ToDoubleSeconds(absl::Now() - started);
+    if (!plan.ok()) {
+      plan_line_ = absl::StrFormat("plan: policy %s failed: %s", pooch::PolicyName(policy),
+                                   plan.status().message());
+      return std::nullopt;
+    }
+    // Counted over the planner's candidates, as `pooch plan` counts them.
+    const DecisionCounts counts = CountDecisions(plan->plan, FindCandidates(profile));
+    plan_line_ = absl::StrFormat(
+        "plan: policy %s keep %d swap %d recompute %d predicted_iteration_ms %.3f "
+        "feasible %s h2d_gbps %.2f d2h_gbps %.2f%s headroom_bytes %lld replans %d "
+        "simulations %lld plan_s %.3f; %s",
+        pooch::PolicyName(policy), counts.keep, counts.swap, counts.recompute,
+        plan->sim.iteration_us / 1000.0, plan->sim.feasible ? "yes" : "no", machine.h2d_gbps,
+        machine.d2h_gbps, assumed ? " (a direction had no copy: assumed)" : "",
+        static_cast<long long>(headroom_), replans_, static_cast<long long>(plan->simulations),
+        plan_s,
+        config_.mode != pooch::RunMode::kPlanned ? "not carried out (not a planner policy)"
+                                                 : "carried out");
+    POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {{"policy", pooch::PolicyName(policy)},
+                                      {"keep", counts.keep},
+                                      {"swap", counts.swap},
+                                      {"recompute", counts.recompute},
+                                      {"predicted_iteration_ms", plan->sim.iteration_us / 1000.0},
+                                      {"feasible", plan->sim.feasible ? "yes" : "no"},
+                                      {"headroom_bytes", headroom_}};
+      trace_->OnRuntime("plan", args);
+    }
+    return *std::move(plan);
+  }
+
+  pooch::Mutex mu_;
+  TraceObserver* const trace_;    // may be null
+  Recomputer* const recomputer_;  // may be null (not a planner policy)
+  pooch::Device& device_;
+  pooch::ResidencyManager& manager_;
+  pooch::SmallAllocator& small_;
+  const pooch::Config config_;
+  pooch::OpStreamRecorder recorder_ ABSL_GUARDED_BY(mu_);
+  absl::btree_map<DeviceAddress, Live> live_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::deque<Timed> timed_ ABSL_GUARDED_BY(mu_);
+  std::vector<EventHandle> spare_ ABSL_GUARDED_BY(mu_);
+  bool finalize_due_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t departures_ ABSL_GUARDED_BY(mu_) = 0;
+  int departures_since_profile_ ABSL_GUARDED_BY(mu_) = 0;
+  int reprofiles_ ABSL_GUARDED_BY(mu_) = 0;
+  bool iteration_mark_due_ ABSL_GUARDED_BY(mu_) = false;
+  EventHandle last_mark_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Timed> iteration_pairs_ ABSL_GUARDED_BY(mu_);  // {0, start mark, end mark}
+  double iteration_ms_sum_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t iterations_timed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string plan_line_ ABSL_GUARDED_BY(mu_);
+  // The profile planned last, kept for re-plans (Note [Headroom]).
+  std::optional<pooch::BuiltProfile> built_ ABSL_GUARDED_BY(mu_);
+  // Note [Swap-all profiling]: the swap-all iteration is under way; how the profile was taken.
+  bool swap_all_pass_ ABSL_GUARDED_BY(mu_) = false;
+  bool pass_was_first_plan_ ABSL_GUARDED_BY(mu_) = false;
+  std::string profiled_under_ ABSL_GUARDED_BY(mu_) = "-";
+  pooch::OpStreamRecorder::Positions positions_ ABSL_GUARDED_BY(mu_);
+  pooch::MachineModel machine_ ABSL_GUARDED_BY(mu_);  // measured once per profile
+  // Note [Copy times]: timings taken while profiling.
+  CopyTimes copy_times_ ABSL_GUARDED_BY(mu_);
+  bool machine_assumed_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t headroom_ ABSL_GUARDED_BY(mu_) = 0;
+  int replans_ ABSL_GUARDED_BY(mu_) = 0;
+  int iterations_under_plan_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t demand_ins_mark_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_iteration_hits_ ABSL_GUARDED_BY(mu_) = -1;
+  std::optional<PlanActions> actions_ ABSL_GUARDED_BY(mu_);
+};
+
+Profiler::Profiler(Device& device, ResidencyManager& manager, SmallAllocator& small,
+                   const Config& config, TraceObserver* trace, Recomputer* recomputer)
+    : impl_(std::make_unique<Impl>(device, manager, small, config, trace, recomputer)) {}
+
+Profiler::~Profiler() = default;
+
+bool Profiler::WantedBy(const Config& config) {
+  return config.mode == RunMode::kPlanned || !config.profile_out.empty();
+}
+
+ProfiledOp Profiler::OpBegin(const char* name, uintptr_t stream,
+                             const std::vector<AccessRange>& ranges, bool replay_capable) {
+  return impl_->OpBegin(name, stream, ranges, replay_capable);
+}
+
+void Profiler::OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe) {
+  impl_->OfferRecipe(op, std::move(recipe));
+}
+
+void Profiler::OpEnd(const ProfiledOp& op, uintptr_t stream) {
+  if (op.active) impl_->OpEnd(op, stream);
+}
+
+void Profiler::Alloc(uintptr_t address, int64_t bytes, bool managed) {
+  impl_->Alloc(address, bytes, managed);
+}
+
+void Profiler::Free(uintptr_t address) { impl_->Free(address); }
+
+void Profiler::SyncMarker() { impl_->SyncMarker(); }
+
+std::vector<std::string> Profiler::SummaryLines() { return impl_->SummaryLines(); }
+
+}  // namespace pooch

@@ -1,0 +1,99 @@
+// profiler.h: the profiling of a program's first iterations and the carrying out of the plan
+// made from them (PoocH §4.2-4.3), over core's Device and ResidencyManager (no CUDA).
+//
+// Under a planned POOCH_POLICY, or whenever POOCH_PROFILE_OUT is set (WantedBy), the hooks report
+// every op, allocation and free here. Iterations are found in the op stream
+// (core/profile/iteration_tracker.h); while profiling, each op is bracketed with timing events on
+// its stream. When the reference iteration is complete its events become a core Profile
+// (core/profile/profile_builder.h), written to POOCH_PROFILE_OUT in the format `pooch plan
+// --profile` reads, and planned with the requested policy against the memory limit. Later
+// iterations are followed against the reference; an iteration that departs from it is counted,
+// and after POOCH_REPROFILE_AFTER departures the program is profiled again.
+//
+// Under a planner policy the plan's swaps are then carried out in each followed iteration
+// (Note [Carrying out the plan] in plan_actions.h); demand swapping stays underneath as the
+// safety net. A map the plan recomputes is dropped after its last forward use and rebuilt by
+// replay before its next use (core/exec/recomputer.h); its producer's recipe is taken at its
+// position.
+//
+//   Profiler profiler(device, manager, small, config, trace, recomputer);
+//   ProfiledOp op = profiler.OpBegin("cudnnConvolutionForward", stream, ranges, true);
+//   ... the real call ...
+//   profiler.OpEnd(op, stream);
+//
+// Thread safety: every method may be called from any thread; one lock serialises the recorder.
+// The hooks of a program that runs ops from several threads at once interleave, and such a
+// stream rarely repeats; it then stays in profiling, which costs events, never results. Lock
+// order: the profiler's lock, then the recomputer's, then the manager's.
+#ifndef POOCH_CORE_EXEC_PROFILER_H_
+#define POOCH_CORE_EXEC_PROFILER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/device/device.h"
+#include "core/lineage/replay_recipe.h"
+#include "core/residency/residency.h"
+#include "core/small_alloc/small_allocator.h"
+
+namespace pooch {
+
+class Recomputer;
+class TraceObserver;
+
+// What OpBegin hands to OpEnd.
+struct ProfiledOp {
+  bool active = false;
+  uint64_t seq = 0;
+  int64_t position = -1;  // in the reference iteration while following it; else -1
+  EventHandle start = 0;  // 0: the op is not timed
+  // The plan recomputes this op's output, at this address: the hook hands its recipe to
+  // OfferRecipe. 0: none.
+  uintptr_t record_output = 0;
+  double record_us = 0;  // the op's profiled device time
+};
+
+class Profiler {
+ public:
+  // Everything must outlive the profiler. `trace` (POOCH_TRACE) gets the iteration starts, the
+  // plan and the departures; `recomputer` carries out recomputations (a planner policy). Both
+  // may be null.
+  Profiler(Device& device, ResidencyManager& manager, SmallAllocator& small, const Config& config,
+           TraceObserver* trace, Recomputer* recomputer);
+  ~Profiler();
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  // Whether `config` asks for profiling: a planner policy, or POOCH_PROFILE_OUT.
+  static bool WantedBy(const Config& config);
+
+  // Around an intercepted op: Begin after its memory was made resident, End after the real call
+  // and the manager's AfterOp. `name` outlives the process. `replay_capable`: the hook could give
+  // a replay recipe (the profile's replay_capable flag).
+  ProfiledOp OpBegin(const char* name, uintptr_t stream, const std::vector<AccessRange>& ranges,
+                     bool replay_capable);
+  // The recipe of an op whose ProfiledOp::record_output was set (nullopt: it could not be made,
+  // and the map is swapped instead of dropped).
+  void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe);
+  void OpEnd(const ProfiledOp& op, uintptr_t stream);
+  // After a successful allocation, and before a free.
+  void Alloc(uintptr_t address, int64_t bytes, bool managed);
+  void Free(uintptr_t address);
+  // An iteration marker (POOCH_ITERATION_MARKER=sync or nvtx): an iteration ends here.
+  void SyncMarker();
+
+  // The summary's iterations:, plan:, plan_run: and recompute: lines.
+  std::vector<std::string> SummaryLines();
+
+ private:
+  class Impl;
+  const std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_EXEC_PROFILER_H_

@@ -1,0 +1,202 @@
+// Tests of the Profiler (core/exec/profiler.h) over a ResidencyManager on a FakeDevice: a small
+// training loop whose op stream repeats, run through the profiler as the interposer's RunOp
+// does (BeforeOp, OpBegin, the op, AfterOp, OpEnd). The ops are device kernels whose outputs
+// depend on their inputs' bytes, and the backward ops check what they read, so a plan carried
+// out wrongly (a map swapped and not brought back, a wrong address) shows as a wrong byte.
+#include "core/exec/profiler.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "core/device/fake_device.h"
+#include "core/residency/residency.h"
+#include "core/small_alloc/small_allocator.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pooch {
+namespace {
+
+using Mode = AccessRange::Mode;
+using ::testing::HasSubstr;
+
+constexpr int64_t kG = 64 << 10;  // the fake device's granularity
+
+class ProfilerTest : public ::testing::Test {
+ protected:
+  // A device of 64 granules; the manager's limit is `limit_granules`.
+  void Start(int64_t limit_granules, Config config) {
+    FakeDevice::Options device;
+    device.granularity = kG;
+    device.capacity = 64 * kG;
+    device_ = std::make_unique<FakeDevice>(device);
+    stream_ = *device_->CreateStream();
+    ResidencyOptions options;
+    options.memory_limit = limit_granules * kG;
+    options.min_swap_bytes = kG;
+    options.time_copies = true;
+    manager_ = *ResidencyManager::Create(*device_, options);
+    SmallAllocatorOptions small;
+    small.max_bytes = kG;
+    small_ = *SmallAllocator::Create(*device_, std::move(small));
+    config_ = std::move(config);
+    profiler_ = std::make_unique<Profiler>(*device_, *manager_, *small_, config_, nullptr, nullptr);
+  }
+
+  void TearDown() override {
+    profiler_.reset();
+    small_.reset();
+    manager_.reset();
+    if (device_ != nullptr) {
+      EXPECT_THAT(device_->violations(), ::testing::IsEmpty());
+    }
+  }
+
+  DeviceAddress Alloc(int64_t bytes) {
+    absl::StatusOr<DeviceAddress> a = manager_->Allocate(bytes);
+    EXPECT_TRUE(a.ok()) << a.status();
+    profiler_->Alloc(*a, bytes, /*managed=*/true);
+    return *a;
+  }
+
+  void Free(DeviceAddress a) {
+    profiler_->Free(a);
+    EXPECT_TRUE(manager_->Free(a).ok());
+  }
+
+  // One op as RunOp runs it: `out` (2 granules) = in[0] + 1, or, with `expect` >= 0, a
+  // backward op that checks in[0] == expect and accumulates into `out` (read-write).
+  void Op(const char* name, DeviceAddress in, DeviceAddress out, int expect = -1) {
+    const Mode out_mode = expect >= 0 ? Mode::kReadWrite : Mode::kWrite;
+    const std::vector<AccessRange> ranges = {{in, 2 * kG, Mode::kRead}, {out, 2 * kG, out_mode}};
+    absl::StatusOr<OpTicket> ticket = manager_->BeforeOp(stream_, ranges);
+    ASSERT_TRUE(ticket.ok()) << ticket.status();
+    const ProfiledOp op = profiler_->OpBegin(name, stream_, ranges, /*replay_capable=*/false);
+    int* wrong = &wrong_bytes_;
+    ASSERT_TRUE(device_
+                    ->Launch(stream_, {{in, 2 * kG}, {out, 2 * kG}},
+                             [in, out, expect, wrong](FakeDevice::Memory& m) {
+                               uint8_t first = 0;
+                               m.Read(in, &first, 1).IgnoreError();
+                               if (expect >= 0) {
+                                 if (first != static_cast<uint8_t>(expect)) ++*wrong;
+                                 return;
+                               }
+                               std::vector<uint8_t> data(2 * kG, static_cast<uint8_t>(first + 1));
+                               m.Write(out, data.data(), 2 * kG).IgnoreError();
+                             })
+                    .ok());
+    ASSERT_TRUE(manager_->AfterOp(*std::move(ticket)).ok());
+    profiler_->OpEnd(op, stream_);
+  }
+
+  // One training iteration: a chain of four maps in forward, read again in reverse order in
+  // backward (each checked), all freed at the end. `seed` is the input's first byte.
+  void Iteration(uint8_t seed) {
+    const DeviceAddress input = Alloc(2 * kG);
+    {  // the input arrives: a copy-like op writing it
+      const std::vector<AccessRange> ranges = {{input, 2 * kG, Mode::kWrite}};
+      absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, ranges);
+      ASSERT_TRUE(t.ok());
+      const ProfiledOp op = profiler_->OpBegin("memcpy", stream_, ranges, false);
+      ASSERT_TRUE(device_
+                      ->Launch(stream_, {{input, 2 * kG}},
+                               [input, seed](FakeDevice::Memory& m) {
+                                 std::vector<uint8_t> data(2 * kG, seed);
+                                 m.Write(input, data.data(), 2 * kG).IgnoreError();
+                               })
+                      .ok());
+      ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
+      profiler_->OpEnd(op, stream_);
+    }
+    std::vector<DeviceAddress> maps = {input};
+    for (int layer = 0; layer < 4; ++layer) {
+      maps.push_back(Alloc(2 * kG));
+      Op("ConvolutionForward", maps[layer], maps[layer + 1]);
+    }
+    const DeviceAddress grad = Alloc(2 * kG);
+    for (int layer = 4; layer >= 1; --layer) {
+      Op("ConvolutionBackwardData", maps[layer], grad, static_cast<uint8_t>(seed + layer));
+    }
+    Free(grad);
+    for (DeviceAddress m : maps) Free(m);
+  }
+
+  std::string Summary() {
+    std::string all;
+    for (const std::string& line : profiler_->SummaryLines()) all += line + "\n";
+    return all;
+  }
+
+  std::unique_ptr<FakeDevice> device_;
+  StreamHandle stream_ = 0;
+  std::unique_ptr<ResidencyManager> manager_;
+  std::unique_ptr<SmallAllocator> small_;
+  std::unique_ptr<Profiler> profiler_;
+  Config config_;
+  int wrong_bytes_ = 0;
+};
+
+TEST_F(ProfilerTest, WantedByPlannerPoliciesAndProfileOut) {
+  Config c;
+  c.mode = RunMode::kPlanned;
+  EXPECT_TRUE(Profiler::WantedBy(c));
+  c.mode = RunMode::kDemand;
+  EXPECT_FALSE(Profiler::WantedBy(c));
+  c.profile_out = "/tmp/p.json";
+  EXPECT_TRUE(Profiler::WantedBy(c));
+}
+
+// Enough memory: the iteration is found, profiled under swap-all, planned and carried out; the
+// plan keeps everything.
+TEST_F(ProfilerTest, FindsTheIterationAndPlansIt) {
+  Config c;
+  c.mode = RunMode::kPlanned;
+  c.planned_policy = Policy::kPooch;
+  Start(/*limit_granules=*/48, c);
+  for (int i = 0; i < 10; ++i) Iteration(static_cast<uint8_t>(10 * i));
+  EXPECT_EQ(wrong_bytes_, 0);
+  const std::string summary = Summary();
+  EXPECT_THAT(summary, HasSubstr("iterations: marker auto profiles 1"));
+  EXPECT_THAT(summary, HasSubstr("profiled_under swap-all"));
+  EXPECT_THAT(summary, HasSubstr("plan: policy pooch keep 4 swap 0 recompute 0"));
+  EXPECT_THAT(summary, HasSubstr("feasible yes"));
+  EXPECT_THAT(summary, HasSubstr("carried out"));
+  EXPECT_THAT(summary, HasSubstr("plan_run: swapped_maps 0"));
+}
+
+// Too little memory for the forward maps: the plan swaps maps out after their last forward use
+// and brings them back for backward, and every byte backward reads is right.
+TEST_F(ProfilerTest, CarriesOutAPlanThatSwaps) {
+  Config c;
+  c.mode = RunMode::kPlanned;
+  c.planned_policy = Policy::kSwapAll;
+  Start(/*limit_granules=*/8, c);
+  for (int i = 0; i < 10; ++i) Iteration(static_cast<uint8_t>(10 * i));
+  EXPECT_EQ(wrong_bytes_, 0);
+  const std::string summary = Summary();
+  EXPECT_THAT(summary, HasSubstr("plan: policy swap-all"));
+  EXPECT_THAT(summary, HasSubstr("carried out"));
+  EXPECT_THAT(summary, ::testing::Not(HasSubstr("plan_run: swapped_maps 0 ")));
+  EXPECT_GT(manager_->Stats().planned_swap_outs, 0);
+}
+
+// Not a planner policy: a profile is made (POOCH_PROFILE_OUT) and planned, never carried out.
+TEST_F(ProfilerTest, ProfileOutAloneCarriesNothingOut) {
+  Config c;
+  c.mode = RunMode::kDemand;
+  c.profile_out = ::testing::TempDir() + "/profiler_test_profile.json";
+  Start(/*limit_granules=*/8, c);
+  for (int i = 0; i < 6; ++i) Iteration(static_cast<uint8_t>(i));
+  EXPECT_EQ(wrong_bytes_, 0);
+  const std::string summary = Summary();
+  EXPECT_THAT(summary, HasSubstr("not carried out (not a planner policy)"));
+  EXPECT_THAT(summary, ::testing::Not(HasSubstr("plan_run:")));
+  EXPECT_EQ(manager_->Stats().planned_swap_outs, 0);
+}
+
+}  // namespace
+}  // namespace pooch

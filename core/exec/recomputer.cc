@@ -1,0 +1,274 @@
+// recomputer.cc: the Recomputer (Note [Replay] in recomputer.h).
+#include "core/exec/recomputer.h"
+
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/log.h"
+#include "core/exec/trace_observer.h"
+#include "nlohmann/json.hpp"
+
+namespace pooch {
+namespace {
+
+// Deeper chains than this are refused rather than followed (a plan never builds them: each link
+// is a dropped map whose producer reads another dropped map).
+constexpr int kMaxChain = 256;
+
+}  // namespace
+
+Recomputer::~Recomputer() {
+  if (wait_event_ != 0) device_.DestroyEvent(wait_event_).IgnoreError();
+}
+
+std::optional<std::pair<pooch::DeviceAddress, int64_t>> Recomputer::AllocationOf(
+    pooch::DeviceAddress address) const {
+  if (std::optional<pooch::AllocationInfo> info = manager_.Lookup(address)) {
+    return std::make_pair(info->address, info->bytes);
+  }
+  if (std::optional<int64_t> bytes = small_.BlockBytes(address)) {
+    return std::make_pair(address, *bytes);
+  }
+  return std::nullopt;
+}
+
+bool Recomputer::Offer(ReplayRecipe recipe, double profiled_us) {
+  pooch::MutexLock lock(&mu_);
+  // The output must be a whole swappable allocation of the manager's: Drop discards all of it.
+  const std::optional<pooch::AllocationInfo> out = manager_.Lookup(recipe.output);
+  bool ok = out.has_value() && out->address == recipe.output && out->swappable &&
+            recipe.output_bytes >= out->bytes && recipe.issue != nullptr;
+  std::vector<Lineage::Allocation> inputs;
+  for (const pooch::AccessRange& in : recipe.inputs) {
+    if (!ok) break;
+    std::optional<std::pair<pooch::DeviceAddress, int64_t>> a = AllocationOf(in.address);
+    // An input outside pooch's memory cannot be watched; one inside the output would be lost.
+    ok = a.has_value() && a->first != recipe.output;
+    if (ok) inputs.push_back({a->first, a->second});
+  }
+  if (!ok) {
+    ++stats_.refused;
+    return false;
+  }
+  FreeKeptLocked(lineage_.Add(std::move(recipe), profiled_us, inputs, out->bytes));
+  entries_count_.store(static_cast<int>(lineage_.size()), std::memory_order_relaxed);
+  ++stats_.recipes;
+  return true;
+}
+
+bool Recomputer::Drop(pooch::DeviceAddress address) {
+  pooch::MutexLock lock(&mu_);
+  const Lineage::Entry* e = lineage_.Find(address);
+  if (e == nullptr || e->dropped) return false;
+  if (absl::Status s = manager_.Drop(address); !s.ok()) {
+    POOCH_LOG_AT(kDebug, "planned drop: %s", std::string(s.message()).c_str());
+    return false;
+  }
+  // The manager keeps data it cannot drop (pinned by an op in flight, on the host, ...).
+  const std::optional<pooch::AllocationInfo> info = manager_.Lookup(address);
+  if (!info.has_value() || info->state != pooch::ResidencyState::kDropped) return false;
+  lineage_.MarkDropped(address, true);
+  ++stats_.drops;
+  return true;
+}
+
+absl::Status Recomputer::BeforeProgramOp(uintptr_t stream,
+                                         const std::vector<pooch::AccessRange>& ranges,
+                                         bool effects_known) {
+  if (entries_count_.load(std::memory_order_relaxed) == 0) return absl::OkStatus();
+  pooch::MutexLock lock(&mu_);
+  if (!effects_known) {
+    // It may write anything: rebuild what is dropped while its inputs are intact, forget the
+    // rest.
+    return ApplyLocked(stream, lineage_.AnyWrite());
+  }
+  for (const pooch::AccessRange& r : ranges) {
+    if (absl::Status s =
+            TouchLocked(stream, r.address, r.bytes, r.mode != pooch::AccessRange::Mode::kRead);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Recomputer::BeforeFree(pooch::DeviceAddress address) {
+  if (entries_count_.load(std::memory_order_relaxed) == 0) return false;
+  pooch::MutexLock lock(&mu_);
+  if (const Lineage::Entry* e = lineage_.Find(address); e != nullptr) {
+    if (lineage_.HasReaders(address) && !e->kept) {
+      // Note [Kept inputs]: keep it, without its device memory when it can be dropped.
+      lineage_.MarkKept(address);
+      if (!e->dropped && manager_.Drop(address).ok()) {
+        const std::optional<pooch::AllocationInfo> info = manager_.Lookup(address);
+        lineage_.MarkDropped(address,
+                             info.has_value() && info->state == pooch::ResidencyState::kDropped);
+      }
+      return true;
+    }
+    // A freed output needs no rebuilding: its recipe goes (the manager frees dropped memory).
+    if (!e->dropped) ++stats_.forgotten;
+    EraseLocked(address);
+  }
+  const std::optional<std::pair<pooch::DeviceAddress, int64_t>> a = AllocationOf(address);
+  // The legacy default stream: a free has none, and it orders after the program's blocking
+  // streams.
+  absl::Status s = TouchLocked(0, address, a.has_value() ? a->second : 1, /*writes=*/true);
+  if (!s.ok()) return s;
+  return false;
+}
+
+absl::Status Recomputer::TouchLocked(uintptr_t stream, pooch::DeviceAddress address, int64_t bytes,
+                                     bool writes) {
+  return ApplyLocked(stream, lineage_.Access(address, bytes, writes));
+}
+
+absl::Status Recomputer::ApplyLocked(uintptr_t stream, const Lineage::Needs& needs) {
+  // Each replay may rebuild or erase other entries (chains, kept inputs released): ReplayLocked
+  // does nothing for a map no longer dropped, and the checks below skip what is gone.
+  for (pooch::DeviceAddress output : needs.rebuild) {
+    if (absl::Status s = ReplayLocked(output, stream, 0); !s.ok()) return s;
+  }
+  bool rebuilt = false;
+  for (pooch::DeviceAddress output : needs.rebuild_for_write) {
+    const Lineage::Entry* e = lineage_.Find(output);
+    if (e == nullptr || !e->dropped) continue;
+    if (absl::Status s = ReplayLocked(output, stream, 0); !s.ok()) return s;
+    rebuilt = true;
+  }
+  if (rebuilt) {
+    if (absl::Status s = WaitForStreamLocked(stream); !s.ok()) return s;
+  }
+  for (pooch::DeviceAddress output : needs.forget) {
+    if (lineage_.Find(output) == nullptr) continue;  // listed twice, or released on the way
+    EraseLocked(output);
+    ++stats_.forgotten;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t stream, int depth) {
+  // Stable while other entries go (Lineage::Find): the chain below rebuilds or erases only the
+  // entries of its inputs.
+  const Lineage::Entry* e = lineage_.Find(output);
+  if (e == nullptr || !e->dropped) return absl::OkStatus();
+  if (depth > kMaxChain) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("pooch: recompute chain deeper than ", kMaxChain, " at ", e->recipe.name));
+  }
+  for (const Lineage::Allocation& input : e->inputs) {
+    const Lineage::Entry* d = lineage_.Find(input.base);
+    if (d == nullptr || !d->dropped) continue;
+    if (absl::Status s = ReplayLocked(input.base, stream, depth + 1); !s.ok()) return s;
+    ++stats_.chained;
+  }
+  absl::StatusOr<pooch::DeviceAddress> scratch = AllocateScratch(e->recipe.workspace_bytes);
+  if (!scratch.ok()) return scratch.status();
+  std::vector<pooch::AccessRange> ranges = e->recipe.inputs;
+  ranges.push_back({output, e->recipe.output_bytes, pooch::AccessRange::Mode::kWrite});
+  if (*scratch != 0) {
+    ranges.push_back({*scratch, e->recipe.workspace_bytes, pooch::AccessRange::Mode::kWrite});
+  }
+  absl::StatusOr<pooch::OpTicket> ticket = manager_.BeforeOp(stream, ranges);
+  if (!ticket.ok()) {
+    FreeScratch(*scratch, e->recipe.workspace_bytes);
+    return ticket.status();  // e.g. no room: the map stays dropped, its recipe kept
+  }
+  const bool issued = e->recipe.issue(stream, reinterpret_cast<void*>(*scratch));
+  absl::Status after = manager_.AfterOp(*std::move(ticket));
+  FreeScratch(*scratch, e->recipe.workspace_bytes);
+  const std::string name = e->recipe.name;
+  const double profiled_us = e->profiled_us;
+  const bool kept = e->kept;
+  if (!issued) {
+    ++stats_.failures;
+    EraseLocked(output);  // (frees it if it was a kept input)
+    return absl::InternalError(
+        absl::StrCat("pooch: cannot replay ", name, " to rebuild a dropped feature map"));
+  }
+  ++stats_.replays;
+  stats_.replay_us += profiled_us;
+  if (kept) {
+    // Resident again; freed when no recipe reads it (Note [Kept inputs]).
+    lineage_.MarkDropped(output, false);
+  } else {
+    EraseLocked(output);
+  }
+  if (trace_ != nullptr) {
+    const pooch::TraceArg args[] = {{"call", name}, {"depth", depth}};
+    trace_->OnRuntime("recompute", args);
+  }
+  return after;
+}
+
+absl::Status Recomputer::WaitForStreamLocked(uintptr_t stream) {
+  if (wait_event_ == 0) {
+    absl::StatusOr<pooch::EventHandle> e = device_.CreateEvent();
+    if (!e.ok()) return e.status();
+    wait_event_ = *e;
+  }
+  if (absl::Status s = device_.RecordEvent(wait_event_, stream); !s.ok()) return s;
+  return device_.SynchronizeEvent(wait_event_);
+}
+
+void Recomputer::EraseLocked(pooch::DeviceAddress output) {
+  FreeKeptLocked(lineage_.Erase(output));
+  entries_count_.store(static_cast<int>(lineage_.size()), std::memory_order_relaxed);
+}
+
+void Recomputer::FreeKeptLocked(const std::vector<pooch::DeviceAddress>& addresses) {
+  for (pooch::DeviceAddress address : addresses) {
+    // The program freed it long ago: free it now.
+    if (absl::Status s = manager_.Free(address); !s.ok()) {
+      POOCH_LOG_AT(kError, "kept input: %s", std::string(s.message()).c_str());
+    }
+  }
+}
+
+absl::StatusOr<pooch::DeviceAddress> Recomputer::AllocateScratch(int64_t bytes) {
+  if (bytes <= 0) return pooch::DeviceAddress{0};
+  return bytes >= min_swap_bytes_ ? manager_.Allocate(bytes) : small_.Allocate(bytes);
+}
+
+void Recomputer::FreeScratch(pooch::DeviceAddress address, int64_t bytes) {
+  if (address == 0) return;
+  // Both frees wait for the replay's queued use before the memory is reused; never blocking.
+  absl::Status s = bytes >= min_swap_bytes_ ? manager_.Free(address) : small_.Free(address);
+  if (!s.ok()) POOCH_LOG_AT(kError, "replay scratch: %s", std::string(s.message()).c_str());
+}
+
+Recomputer::Stats Recomputer::stats() const {
+  pooch::MutexLock lock(&mu_);
+  return stats_;
+}
+
+absl::Status Recomputer::WriteLineage(const std::string& path) const {
+  nlohmann::json doc;
+  {
+    pooch::MutexLock lock(&mu_);
+    const Stats& st = stats_;
+    doc = {{"format", "pooch-lineage"},
+           {"version", 1},
+           {"recipes", lineage_.ToJson()},
+           {"stats",
+            {{"recipes", st.recipes},
+             {"refused", st.refused},
+             {"drops", st.drops},
+             {"replays", st.replays},
+             {"chained", st.chained},
+             {"forgotten", st.forgotten},
+             {"failures", st.failures},
+             {"replay_us", st.replay_us}}}};
+  }
+  // Written outside the lock: hooks on other threads need not wait for the file system.
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  out << doc.dump(1) << "\n";
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("error writing ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace pooch

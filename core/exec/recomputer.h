@@ -1,0 +1,160 @@
+// recomputer.h: recomputation by replay (PoocH §4.1): a feature map the plan recomputes is
+// dropped after its last forward use and rebuilt, into the same address, by re-issuing the
+// call that produced it just before anything touches it again.
+//
+// Note [Replay]
+// ~~~~~~~~~~~~~
+// The profiler (core/exec/profiler.cc) asks each planned producer's hook for a ReplayRecipe right
+// after the call (Offer), and at the map's last forward use asks Drop; a map without a valid recipe
+// is swapped out instead, so a recipe that cannot be made costs time, never data. Dropped data
+// exists nowhere but in its recipe, so every path that could make a recipe wrong rebuilds the
+// map first or, before the drop, forgets the recipe. The recipes, and which of them each access
+// concerns, are the Lineage's (core/lineage/lineage.h, Note [Lineage]): it decides what an
+// access requires by the rules below; the Recomputer carries that out (replays, waits, frees):
+//   - an op that touches a dropped map (any mode) rebuilds it first: the safety net, and the
+//     way every planned recomputation happens (right before the map's first backward use);
+//   - an op that writes an input of a recipe, or the recipe's own output: a dropped output is
+//     rebuilt before the write (and finished, the host waiting, before the write is issued);
+//     a recipe not yet used is forgotten (its inputs changed), except a kept input's;
+//   - a free of an output: its recipe goes. A free of an input: the same as a write, except
+//     when the freed memory has a recipe of its own (a transient the planner rebuilds through,
+//     like a batch-norm output that only a ReLU read): then the Recomputer keeps it (Note
+//     [Kept inputs]) instead of rebuilding or forgetting its readers;
+//   - an op whose effects are unknown (a generic kernel launch: its pointers are guessed from
+//     its parameters) rebuilds every dropped map and forgets every other recipe but the kept
+//     inputs' first, since it may write anything.
+// Inputs of a rebuilt map that are themselves dropped are rebuilt first (recursively, the
+// planner's chains). A replay runs on the stream of the op that needs it, after the manager
+// made its inputs resident and restored the output's memory (BeforeOp with the output as
+// write-only), with a scratch workspace of its own; it writes nothing else (replay_recipe.h).
+// If a replay cannot be issued the op that needed it fails with the error: never a silently
+// wrong result.
+//
+// Note [Kept inputs]
+// ~~~~~~~~~~~~~~~~~~
+// The planner recomputes a map through intermediates the program frees in forward (PoocH's
+// chains: ReLU(BN(conv)) rebuilt from the conv output when the BN output is gone). The program's
+// free of such an intermediate, while a recipe reads it and it has a recipe itself, does not
+// free it: it is dropped (no device memory) and kept at its address, owned by the Recomputer,
+// until no recipe reads it any more; a replay that needs it rebuilds it first, like any dropped
+// input, and a write to its own inputs rebuilds it first when dropped, else leaves it (resident,
+// it is still right). The Lineage marks it kept and, when the last recipe reading it goes,
+// erases it and reports it (Lineage::Erase); then the Recomputer frees it for real. The
+// profiler takes the recipes of those intermediates' producers too (plan_actions.cc).
+//
+// Thread safety: thread-safe; one lock serialises recipes and replays. Lock order: the
+// profiler's lock, then this one, then the manager's.
+#ifndef POOCH_CORE_EXEC_RECOMPUTER_H_
+#define POOCH_CORE_EXEC_RECOMPUTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/base/mutex.h"
+#include "core/lineage/lineage.h"
+#include "core/lineage/replay_recipe.h"
+#include "core/residency/residency.h"
+#include "core/small_alloc/small_allocator.h"
+
+namespace pooch {
+
+class TraceObserver;
+
+class Recomputer {
+ public:
+  // `min_swap_bytes`: POOCH_MIN_SWAP_BYTES (a replay's scratch below it comes from `small`).
+  Recomputer(pooch::Device& device, pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
+             int64_t min_swap_bytes, TraceObserver* trace)
+      : device_(device),
+        manager_(manager),
+        small_(small),
+        min_swap_bytes_(min_swap_bytes),
+        trace_(trace) {}
+  ~Recomputer();
+  Recomputer(const Recomputer&) = delete;
+  Recomputer& operator=(const Recomputer&) = delete;
+
+  // Before every op of the program (RunOp), before the manager's BeforeOp. Rebuilds or forgets
+  // as Note [Replay] says. An error means a dropped map could not be rebuilt: the op must fail.
+  absl::Status BeforeProgramOp(uintptr_t stream, const std::vector<pooch::AccessRange>& ranges,
+                               bool effects_known) ABSL_LOCKS_EXCLUDED(mu_);
+  // Before the program frees `address` (a base). True: the Recomputer keeps the memory (Note
+  // [Kept inputs]) and the caller must not free it.
+  absl::StatusOr<bool> BeforeFree(pooch::DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A planned producer ran and built `recipe` (replacing any older recipe of the same output).
+  // `profiled_us`: the producer's profiled device time, counted as recompute time per replay.
+  // Returns false (and keeps nothing) when an input is not memory pooch allocated.
+  bool Offer(ReplayRecipe recipe, double profiled_us) ABSL_LOCKS_EXCLUDED(mu_);
+  // The plan drops the map at `address` now. False when it cannot (no recipe, or the manager
+  // kept the data: pinned, already on the host): the caller swaps it out instead.
+  bool Drop(pooch::DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
+
+  struct Stats {
+    int64_t recipes = 0;    // offered and kept
+    int64_t refused = 0;    // offered but not kept (an input outside pooch's memory)
+    int64_t drops = 0;      // maps dropped
+    int64_t replays = 0;    // maps rebuilt
+    int64_t chained = 0;    // of which rebuilt because a dropped map needed them
+    int64_t forgotten = 0;  // recipes forgotten before use (input or output written, freed)
+    int64_t failures = 0;   // replays that could not be issued (the op failed)
+    double replay_us = 0;   // profiled device time of the replayed calls
+  };
+  Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Writes the lineage (POOCH_LINEAGE_OUT): {"format": "pooch-lineage", "version": 1,
+  // "recipes": Lineage::ToJson(), "stats": stats() with the same field names}. The recipes held
+  // now: the ones not yet used or forgotten, dropped or not, and the kept inputs.
+  absl::Status WriteLineage(const std::string& path) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Rebuilds the dropped map at `output` on `stream` (its dropped inputs first).
+  absl::Status ReplayLocked(pooch::DeviceAddress output, uintptr_t stream, int depth)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the recipe of `output` (Lineage::Erase) and frees the kept inputs that no recipe
+  // reads any more.
+  void EraseLocked(pooch::DeviceAddress output) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees kept inputs the lineage let go of (Lineage::Erase's result).
+  void FreeKeptLocked(const std::vector<pooch::DeviceAddress>& addresses)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Carries out what the lineage says an access requires (Note [Replay]).
+  absl::Status ApplyLocked(uintptr_t stream, const Lineage::Needs& needs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies Note [Replay] to an access of [address, address + bytes).
+  absl::Status TouchLocked(uintptr_t stream, pooch::DeviceAddress address, int64_t bytes,
+                           bool writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The allocation (base, bytes) holding `address`: the manager's or a small block's.
+  std::optional<std::pair<pooch::DeviceAddress, int64_t>> AllocationOf(
+      pooch::DeviceAddress address) const;
+  // Scratch device memory for a replay's workspace, and its release.
+  absl::StatusOr<pooch::DeviceAddress> AllocateScratch(int64_t bytes);
+  void FreeScratch(pooch::DeviceAddress address, int64_t bytes);
+
+  // Waits (host) for the work queued on `stream` so far: a map rebuilt on behalf of an op that
+  // does not read it (a write to an input, a free, a kernel launch) is done before any later
+  // op, on any stream, can touch it (Note [Replay]).
+  absl::Status WaitForStreamLocked(uintptr_t stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  pooch::Device& device_;
+  pooch::ResidencyManager& manager_;
+  pooch::SmallAllocator& small_;
+  const int64_t min_swap_bytes_;
+  TraceObserver* const trace_;  // may be null
+  mutable pooch::Mutex mu_;
+  // lineage_.size(), kept after every change: lets BeforeProgramOp skip the lock when it is 0.
+  std::atomic<int> entries_count_{0};
+  Lineage lineage_ ABSL_GUARDED_BY(mu_);  // the recipes, and what reads what
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+  pooch::EventHandle wait_event_ ABSL_GUARDED_BY(mu_) = 0;  // created on first use
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_EXEC_RECOMPUTER_H_

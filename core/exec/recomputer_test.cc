@@ -1,0 +1,265 @@
+// Tests of the Recomputer (core/exec/recomputer.h, Note [Replay] and Note [Kept inputs]) over a
+// ResidencyManager on a FakeDevice. Recipes here are device kernels that write their output from
+// their input: out[i] = in[0] + 1 for every byte, so a replay after the input changed, or a
+// missing replay, shows in the output's bytes.
+#include "core/exec/recomputer.h"
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "core/device/fake_device.h"
+#include "core/residency/residency.h"
+#include "core/residency/residency_testutil.h"
+#include "core/small_alloc/small_allocator.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace pooch {
+namespace {
+
+using Mode = AccessRange::Mode;
+
+class RecomputeTest : public pooch::testing::ResidencyFixture {
+ protected:
+  static constexpr int64_t kG = 64 << 10;
+
+  void SetUp() override {
+    FakeDevice::Options device;
+    device.granularity = kG;
+    device.capacity = 64 * kG;
+    device_ = std::make_unique<FakeDevice>(device);
+    stream_ = *device_->CreateStream();
+    ResidencyOptions options;
+    options.memory_limit = 16 * kG;
+    options.min_swap_bytes = kG;
+    options.reuse_cache_bytes = 0;
+    manager_ = *ResidencyManager::Create(*device_, options);
+    SmallAllocatorOptions small;
+    small.max_bytes = kG;
+    small_ = *SmallAllocator::Create(*device_, std::move(small));
+    recomputer_ = std::make_unique<Recomputer>(*device_, *manager_, *small_, kG, nullptr);
+  }
+
+  void TearDown() override {
+    recomputer_.reset();
+    small_.reset();
+    manager_.reset();
+    EXPECT_THAT(device_->violations(), ::testing::IsEmpty());
+  }
+
+  // The recipe of out = in[0] + 1 (reading `in`, writing all of `out`); counts its replays.
+  ReplayRecipe Recipe(DeviceAddress in, DeviceAddress out) {
+    ReplayRecipe r;
+    r.name = "increment";
+    r.output = out;
+    r.output_bytes = kG;
+    r.inputs = {{in, kG, Mode::kRead}};
+    FakeDevice* device = device_.get();
+    int* replays = &replays_;
+    r.issue = [device, in, out, replays](uintptr_t stream, void*) {
+      ++*replays;
+      return device
+          ->Launch(stream, {{in, kG}, {out, kG}},
+                   [in, out](FakeDevice::Memory& m) {
+                     uint8_t first = 0;
+                     m.Read(in, &first, 1).IgnoreError();
+                     std::vector<uint8_t> data(kG, static_cast<uint8_t>(first + 1));
+                     m.Write(out, data.data(), kG).IgnoreError();
+                   })
+          .ok();
+    };
+    return r;
+  }
+
+  // The program's op: out = in[0] + 1, as the recipe does, then the recipe offered.
+  void Produce(DeviceAddress in, DeviceAddress out) {
+    ReplayRecipe r = Recipe(in, out);
+    ASSERT_TRUE(r.issue(stream_, nullptr));
+    --replays_;  // the program's own call, not a replay
+    ASSERT_TRUE(recomputer_->Offer(std::move(r), 10.0));
+  }
+
+  // An op of the program touching `address` with `mode`, through the Recomputer first.
+  absl::Status Touch(DeviceAddress address, Mode mode, uint8_t fill = 0) {
+    absl::Status s = recomputer_->BeforeProgramOp(stream_, {{address, kG, mode}}, true);
+    if (!s.ok()) return s;
+    if (mode == Mode::kRead) return absl::OkStatus();
+    return Fill(address, kG, fill, mode);
+  }
+
+  std::unique_ptr<SmallAllocator> small_;
+  std::unique_ptr<Recomputer> recomputer_;
+  int replays_ = 0;
+};
+
+TEST_F(RecomputeTest, DroppedMapIsRebuiltBeforeItIsRead) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 41).ok());
+  Produce(in, out);
+  ASSERT_TRUE(recomputer_->Drop(out));
+  EXPECT_EQ(StateOf(out), ResidencyState::kDropped);
+  EXPECT_EQ(replays_, 0);
+  ASSERT_TRUE(Touch(out, Mode::kRead).ok());
+  EXPECT_EQ(replays_, 1);
+  EXPECT_TRUE(Holds(out, kG, 42));
+  EXPECT_EQ(recomputer_->stats().replays, 1);
+  ASSERT_TRUE(manager_->Free(in).ok());
+  ASSERT_TRUE(manager_->Free(out).ok());
+}
+
+TEST_F(RecomputeTest, WriteToAnInputForgetsARecipeNotYetUsed) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  Produce(in, out);
+  ASSERT_TRUE(Touch(in, Mode::kWrite, 7).ok());  // the recipe would now make 8, not 2
+  EXPECT_FALSE(recomputer_->Drop(out));          // so the map is not dropped
+  EXPECT_TRUE(Holds(out, kG, 2));
+  EXPECT_EQ(recomputer_->stats().forgotten, 1);
+  ASSERT_TRUE(manager_->Free(in).ok());
+  ASSERT_TRUE(manager_->Free(out).ok());
+}
+
+TEST_F(RecomputeTest, WriteToAnInputRebuildsADroppedMapFirst) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  Produce(in, out);
+  ASSERT_TRUE(recomputer_->Drop(out));
+  ASSERT_TRUE(Touch(in, Mode::kWrite, 7).ok());
+  EXPECT_EQ(replays_, 1);
+  EXPECT_TRUE(Holds(out, kG, 2));  // from the input before the write
+  ASSERT_TRUE(manager_->Free(in).ok());
+  ASSERT_TRUE(manager_->Free(out).ok());
+}
+
+TEST_F(RecomputeTest, WriteToTheOutputForgetsItsRecipe) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  Produce(in, out);
+  ASSERT_TRUE(Touch(out, Mode::kReadWrite, 9).ok());  // an in-place op after the producer
+  EXPECT_FALSE(recomputer_->Drop(out));
+  EXPECT_TRUE(Holds(out, kG, 9));
+  ASSERT_TRUE(manager_->Free(in).ok());
+  ASSERT_TRUE(manager_->Free(out).ok());
+}
+
+TEST_F(RecomputeTest, UnknownEffectsRebuildEveryDroppedMap) {
+  DeviceAddress in = *manager_->Allocate(kG), a = *manager_->Allocate(kG),
+                b = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 5).ok());
+  Produce(in, a);
+  Produce(in, b);
+  ASSERT_TRUE(recomputer_->Drop(a));
+  ASSERT_TRUE(recomputer_->Drop(b));
+  // A kernel launch that reports only `in` may write anything: both maps come back first.
+  ASSERT_TRUE(recomputer_->BeforeProgramOp(stream_, {{in, kG, Mode::kReadWrite}}, false).ok());
+  EXPECT_EQ(replays_, 2);
+  EXPECT_TRUE(Holds(a, kG, 6));
+  EXPECT_TRUE(Holds(b, kG, 6));
+  for (DeviceAddress x : {in, a, b}) ASSERT_TRUE(manager_->Free(x).ok());
+}
+
+TEST_F(RecomputeTest, ChainThroughAFreedIntermediate) {
+  // c -> z -> r: the program frees z after r's producer read it (a batch-norm output only a
+  // ReLU read). z is kept (Note [Kept inputs]); rebuilding r rebuilds z first, then z goes.
+  DeviceAddress c = *manager_->Allocate(kG), z = *manager_->Allocate(kG),
+                r = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(c, kG, 10).ok());
+  Produce(c, z);
+  Produce(z, r);
+  absl::StatusOr<bool> kept = recomputer_->BeforeFree(z);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(*kept);
+  EXPECT_EQ(StateOf(z), ResidencyState::kDropped);
+  ASSERT_TRUE(recomputer_->Drop(r));
+  ASSERT_TRUE(Touch(r, Mode::kRead).ok());
+  EXPECT_EQ(replays_, 2);
+  EXPECT_EQ(recomputer_->stats().chained, 1);
+  EXPECT_TRUE(Holds(r, kG, 12));
+  ASSERT_TRUE(manager_->Poll().ok());
+  EXPECT_FALSE(manager_->Lookup(z).has_value());  // freed once nothing reads it
+  ASSERT_TRUE(manager_->Free(c).ok());
+  ASSERT_TRUE(manager_->Free(r).ok());
+}
+
+TEST_F(RecomputeTest, FreeOfAnUnreadMapWithARecipeFreesIt) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  Produce(in, out);
+  absl::StatusOr<bool> kept = recomputer_->BeforeFree(out);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_FALSE(*kept);  // nobody's recipe reads it: the program's free goes ahead
+  ASSERT_TRUE(manager_->Free(out).ok());
+  ASSERT_TRUE(manager_->Free(in).ok());
+}
+
+TEST_F(RecomputeTest, AReplayThatCannotBeIssuedFailsTheOp) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  ReplayRecipe r = Recipe(in, out);
+  ASSERT_TRUE(r.issue(stream_, nullptr));
+  r.issue = [](uintptr_t, void*) { return false; };
+  ASSERT_TRUE(recomputer_->Offer(std::move(r), 1.0));
+  ASSERT_TRUE(recomputer_->Drop(out));
+  absl::Status s = recomputer_->BeforeProgramOp(stream_, {{out, kG, Mode::kRead}}, true);
+  EXPECT_TRUE(absl::IsInternal(s)) << s;
+  EXPECT_EQ(recomputer_->stats().failures, 1);
+  ASSERT_TRUE(manager_->Free(in).ok());
+  ASSERT_TRUE(manager_->Free(out).ok());
+}
+
+TEST_F(RecomputeTest, RecipeReadingMemoryPoochDoesNotOwnIsRefused) {
+  DeviceAddress out = *manager_->Allocate(kG);
+  ReplayRecipe r = Recipe(/*in=*/0x1000, out);
+  EXPECT_FALSE(recomputer_->Offer(std::move(r), 1.0));
+  EXPECT_FALSE(recomputer_->Drop(out));
+  EXPECT_EQ(recomputer_->stats().refused, 1);
+  ASSERT_TRUE(manager_->Free(out).ok());
+}
+
+TEST_F(RecomputeTest, WriteLineageWritesTheRecipesHeld) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  Produce(in, out);
+  ASSERT_TRUE(recomputer_->Drop(out));
+  const std::string path = ::testing::TempDir() + "/recomputer_test_lineage.json";
+  absl::Status s = recomputer_->WriteLineage(path);
+  ASSERT_TRUE(s.ok()) << s;
+  std::ifstream file(path);
+  const nlohmann::json j = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(j.is_object()) << "not JSON: " << path;
+  EXPECT_EQ(j["format"], "pooch-lineage");
+  EXPECT_EQ(j["version"], 1);
+  ASSERT_EQ(j["recipes"].size(), 1u);
+  const nlohmann::json& r = j["recipes"][0];
+  EXPECT_EQ(r["output"], absl::StrFormat("0x%x", out));
+  EXPECT_EQ(r["output_bytes"], kG);
+  EXPECT_EQ(r["name"], "increment");
+  EXPECT_EQ(r["profiled_us"], 10.0);
+  EXPECT_EQ(r["dropped"], true);
+  EXPECT_EQ(r["kept"], false);
+  ASSERT_EQ(r["inputs"].size(), 1u);
+  EXPECT_EQ(r["inputs"][0]["base"], absl::StrFormat("0x%x", in));
+  EXPECT_EQ(r["inputs"][0]["bytes"], kG);
+  EXPECT_EQ(j["stats"]["recipes"], 1);
+  EXPECT_EQ(j["stats"]["drops"], 1);
+  EXPECT_EQ(j["stats"]["replays"], 0);
+  std::remove(path.c_str());
+  // A path that cannot be written is an error, not a silent loss.
+  EXPECT_FALSE(recomputer_->WriteLineage(::testing::TempDir() + "/no/such/dir/l.json").ok());
+  // Rebuilt, the map's recipe is spent: the lineage no longer holds it.
+  ASSERT_TRUE(Touch(out, Mode::kRead).ok());
+  ASSERT_TRUE(recomputer_->WriteLineage(path).ok());
+  std::ifstream again(path);
+  EXPECT_EQ(nlohmann::json::parse(again)["recipes"], nlohmann::json::array());
+  std::remove(path.c_str());
+  ASSERT_TRUE(manager_->Free(in).ok());
+  ASSERT_TRUE(manager_->Free(out).ok());
+}
+
+}  // namespace
+}  // namespace pooch

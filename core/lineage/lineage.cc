@@ -1,0 +1,173 @@
+// lineage.cc: the Lineage (Note [Lineage] in lineage.h).
+#include "core/lineage/lineage.h"
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace pooch {
+namespace {
+
+std::string Hex(DeviceAddress address) { return absl::StrFormat("0x%x", address); }
+
+}  // namespace
+
+std::vector<DeviceAddress> Lineage::Add(ReplayRecipe recipe, double profiled_us,
+                                        absl::Span<const Allocation> inputs, int64_t output_bytes) {
+  const DeviceAddress output = recipe.output;
+  std::vector<DeviceAddress> to_free = Erase(output);
+  auto entry = std::make_unique<Entry>();
+  entry->profiled_us = profiled_us;
+  entry->output_bytes = output_bytes;
+  for (const Allocation& in : inputs) {
+    if (std::any_of(entry->inputs.begin(), entry->inputs.end(),
+                    [&](const Allocation& a) { return a.base == in.base; })) {
+      continue;  // one reader per allocation: Erase removes it once
+    }
+    entry->inputs.push_back(in);
+    Watch& w = watches_[in.base];
+    w.bytes = in.bytes;
+    w.readers.push_back(output);
+  }
+  Watch& w = watches_[output];
+  w.bytes = output_bytes;
+  w.output = true;
+  entry->recipe = std::move(recipe);
+  entries_[output] = std::move(entry);
+  return to_free;
+}
+
+const Lineage::Entry* Lineage::Find(DeviceAddress output) const {
+  auto it = entries_.find(output);
+  return it == entries_.end() ? nullptr : it->second.get();
+}
+
+std::vector<DeviceAddress> Lineage::Erase(DeviceAddress output) {
+  std::vector<DeviceAddress> to_free;
+  EraseInto(output, to_free);
+  return to_free;
+}
+
+void Lineage::EraseInto(DeviceAddress output, std::vector<DeviceAddress>& to_free) {
+  auto it = entries_.find(output);
+  if (it == entries_.end()) return;
+  std::unique_ptr<Entry> entry = std::move(it->second);
+  entries_.erase(it);
+  auto unwatch = [&](DeviceAddress base, bool as_output) {
+    auto w = watches_.find(base);
+    if (w == watches_.end()) return;
+    if (as_output) {
+      w->second.output = false;
+    } else {
+      auto& readers = w->second.readers;
+      readers.erase(std::remove(readers.begin(), readers.end(), output), readers.end());
+    }
+    if (!w->second.output && w->second.readers.empty()) watches_.erase(w);
+  };
+  unwatch(output, true);
+  for (const Allocation& in : entry->inputs) {
+    unwatch(in.base, false);
+    ReleaseIfUnread(in.base, to_free);
+  }
+  // The program freed it long ago; nothing of pooch's holds it now.
+  if (entry->kept) to_free.push_back(output);
+}
+
+void Lineage::ReleaseIfUnread(DeviceAddress base, std::vector<DeviceAddress>& to_free) {
+  auto it = entries_.find(base);
+  if (it == entries_.end() || !it->second->kept) return;
+  if (HasReaders(base)) return;
+  EraseInto(base, to_free);
+}
+
+void Lineage::MarkDropped(DeviceAddress output, bool dropped) {
+  if (auto it = entries_.find(output); it != entries_.end()) it->second->dropped = dropped;
+}
+
+void Lineage::MarkKept(DeviceAddress output) {
+  if (auto it = entries_.find(output); it != entries_.end()) it->second->kept = true;
+}
+
+bool Lineage::HasReaders(DeviceAddress base) const {
+  auto w = watches_.find(base);
+  return w != watches_.end() && !w->second.readers.empty();
+}
+
+Lineage::Needs Lineage::Access(DeviceAddress address, int64_t bytes, bool writes) const {
+  Needs needs;
+  // The first watch that may overlap: the one starting at or before `address`, if it reaches
+  // past it, else the first starting after it.
+  auto it = watches_.upper_bound(address);
+  if (it != watches_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + static_cast<DeviceAddress>(prev->second.bytes) > address) it = prev;
+  }
+  const DeviceAddress end = address + static_cast<DeviceAddress>(bytes);
+  // A kept entry that is resident is never forgotten, whatever is written: it is still right
+  // and stays until nothing reads it (Note [Kept inputs]).
+  for (; it != watches_.end() && it->first < end; ++it) {
+    if (it->first + static_cast<DeviceAddress>(it->second.bytes) <= address) continue;
+    const Watch& w = it->second;
+    if (w.output) {
+      const Entry& e = *entries_.at(it->first);
+      if (e.dropped) {
+        needs.rebuild.push_back(it->first);  // any touch of a dropped map
+      } else if (writes && !e.kept) {
+        needs.forget.push_back(it->first);  // overwritten after its recipe was taken
+      }
+    }
+    if (!writes) continue;
+    for (DeviceAddress reader : w.readers) {
+      const Entry& e = *entries_.at(reader);
+      if (e.dropped) {
+        needs.rebuild_for_write.push_back(reader);
+      } else if (!e.kept) {
+        needs.forget.push_back(reader);  // its input changed: the recipe would build another map
+      }
+    }
+  }
+  return needs;
+}
+
+Lineage::Needs Lineage::AnyWrite() const {
+  Needs needs;
+  for (const auto& [output, entry] : entries_) {
+    if (entry->dropped) {
+      needs.rebuild_for_write.push_back(output);  // while its inputs are still intact
+    } else if (!entry->kept) {
+      needs.forget.push_back(output);
+    }
+  }
+  // The map's order is arbitrary: sorted, the rebuilds happen in the same order every run.
+  std::sort(needs.rebuild_for_write.begin(), needs.rebuild_for_write.end());
+  std::sort(needs.forget.begin(), needs.forget.end());
+  return needs;
+}
+
+nlohmann::json Lineage::ToJson() const {
+  std::vector<const Entry*> sorted;
+  sorted.reserve(entries_.size());
+  for (const auto& [output, entry] : entries_) sorted.push_back(entry.get());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Entry* a, const Entry* b) { return a->recipe.output < b->recipe.output; });
+  nlohmann::json recipes = nlohmann::json::array();
+  for (const Entry* e : sorted) {
+    nlohmann::json inputs = nlohmann::json::array();
+    for (const Allocation& in : e->inputs) {
+      inputs.push_back({{"base", Hex(in.base)}, {"bytes", in.bytes}});
+    }
+    recipes.push_back({{"output", Hex(e->recipe.output)},
+                       {"output_bytes", e->output_bytes},
+                       {"name", e->recipe.name != nullptr ? e->recipe.name : ""},
+                       {"profiled_us", e->profiled_us},
+                       {"dropped", e->dropped},
+                       {"kept", e->kept},
+                       {"inputs", std::move(inputs)}});
+  }
+  return recipes;
+}
+
+}  // namespace pooch

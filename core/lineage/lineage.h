@@ -1,0 +1,124 @@
+// lineage.h: the lineage recomputation runs on: every map pooch can rebuild by replay, the
+// producer that rebuilds it (its ReplayRecipe) with what that producer reads and writes, and
+// so the recompute chains through them (PoocH §4.1).
+//
+// Note [Lineage]
+// ~~~~~~~~~~~~~~
+// Lineage holds, per output address, one recipe (an Entry): the recipe itself, its profiled
+// device time, whether the output is dropped (its data exists nowhere but in the recipe) and
+// whether it is kept (the program freed it while a recipe read it; Note [Kept inputs] in
+// core/exec/recomputer.h), and the allocations its inputs fall in. Alongside, an index by
+// allocation base says which recipes read each allocation and whether it is a recipe's output,
+// so an access of any address range finds every recipe it concerns.
+//
+// It is bookkeeping only: it answers what an access requires under the rules of Note [Replay]
+// (core/exec/recomputer.h) and never acts. It calls no device and no residency manager:
+// rebuilding, dropping and freeing are the caller's (the Recomputer's), which is why erasing a
+// recipe returns the kept allocations that became unread instead of freeing them.
+//
+// Thread safety: not thread-safe; the owner serialises every call (the Recomputer calls it
+// under its own lock). Const methods may run concurrently with each other.
+#ifndef POOCH_CORE_LINEAGE_LINEAGE_H_
+#define POOCH_CORE_LINEAGE_LINEAGE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
+#include "core/device/device.h"
+#include "core/lineage/replay_recipe.h"
+#include "nlohmann/json.hpp"
+
+namespace pooch {
+
+class Lineage {
+ public:
+  // An allocation: its base address and size.
+  struct Allocation {
+    DeviceAddress base = 0;
+    int64_t bytes = 0;
+  };
+
+  // The recipe of one output.
+  struct Entry {
+    ReplayRecipe recipe;
+    int64_t output_bytes = 0;  // the output's allocation
+    double profiled_us = 0;
+    bool dropped = false;
+    bool kept = false;  // the program freed it; the owner holds it (Note [Kept inputs])
+    std::vector<Allocation> inputs;  // the allocations the recipe reads, each base once
+  };
+
+  // What an access requires, in this order (Note [Replay]): rebuild `rebuild` (dropped outputs
+  // the access touches), then `rebuild_for_write` (dropped recipes that read memory the access
+  // writes: rebuilt from the inputs as they still are, and finished before the write), then
+  // forget `forget` (recipes not dropped that the write makes wrong). A rebuild may rebuild or
+  // erase other entries on the way (chains), so the caller skips what is no longer dropped, or
+  // gone, when it reaches it. An address may appear more than once.
+  struct Needs {
+    std::vector<DeviceAddress> rebuild;
+    std::vector<DeviceAddress> rebuild_for_write;
+    std::vector<DeviceAddress> forget;
+  };
+
+  Lineage() = default;
+  Lineage(const Lineage&) = delete;
+  Lineage& operator=(const Lineage&) = delete;
+
+  // Records `recipe` for the allocation at recipe.output (`output_bytes` long), reading
+  // `inputs` (allocations, duplicates allowed). An older recipe of the same output is erased
+  // first; returns what that erase reports (see Erase).
+  [[nodiscard]] std::vector<DeviceAddress> Add(ReplayRecipe recipe, double profiled_us,
+                                               absl::Span<const Allocation> inputs,
+                                               int64_t output_bytes);
+  // The recipe of `output`; null when there is none. Stable until that recipe is erased.
+  const Entry* Find(DeviceAddress output) const;
+  // Forgets the recipe of `output` (no-op when there is none) and, with it, every kept entry
+  // that no recipe reads any more (recursively: their own recipes go too). Returns the
+  // addresses of the kept entries erased, `output` included when it was kept, innermost first:
+  // the program freed them already, so the caller must free them now.
+  [[nodiscard]] std::vector<DeviceAddress> Erase(DeviceAddress output);
+  // Sets the flags of an existing recipe (no-op when there is none).
+  void MarkDropped(DeviceAddress output, bool dropped);
+  void MarkKept(DeviceAddress output);
+
+  // Whether a recipe reads the allocation at `base`.
+  bool HasReaders(DeviceAddress base) const;
+  // What an access of [address, address + bytes) requires; `writes`: it may write the range.
+  Needs Access(DeviceAddress address, int64_t bytes, bool writes) const;
+  // What an op that may write anything requires: every dropped output rebuilt before it (in
+  // rebuild_for_write), every recipe neither dropped nor kept forgotten (a kept resident entry
+  // is still right).
+  Needs AnyWrite() const;
+
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+
+  // Every recipe, by output address: [{"output": "0x...", "output_bytes", "name",
+  // "profiled_us", "dropped", "kept", "inputs": [{"base": "0x...", "bytes"}]}].
+  nlohmann::json ToJson() const;
+
+ private:
+  // A watched allocation: the recipes that read it, and whether it is a recipe's output.
+  struct Watch {
+    int64_t bytes = 0;
+    std::vector<DeviceAddress> readers;  // outputs of the recipes that read it
+    bool output = false;
+  };
+
+  void EraseInto(DeviceAddress output, std::vector<DeviceAddress>& to_free);
+  // After a recipe reading `base` is gone: erases `base` if it is a kept entry nothing reads.
+  void ReleaseIfUnread(DeviceAddress base, std::vector<DeviceAddress>& to_free);
+
+  // unique_ptr: an Entry stays put while others come and go (Find's promise).
+  absl::flat_hash_map<DeviceAddress, std::unique_ptr<Entry>> entries_;
+  absl::btree_map<DeviceAddress, Watch> watches_;  // by base: finds ranges' overlaps
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_LINEAGE_LINEAGE_H_

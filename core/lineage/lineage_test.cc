@@ -1,0 +1,215 @@
+// Tests of the Lineage's rules (core/lineage/lineage.h, Note [Replay] in
+// core/exec/recomputer.h), with no device: what each access requires, what erasing releases,
+// and the JSON. The Recomputer's tests (core/exec/recomputer_test.cc) check the same rules
+// carried out on a fake device.
+#include "core/lineage/lineage.h"
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pooch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+constexpr int64_t kBytes = 0x1000;
+// Allocations kBytes long, apart from each other.
+constexpr DeviceAddress kA = 0x10000, kB = 0x20000, kC = 0x30000, kD = 0x40000;
+
+// The recipe of `output` (kBytes) reading `inputs` (kBytes each), added to `lineage`.
+void Add(Lineage& lineage, DeviceAddress output, std::vector<DeviceAddress> inputs,
+         double profiled_us = 1.0) {
+  ReplayRecipe r;
+  r.name = "op";
+  r.output = output;
+  r.output_bytes = kBytes;
+  std::vector<Lineage::Allocation> allocations;
+  for (DeviceAddress in : inputs) {
+    r.inputs.push_back({in, kBytes, AccessRange::Mode::kRead});
+    allocations.push_back({in, kBytes});
+  }
+  EXPECT_THAT(lineage.Add(std::move(r), profiled_us, allocations, kBytes), IsEmpty());
+}
+
+bool Nothing(const Lineage::Needs& n) {
+  return n.rebuild.empty() && n.rebuild_for_write.empty() && n.forget.empty();
+}
+
+TEST(LineageTest, ReadOfADroppedOutputAsksForARebuild) {
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  EXPECT_TRUE(Nothing(lineage.Access(kB, kBytes, /*writes=*/false)));  // resident: nothing
+  lineage.MarkDropped(kB, true);
+  ASSERT_NE(lineage.Find(kB), nullptr);
+  EXPECT_TRUE(lineage.Find(kB)->dropped);
+  const Lineage::Needs n = lineage.Access(kB, kBytes, /*writes=*/false);
+  EXPECT_THAT(n.rebuild, ElementsAre(kB));
+  EXPECT_THAT(n.rebuild_for_write, IsEmpty());
+  EXPECT_THAT(n.forget, IsEmpty());
+  // Reading its input needs nothing: the recipe stays right.
+  EXPECT_TRUE(Nothing(lineage.Access(kA, kBytes, /*writes=*/false)));
+}
+
+TEST(LineageTest, WriteToAnInputForgetsAnUndroppedReader) {
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  const Lineage::Needs n = lineage.Access(kA, kBytes, /*writes=*/true);
+  EXPECT_THAT(n.rebuild, IsEmpty());
+  EXPECT_THAT(n.rebuild_for_write, IsEmpty());
+  EXPECT_THAT(n.forget, ElementsAre(kB));
+}
+
+TEST(LineageTest, WriteToAnInputRebuildsADroppedReader) {
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  lineage.MarkDropped(kB, true);
+  const Lineage::Needs n = lineage.Access(kA, kBytes, /*writes=*/true);
+  EXPECT_THAT(n.rebuild, IsEmpty());
+  EXPECT_THAT(n.rebuild_for_write, ElementsAre(kB));
+  EXPECT_THAT(n.forget, IsEmpty());
+}
+
+TEST(LineageTest, WriteToAnOutputForgetsIt) {
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  const Lineage::Needs n = lineage.Access(kB, kBytes, /*writes=*/true);
+  EXPECT_THAT(n.rebuild, IsEmpty());
+  EXPECT_THAT(n.forget, ElementsAre(kB));
+  // Dropped, the same write rebuilds it first instead.
+  lineage.MarkDropped(kB, true);
+  const Lineage::Needs d = lineage.Access(kB, kBytes, /*writes=*/true);
+  EXPECT_THAT(d.rebuild, ElementsAre(kB));
+  EXPECT_THAT(d.forget, IsEmpty());
+}
+
+TEST(LineageTest, AKeptResidentEntryIsNotForgotten) {
+  // c -> z -> r with z kept and resident: a write to c or to z leaves z's recipe.
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  Add(lineage, kC, {kB});
+  lineage.MarkKept(kB);
+  EXPECT_TRUE(lineage.Find(kB)->kept);
+  EXPECT_TRUE(Nothing(lineage.Access(kA, kBytes, /*writes=*/true)));
+  // Writing z itself still forgets its reader r.
+  EXPECT_THAT(lineage.Access(kB, kBytes, /*writes=*/true).forget, ElementsAre(kC));
+}
+
+TEST(LineageTest, ErasingTheLastReaderOfAKeptInputReportsItForFreeing) {
+  Lineage lineage;
+  Add(lineage, kB, {kA});  // z = f(c)
+  Add(lineage, kC, {kB});  // r = g(z)
+  Add(lineage, kD, {kB});  // s = h(z)
+  lineage.MarkKept(kB);
+  lineage.MarkDropped(kB, true);
+  EXPECT_TRUE(lineage.HasReaders(kB));
+  EXPECT_THAT(lineage.Erase(kC), IsEmpty());  // s still reads z
+  ASSERT_NE(lineage.Find(kB), nullptr);
+  EXPECT_THAT(lineage.Erase(kD), ElementsAre(kB));
+  EXPECT_EQ(lineage.Find(kB), nullptr);  // its recipe went with it
+  EXPECT_FALSE(lineage.HasReaders(kA));
+  EXPECT_TRUE(lineage.empty());
+  EXPECT_TRUE(Nothing(lineage.Access(kA, 4 * kD, /*writes=*/true)));  // no watch is left
+}
+
+TEST(LineageTest, ErasingAKeptEntryWithNoReadersReportsIt) {
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  lineage.MarkKept(kB);
+  EXPECT_THAT(lineage.Erase(kB), ElementsAre(kB));
+  // An entry that is not kept is the program's to free: nothing reported.
+  Add(lineage, kC, {kA});
+  EXPECT_THAT(lineage.Erase(kC), IsEmpty());
+  EXPECT_THAT(lineage.Erase(kC), IsEmpty());  // erasing nothing is harmless
+}
+
+TEST(LineageTest, ErasingReleasesKeptInputsRecursively) {
+  // a -> b -> c -> d with b and c kept: erasing d releases c, whose erase releases b.
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  Add(lineage, kC, {kB});
+  Add(lineage, kD, {kC});
+  lineage.MarkKept(kB);
+  lineage.MarkKept(kC);
+  EXPECT_THAT(lineage.Erase(kD), ElementsAre(kB, kC));  // innermost first
+  EXPECT_TRUE(lineage.empty());
+}
+
+TEST(LineageTest, RangesFindEveryAllocationTheyOverlap) {
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  Add(lineage, kC, {kA});
+  lineage.MarkDropped(kB, true);
+  lineage.MarkDropped(kC, true);
+  // A range inside an allocation, not at its base, concerns it.
+  EXPECT_THAT(lineage.Access(kB + 0x800, 16, false).rebuild, ElementsAre(kB));
+  // Ranges that end at its base or start at its end do not.
+  EXPECT_TRUE(Nothing(lineage.Access(kB - 0x100, 0x100, true)));
+  EXPECT_TRUE(Nothing(lineage.Access(kB + kBytes, 0x100, true)));
+  // One that starts before it and reaches into it does; one over two outputs finds both.
+  EXPECT_THAT(lineage.Access(kB - 0x100, 0x101, false).rebuild, ElementsAre(kB));
+  EXPECT_THAT(lineage.Access(kB + 0x800, kC - kB, false).rebuild, ElementsAre(kB, kC));
+  // A write to the last byte of an input reaches every reader.
+  EXPECT_THAT(lineage.Access(kA + kBytes - 1, 1, true).rebuild_for_write,
+              UnorderedElementsAre(kB, kC));
+}
+
+TEST(LineageTest, AddReplacesTheOlderRecipeOfAnOutput) {
+  Lineage lineage;
+  Add(lineage, kC, {kA});
+  Add(lineage, kC, {kB, kB});  // duplicates: one reader
+  EXPECT_EQ(lineage.size(), 1u);
+  ASSERT_EQ(lineage.Find(kC)->inputs.size(), 1u);
+  EXPECT_EQ(lineage.Find(kC)->inputs[0].base, kB);
+  EXPECT_FALSE(lineage.HasReaders(kA));
+  EXPECT_TRUE(Nothing(lineage.Access(kA, kBytes, /*writes=*/true)));
+  EXPECT_THAT(lineage.Access(kB, kBytes, /*writes=*/true).forget, ElementsAre(kC));
+  EXPECT_THAT(lineage.Erase(kC), IsEmpty());
+  EXPECT_FALSE(lineage.HasReaders(kB));
+}
+
+TEST(LineageTest, AnyWriteRebuildsDroppedAndForgetsTheRestButKept) {
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  Add(lineage, kC, {kA});
+  Add(lineage, kD, {kC});
+  lineage.MarkDropped(kB, true);
+  lineage.MarkKept(kC);
+  const Lineage::Needs n = lineage.AnyWrite();
+  EXPECT_THAT(n.rebuild, IsEmpty());
+  EXPECT_THAT(n.rebuild_for_write, ElementsAre(kB));
+  EXPECT_THAT(n.forget, ElementsAre(kD));
+}
+
+TEST(LineageTest, ToJsonHoldsEveryRecipe) {
+  Lineage lineage;
+  Add(lineage, kC, {kB, kA}, 12.5);
+  Add(lineage, kB, {kA}, 3.0);
+  lineage.MarkDropped(kC, true);
+  lineage.MarkKept(kB);
+  const nlohmann::json j = lineage.ToJson();
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  // By output address.
+  EXPECT_EQ(j[0]["output"], "0x20000");
+  EXPECT_EQ(j[0]["kept"], true);
+  EXPECT_EQ(j[0]["dropped"], false);
+  const nlohmann::json& c = j[1];
+  EXPECT_EQ(c["output"], "0x30000");
+  EXPECT_EQ(c["output_bytes"], kBytes);
+  EXPECT_EQ(c["name"], "op");
+  EXPECT_EQ(c["profiled_us"], 12.5);
+  EXPECT_EQ(c["dropped"], true);
+  EXPECT_EQ(c["kept"], false);
+  ASSERT_EQ(c["inputs"].size(), 2u);
+  EXPECT_EQ(c["inputs"][0]["base"], "0x20000");
+  EXPECT_EQ(c["inputs"][0]["bytes"], kBytes);
+  EXPECT_EQ(c["inputs"][1]["base"], "0x10000");
+  EXPECT_EQ(Lineage().ToJson(), nlohmann::json::array());
+}
+
+}  // namespace
+}  // namespace pooch

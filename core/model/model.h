@@ -1,0 +1,144 @@
+// The planner's view of one training iteration, of the machine it runs on, and of a plan.
+//
+// A Profile is what pooch measures during its profiling iterations (the interposer fills it in)
+// or what the zoo derives analytically from a network's layer shapes. It is an ordered list of
+// ops, each reading and writing tensors, plus each tensor's lifetime. The planner (plan.h)
+// decides for every feature map whether to keep, swap or recompute it; the simulator (sim.h)
+// predicts the iteration time and peak memory of a plan on a MachineModel.
+//
+// Its JSON form ("pooch-profile", version 1) is documented in the README and read and written by
+// model_json.h; `pooch plan --profile` reads it and POOCH_PROFILE_OUT writes it.
+//
+// Thread safety: plain values; no internal synchronisation.
+#ifndef POOCH_CORE_MODEL_MODEL_H_
+#define POOCH_CORE_MODEL_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace pooch {
+
+using OpIndex = int32_t;   // position of an op in Profile::ops
+using TensorId = int32_t;  // position of a tensor in Profile::tensors
+
+inline constexpr OpIndex kBeforeIteration = -1;  // Tensor::alloc_before: exists at the start
+inline constexpr OpIndex kAfterIteration = -1;   // Tensor::free_after: outlives the iteration
+
+enum class Phase { kForward, kBackward, kOther };
+
+// What an op computes, as far as the planner cares. SuperNeurons' rule keys on it (convolution
+// outputs are swapped, the others recomputed); the zoo sets it from the layer; the interposer
+// derives it from the API that was called.
+enum class OpKind {
+  kConv,
+  kBatchNorm,
+  kActivation,
+  kPool,
+  kFullyConnected,
+  kAdd,
+  kSoftmax,
+  kLoss,
+  kCopy,
+  kOptimizer,
+  kOther,
+};
+
+struct Tensor {
+  TensorId id = 0;  // equals its position in Profile::tensors
+  std::string name;
+  int64_t bytes = 0;
+  // A feature map lives across the turn from forward to backward: it is the only kind of tensor
+  // the planner may swap or recompute (PoocH §4.1.1). Parameters, gradients, optimizer state and
+  // workspaces stay resident.
+  bool feature_map = false;
+  // Allocated just before ops[alloc_before] runs (kBeforeIteration: allocated before the
+  // iteration starts, as parameters are); freed just after ops[free_after] (kAfterIteration:
+  // still allocated when the iteration ends).
+  OpIndex alloc_before = kBeforeIteration;
+  OpIndex free_after = kAfterIteration;
+  // Copy times measured during profiling, in microseconds; negative when not measured, in which
+  // case the simulator derives them from the MachineModel's bandwidth and latency.
+  double swap_out_us = -1;
+  double swap_in_us = -1;
+
+  friend bool operator==(const Tensor&, const Tensor&) = default;
+};
+
+struct Op {
+  std::string name;
+  OpKind kind = OpKind::kOther;
+  Phase phase = Phase::kOther;
+  double duration_us = 0;  // measured, or from the roofline model for zoo profiles
+  std::vector<TensorId> reads;
+  std::vector<TensorId> writes;
+  int64_t workspace_bytes = 0;  // temporary memory held only while the op runs
+  // False when the op's outputs cannot be recomputed by replaying it: its write set is not fully
+  // known, or it has a side effect that replay cannot suppress (DESIGN.md, decision 5).
+  bool replayable = true;
+
+  friend bool operator==(const Op&, const Op&) = default;
+};
+
+struct Profile {
+  std::string name;
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;
+
+  // Checks internal consistency: ids equal positions, sizes are non-negative, lifetimes and
+  // read/write sets refer to existing ops and tensors, no op reads a tensor before it is
+  // allocated or after it is freed, and no non-persistent tensor is read before an op writes
+  // it. Returns InvalidArgument naming the first offending op or tensor.
+  absl::Status Validate() const;
+
+  friend bool operator==(const Profile&, const Profile&) = default;
+};
+
+// The machine a plan is made for and simulated on. Bandwidths are in GB/s (1e9 bytes/s),
+// latencies in microseconds, compute in TFLOP/s (1e12 flop/s).
+struct MachineModel {
+  std::string name;
+  int64_t memory_bytes = 0;  // device memory the plan may use
+  double h2d_gbps = 0;       // host to device (swap-in)
+  double d2h_gbps = 0;       // device to host (swap-out)
+  double h2d_latency_us = 0;
+  double d2h_latency_us = 0;
+  bool duplex = true;  // both copy directions run at once (two copy engines)
+  // For the zoo's roofline durations only; a measured profile carries its own durations.
+  double compute_tflops = 0;
+  double memory_gbps = 0;
+  double launch_us = 0;
+};
+
+enum class Decision { kKeep, kSwap, kRecompute };
+
+// When a swapped feature map's swap-in is issued during backward.
+enum class SwapInSchedule {
+  kWithPreviousOp,    // together with the computation just before its first backward use
+  kWithPreviousConv,  // together with the preceding convolution (SuperNeurons)
+  kWhenMemoryAllows,  // as early as free memory allows (PoocH §4.3)
+};
+
+struct Plan {
+  std::string policy;
+  // Indexed by TensorId; meaningful for feature maps only (others are always kKeep).
+  std::vector<Decision> decisions;
+  SwapInSchedule schedule = SwapInSchedule::kWhenMemoryAllows;
+  // The swap-in schedule the simulator derived: swap-in of `tensor` is issued when op
+  // `issue_at` starts. Filled by the simulator; the runtime follows it.
+  struct SwapIn {
+    TensorId tensor = 0;
+    OpIndex issue_at = 0;
+  };
+  std::vector<SwapIn> swap_ins;
+};
+
+const char* PhaseName(Phase phase);
+const char* OpKindName(OpKind kind);
+const char* DecisionName(Decision decision);
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_MODEL_MODEL_H_

@@ -1,0 +1,177 @@
+#include "core/model/model_json.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/plan/plan.h"
+#include "core/model/profile_testutil.h"
+#include "core/sim/sim.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace pooch {
+namespace {
+
+using ::pooch::testing::RandomProfile;
+using ::pooch::testing::TestMachine;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr const char* kSmall = R"({
+  "format": "pooch-profile", "version": 1, "name": "small",
+  "tensors": [
+    {"id": 0, "name": "x", "bytes": 1000, "feature_map": true, "alloc_before": -1, "free_after": 3},
+    {"id": 1, "name": "y", "bytes": 2000, "feature_map": true, "alloc_before": 0, "free_after": 2},
+    {"id": 2, "name": "gy", "bytes": 2000, "alloc_before": 1, "free_after": 3},
+    {"id": 3, "name": "w", "bytes": 10}
+  ],
+  "ops": [
+    {"name": "conv", "kind": "conv", "phase": "forward", "duration_us": 12.5,
+     "reads": [0, 3], "writes": [1], "workspace_bytes": 64},
+    {"name": "loss", "kind": "loss", "phase": "forward", "duration_us": 1, "reads": [1],
+     "writes": [2]},
+    {"name": "relu.backward", "kind": "activation", "phase": "backward", "duration_us": 3,
+     "reads": [1, 2], "writes": [2]},
+    {"name": "conv.backward", "kind": "conv", "phase": "backward", "duration_us": 20,
+     "reads": [0, 2], "writes": [], "replayable": false}
+  ]
+})";
+
+TEST(ModelJsonTest, ParsesAllFieldsAndDefaults) {
+  absl::StatusOr<Profile> p = ParseProfileJson(kSmall);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->name, "small");
+  ASSERT_EQ(p->tensors.size(), 4u);
+  ASSERT_EQ(p->ops.size(), 4u);
+  EXPECT_EQ(p->tensors[0].alloc_before, kBeforeIteration);
+  EXPECT_EQ(p->tensors[1].bytes, 2000);
+  EXPECT_TRUE(p->tensors[1].feature_map);
+  EXPECT_FALSE(p->tensors[2].feature_map);               // default
+  EXPECT_EQ(p->tensors[3].free_after, kAfterIteration);  // default
+  EXPECT_EQ(p->tensors[3].swap_in_us, -1);               // default
+  EXPECT_EQ(p->ops[0].kind, OpKind::kConv);
+  EXPECT_EQ(p->ops[0].phase, Phase::kForward);
+  EXPECT_EQ(p->ops[0].duration_us, 12.5);
+  EXPECT_EQ(p->ops[0].workspace_bytes, 64);
+  EXPECT_TRUE(p->ops[0].replayable);  // default
+  EXPECT_FALSE(p->ops[3].replayable);
+}
+
+TEST(ModelJsonTest, RoundTripsRandomProfiles) {
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    Profile p = RandomProfile(seed);
+    p.tensors[0].swap_in_us = 0.1 * static_cast<double>(seed) + 1e-7;
+    for (int indent : {-1, 1}) {
+      const std::string text = ProfileToJson(p, indent);
+      absl::StatusOr<Profile> back = ParseProfileJson(text);
+      ASSERT_TRUE(back.ok()) << back.status();
+      EXPECT_TRUE(*back == p) << "seed " << seed;
+      EXPECT_EQ(ProfileToJson(*back, indent), text);
+    }
+  }
+}
+
+// Each error class gives InvalidArgument whose message starts with the JSON path.
+struct BadCase {
+  const char* what;
+  const char* json_pointer;  // where to put `value` in kSmall ("" = replace the document)
+  const char* value;         // JSON text; "DELETE" removes the member
+  const char* expected_prefix;
+  const char* expected_text;
+};
+
+std::string Mutate(const BadCase& c) {
+  if (std::string(c.json_pointer).empty()) return c.value;
+  nlohmann::json doc = nlohmann::json::parse(kSmall);
+  const nlohmann::json::json_pointer ptr(c.json_pointer);
+  if (std::string(c.value) == "DELETE") {
+    doc[ptr.parent_pointer()].erase(ptr.back());
+  } else {
+    doc[ptr] = nlohmann::json::parse(c.value);
+  }
+  return doc.dump();
+}
+
+TEST(ModelJsonTest, ErrorsNameThePath) {
+  const BadCase cases[] = {
+      {"truncated", "", R"({"format": "pooch-profile", "version": 1, "tens)", "(document)",
+       "malformed JSON"},
+      {"not JSON", "", "hello", "(document)", "malformed JSON"},
+      {"not an object", "", "[1, 2]", "(document)", "must be a JSON object"},
+      {"wrong format", "/format", R"("chrome-trace")", "format:", "expected 'pooch-profile'"},
+      {"missing format", "/format", "DELETE", "format:", "missing"},
+      {"future version", "/version", "2", "version:", "not supported"},
+      {"tensors not array", "/tensors", "{}", "tensors:", "must be an array"},
+      {"missing ops", "/ops", "DELETE", "ops:", "missing"},
+      {"bytes as string", "/tensors/1/bytes", R"("2000")",
+       "tensors[1].bytes:", "must be an integer"},
+      {"negative bytes", "/tensors/1/bytes", "-5", "tensors[1].bytes:", "out of range"},
+      {"bytes beyond int64", "/tensors/1/bytes", "9223372036854775808",
+       "tensors[1].bytes:", "out of range"},
+      {"bytes far beyond int64", "/tensors/1/bytes", "1e30", "tensors[1].bytes:", "not an integer"},
+      {"fractional bytes", "/tensors/1/bytes", "12.5", "tensors[1].bytes:", "not an integer"},
+      {"missing bytes", "/tensors/1/bytes", "DELETE", "tensors[1].bytes:", "missing"},
+      {"id not position", "/tensors/2/id", "7", "tensors[2].id:", "must equal its position"},
+      {"feature_map not bool", "/tensors/0/feature_map", "1",
+       "tensors[0].feature_map:", "true or false"},
+      {"lifetime op missing", "/tensors/1/free_after", "99",
+       "tensors[1].free_after:", "op 99 does not exist"},
+      {"lifetime before -1", "/tensors/1/alloc_before", "-2",
+       "tensors[1].alloc_before:", "out of range"},
+      {"unknown kind", "/ops/1/kind", R"("lstm")", "ops[1].kind:", "unknown op kind 'lstm'"},
+      {"unknown phase", "/ops/1/phase", R"("sideways")", "ops[1].phase:", "unknown phase"},
+      {"negative duration", "/ops/1/duration_us", "-1", "ops[1].duration_us:", "negative"},
+      {"duration not number", "/ops/1/duration_us", R"("fast")",
+       "ops[1].duration_us:", "must be a number"},
+      {"read of missing tensor", "/ops/0/reads/1", "400",
+       "ops[0].reads[1]:", "tensor 400 does not exist"},
+      {"write of missing tensor", "/ops/1/writes/0", "9",
+       "ops[1].writes[0]:", "tensor 9 does not exist"},
+      {"negative tensor id", "/ops/0/reads/0", "-1", "ops[0].reads[0]:", "out of range"},
+      {"read before written", "/ops/0/reads/0", "2",
+       "ops[0].reads[0]:", "depends on an op that comes later"},
+      {"read after freed", "/ops/3/reads/1", "1", "ops[3].reads[1]:", "was freed after op 2"},
+      {"missing op name", "/ops/2/name", "DELETE", "ops[2].name:", "missing"},
+      {"op not object", "/ops/2", "3", "ops[2]:", "must be an object"},
+      {"negative workspace", "/ops/0/workspace_bytes", "-64",
+       "ops[0].workspace_bytes:", "out of range"},
+  };
+  for (const BadCase& c : cases) {
+    absl::StatusOr<Profile> p = ParseProfileJson(Mutate(c));
+    ASSERT_FALSE(p.ok()) << c.what;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_THAT(std::string(p.status().message()), StartsWith(c.expected_prefix)) << c.what;
+    EXPECT_THAT(p.status().message(), HasSubstr(c.expected_text)) << c.what;
+    EXPECT_EQ(std::string(p.status().message()).find('\n'), std::string::npos) << c.what;
+  }
+}
+
+TEST(ModelJsonTest, Plan) {
+  const Profile p = RandomProfile(3);
+  absl::StatusOr<PlanResult> r = MakePlan(p, TestMachine(int64_t{1} << 40), Policy::kSwapAll);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const nlohmann::json plan = nlohmann::json::parse(PlanToJson(r->plan, p));
+  EXPECT_EQ(plan["format"], "pooch-plan");
+  EXPECT_EQ(plan["policy"], "swap-all");
+  EXPECT_EQ(plan["schedule"], "when-memory-allows");
+  EXPECT_EQ(plan["decisions"].size(), FindCandidates(p).size());
+  EXPECT_EQ(plan["counts"]["swap"], FindCandidates(p).size());
+  EXPECT_EQ(plan["swap_ins"].size(), r->plan.swap_ins.size());
+}
+
+TEST(ModelJsonTest, TestdataFilesParse) {
+  for (const char* name : {"small.json", "figure11.json"}) {
+    const std::string here = __FILE__;
+    std::ifstream in(here.substr(0, here.rfind('/')) + "/testdata/" + name);
+    ASSERT_TRUE(in.good()) << name;
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<Profile> p = ParseProfileJson(text.str());
+    EXPECT_TRUE(p.ok()) << name << ": " << p.status();
+  }
+}
+
+}  // namespace
+}  // namespace pooch

@@ -1,0 +1,91 @@
+// The planner: decides for every feature map whether to keep, swap or recompute it.
+//
+//   absl::StatusOr<pooch::PlanResult> r = pooch::MakePlan(profile, machine, pooch::Policy::kPooch);
+//   if (!r.ok()) { /* FailedPrecondition: no feasible plan, with the reason */ }
+//   r->plan.decisions ...; r->sim.iteration_us ...;
+//
+// Policies (PoocH §4.4, §5.1, §5.2; each is a design note in its plan_*.cc file):
+//   in-core            everything kept (fails when the iteration does not fit)
+//   swap-all-nosched   every feature map swapped; swap-in with the previous op
+//   swap-all           every feature map swapped; swap-in as early as memory allows (§4.3)
+//   swap-opt           §4.4.2 only: keep/swap search from swap-all (plan_swap.cc)
+//   pooch              swap-opt, then §4.4.3: swap -> recompute by r(X), then a bounded local
+//                      search beyond the paper (plan_pooch.cc, Note [Refinement after §4.4.3])
+//   superneurons       keep from the output layer while it fits; conv outputs swapped, others
+//                      recomputed; swap-in with the preceding conv (plan_superneurons.cc)
+//   checkpoint         recompute-all with sqrt(n) checkpoints, Chen et al. 2016
+//   optimal            exhaustive search over keep/swap/recompute; small graphs only
+//
+// Every policy returns only plans the simulator calls feasible (PlanResult::sim is that
+// simulation, PlanResult::plan.swap_ins its derived swap-in schedule). When it finds none it
+// returns FailedPrecondition with one line saying why. A profile that fails Validate() gives
+// InvalidArgument.
+//
+// Thread safety: MakePlan is reentrant; it shares no state between calls.
+#ifndef POOCH_CORE_PLAN_PLAN_H_
+#define POOCH_CORE_PLAN_PLAN_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/model/model.h"
+#include "core/sim/sim.h"
+
+namespace pooch {
+
+enum class Policy {
+  kInCore,
+  kSwapAllNoSched,
+  kSwapAll,
+  kSwapOpt,
+  kPooch,
+  kSuperNeurons,
+  kCheckpoint,
+  kOptimal,
+};
+
+// "in-core", "swap-all-nosched", "swap-all", "swap-opt", "pooch", "superneurons", "checkpoint",
+// "optimal". ParsePolicy accepts exactly these names (InvalidArgument listing them otherwise).
+const char* PolicyName(Policy policy);
+absl::StatusOr<Policy> ParsePolicy(absl::string_view name);
+std::vector<Policy> AllPolicies();  // in the order above
+
+struct PlanOptions {
+  // PoocH §4.4.2 brute-forces keep/swap over L_I. Beyond this many maps the extra ones (those
+  // whose swap-in stalls least) are decided greedily instead: Note [Bounded brute force].
+  // Measured on zoo ResNet-50 (70 maps in L_I on PCIe): limits 6 and 10 choose the same plan;
+  // 10 costs 8x the simulations.
+  int brute_force_limit = 6;
+  // optimal refuses (InvalidArgument) profiles with more swap/recompute candidates than this:
+  // 3^12 = 531441 simulations (about a second on small graphs) when no pruning applies; 3^16
+  // would take minutes.
+  int optimal_max_maps = 12;
+  // pooch's refinement after §4.4.3 (Note [Refinement after §4.4.3] in plan_pooch.cc) stops
+  // after about this many simulations; 0 gives the paper's method alone. On plan_test.cc's 120
+  // random graphs (<= 10 maps) budgets of 200 and 300 reach the same plans as 1000 (100 does
+  // not); on the zoo networks the budget is what ends the step: 300 simulations add about 8 ms
+  // of CPU to ResNet-50 b640 and 10-20 ms to 3D ResNeXt-101 at 24 GiB, whose planning is close
+  // to its 1 s target (scripts/bench_plan.sh).
+  int refine_simulations = 300;
+};
+
+// The refinement budget of the plans `pooch run` makes. A run plans once per profile (and per
+// re-plan, Note [Headroom] in core/exec/profiler.cc) and then trains for hours, so it can afford
+// ten times the interactive budget: on ResNet-50 b384 at 16 GiB less the run's headroom
+// (v100-pcie3, measured profile) 300 simulations predict 1308 ms, 3000 predict 1270 ms, for
+// 0.15 s and 0.31 s of planning. `pooch plan --refine 3000` reproduces a run's plan.
+inline constexpr int kRunRefineSimulations = 3000;
+
+struct PlanResult {
+  Plan plan;                // plan.policy = PolicyName(policy); plan.swap_ins filled from sim
+  SimResult sim;            // the simulation of `plan` (with the timeline recorded)
+  int64_t simulations = 0;  // how many times the planner ran the simulator
+};
+
+absl::StatusOr<PlanResult> MakePlan(const Profile& profile, const MachineModel& machine,
+                                    Policy policy, const PlanOptions& options = {});
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_PLAN_PLAN_H_

@@ -1,0 +1,40 @@
+// superneurons: the SuperNeurons classification as PoocH §5.2 describes it.
+//
+// Note [SuperNeurons rule]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+//   - Feature maps are kept on the device preferentially from the output layer: starting from
+//     the map whose last forward use is latest, each is switched to keep while the plan (simulated
+//     with SuperNeurons' own swap-in schedule) still fits; the first that does not fit ends it.
+//   - Of the maps that are not kept, outputs of convolutions (producer kind kConv) are swapped;
+//     the others are recomputed (swapped when their producer cannot be replayed).
+//   - Each swap-in is issued with the immediately preceding convolution
+//     (SwapInSchedule::kWithPreviousConv), regardless of memory: when that overflows even with
+//     nothing kept, the policy fails with the simulator's reason (as at batch 640, §5.2).
+#include "absl/strings/str_cat.h"
+#include "core/plan/plan_internal.h"
+
+namespace pooch {
+
+absl::StatusOr<Plan> PlanSuperNeurons(PlanContext& ctx) {
+  Plan plan = ctx.Uniform(Decision::kSwap, SwapInSchedule::kWithPreviousConv);
+  for (const FeatureMapInfo& f : ctx.candidates()) {
+    const bool conv = f.producer >= 0 && ctx.profile().ops[f.producer].kind == OpKind::kConv;
+    if (!conv && f.recomputable) plan.decisions[f.tensor] = Decision::kRecompute;
+  }
+  const SimResult& first = ctx.Evaluate(plan);
+  if (!first.feasible) {
+    return absl::FailedPreconditionError(absl::StrCat("superneurons: ", first.failure));
+  }
+  const std::vector<FeatureMapInfo>& cands = ctx.candidates();
+  for (auto it = cands.rbegin(); it != cands.rend(); ++it) {
+    const Decision before = plan.decisions[it->tensor];
+    plan.decisions[it->tensor] = Decision::kKeep;
+    if (!ctx.Evaluate(plan).feasible) {
+      plan.decisions[it->tensor] = before;
+      break;
+    }
+  }
+  return plan;
+}
+
+}  // namespace pooch

@@ -1,0 +1,283 @@
+#include "core/plan/plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/plan/plan_internal.h"
+#include "core/model/profile_testutil.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pooch {
+namespace {
+
+using ::pooch::testing::ProfileBuilder;
+using ::pooch::testing::RandomProfile;
+using ::pooch::testing::RandomProfileOptions;
+using ::pooch::testing::TestMachine;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// PoocH Figure 11: eight layers; the forward of layers 0-4 is long and hides their swap-outs,
+// layers 5-7 are short so their swap-outs queue up past the end of forward; in backward the
+// swap-ins of 7, 6 and 4 are longer than the computation they overlap, 5's is short.
+struct Figure11 {
+  Profile profile;
+  std::vector<TensorId> map;  // map[i]: the feature map of layer i (its input)
+};
+
+Figure11 MakeFigure11() {
+  const double forward_us[8] = {10, 10, 10, 10, 10, 2, 2, 2};
+  const double backward_us[8] = {10, 10, 10, 10, 10, 2, 2, 2};
+  const double swap_out_us[8] = {5, 5, 5, 5, 5, 8, 8, 8};
+  const double swap_in_us[8] = {2, 2, 2, 2, 10, 2, 8, 8};
+  ProfileBuilder b("figure11");
+  Figure11 f;
+  for (int i = 0; i <= 8; ++i) f.map.push_back(b.Tensor(absl::StrCat("m", i), 1000));
+  b.MarkInput(f.map[0]);
+  std::vector<TensorId> grad;
+  for (int i = 0; i <= 8; ++i) grad.push_back(b.Tensor(absl::StrCat("g", i), 1000));
+  for (int i = 0; i < 8; ++i) {
+    b.Op(absl::StrCat("f", i), OpKind::kConv, Phase::kForward, forward_us[i], {f.map[i]},
+         {f.map[i + 1]});
+  }
+  for (int i = 7; i >= 0; --i) {
+    std::vector<TensorId> reads = {f.map[i]};
+    if (i < 7) reads.push_back(grad[i + 1]);
+    b.Op(absl::StrCat("b", i), OpKind::kConv, Phase::kBackward, backward_us[i], reads, {grad[i]});
+  }
+  f.profile = b.Finish();
+  for (int i = 0; i < 8; ++i) {
+    f.profile.tensors[f.map[i]].swap_out_us = swap_out_us[i];
+    f.profile.tensors[f.map[i]].swap_in_us = swap_in_us[i];
+  }
+  f.map.pop_back();
+  return f;
+}
+
+TEST(PlanTest, Figure11OverheadMaps) {
+  const Figure11 f = MakeFigure11();
+  ASSERT_TRUE(f.profile.Validate().ok()) << f.profile.Validate();
+  const MachineModel m = TestMachine(int64_t{1} << 30);
+  Plan plan = KeepAllPlan(f.profile);
+  for (TensorId t : f.map) plan.decisions[t] = Decision::kSwap;
+  const SimResult r = Simulate(f.profile, m, plan);
+  ASSERT_TRUE(r.feasible) << r.failure;
+  const OverheadMaps sets = FindOverheadMaps(r);
+  const std::vector<TensorId>& l = f.map;
+  EXPECT_THAT(sets.swap_out, ElementsAre(l[5], l[6], l[7]));  // L_O = {5, 6, 7}
+  EXPECT_THAT(sets.swap_in, ElementsAre(l[4], l[6], l[7]));   // L_I = {4, 6, 7}
+}
+
+TEST(PlanTest, PolicyNamesRoundTrip) {
+  for (Policy p : AllPolicies()) {
+    absl::StatusOr<Policy> parsed = ParsePolicy(PolicyName(p));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, p);
+  }
+  absl::StatusOr<Policy> bad = ParsePolicy("pooh");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("superneurons"));
+}
+
+TEST(PlanTest, InvalidProfileIsInvalidArgument) {
+  Profile p = RandomProfile(1);
+  p.ops[2].reads.push_back(12345);
+  EXPECT_EQ(MakePlan(p, TestMachine(1 << 30), Policy::kPooch).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PlanTest, InCoreSaysHowMuchItNeeds) {
+  const Profile p = RandomProfile(2);
+  absl::StatusOr<PlanResult> r = MakePlan(p, TestMachine(1000), Policy::kInCore);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("in-core needs"));
+  EXPECT_THAT(r.status().message(), HasSubstr("capacity 1000 B"));
+  absl::StatusOr<PlanResult> ok = MakePlan(p, TestMachine(int64_t{1} << 40), Policy::kInCore);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->sim.feasible);
+}
+
+TEST(PlanTest, OptimalRefusesLargeGraphs) {
+  const Profile p = RandomProfile(3, {.min_layers = 30, .max_layers = 30});
+  absl::StatusOr<PlanResult> r = MakePlan(p, TestMachine(1 << 20), Policy::kOptimal);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("too large"));
+}
+
+TEST(PlanTest, CheckpointKeepsAboutSqrtN) {
+  const Profile p =
+      RandomProfile(4, {.min_layers = 25, .max_layers = 25, .replayable_probability = 1});
+  absl::StatusOr<PlanResult> r = MakePlan(p, TestMachine(int64_t{1} << 40), Policy::kCheckpoint);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<FeatureMapInfo> cands = FindCandidates(p);
+  int keep = 0, recompute = 0;
+  for (const FeatureMapInfo& f : cands) {
+    keep += r->plan.decisions[f.tensor] == Decision::kKeep;
+    recompute += r->plan.decisions[f.tensor] == Decision::kRecompute;
+  }
+  const double sqrt_n = std::sqrt(static_cast<double>(cands.size()));
+  EXPECT_LE(keep, sqrt_n + 2) << cands.size() << " maps";
+  EXPECT_GT(recompute, 0);
+  EXPECT_GT(r->sim.recompute_us, 0);
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Random small graphs with a capacity below in-core's peak. For each: every policy returns a
+// feasible plan or a FailedPrecondition with a reason; no policy that schedules swap-ins when
+// memory allows beats optimal; pooch succeeds whenever optimal does, within 10 % of it.
+TEST(PlanTest, PoliciesAgainstOptimalOnRandomSmallGraphs) {
+  std::mt19937_64 rng(7);
+  RandomProfileOptions options;
+  options.min_layers = 3;
+  options.max_layers = 9;
+  int compared = 0;
+  double worst_gap = 0, sum_gap = 0;
+  uint64_t worst_seed = 0;
+  int pooch_missed = 0;
+  int over_5 = 0, over_10 = 0;
+  int superneurons_failed = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t seed = 1000; compared < 120 && seed < 3000; ++seed) {
+    const Profile p = RandomProfile(seed, options);
+    if (FindCandidates(p).size() > 10) continue;
+    const int64_t in_core = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p)).peak_bytes;
+    const double fraction = std::uniform_real_distribution<double>(0.4, 0.97)(rng);
+    const MachineModel m = TestMachine(static_cast<int64_t>(in_core * fraction), rng() % 4 != 0);
+    absl::StatusOr<PlanResult> optimal = MakePlan(p, m, Policy::kOptimal);
+    ASSERT_TRUE(optimal.ok() || optimal.status().code() == absl::StatusCode::kFailedPrecondition)
+        << optimal.status();
+    for (Policy policy : AllPolicies()) {
+      absl::StatusOr<PlanResult> r = MakePlan(p, m, policy);
+      if (!r.ok()) {
+        ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition)
+            << PolicyName(policy) << " seed " << seed << ": " << r.status();
+        EXPECT_FALSE(r.status().message().empty());
+        if (policy == Policy::kSuperNeurons && optimal.ok()) ++superneurons_failed;
+        continue;
+      }
+      // The returned plan, simulated afresh, fits.
+      const SimResult again = Simulate(p, m, r->plan);
+      ASSERT_TRUE(again.feasible) << PolicyName(policy) << " seed " << seed << ": "
+                                  << again.failure;
+      EXPECT_LE(again.peak_bytes, m.memory_bytes);
+      EXPECT_EQ(again.iteration_us, r->sim.iteration_us);
+      ASSERT_TRUE(optimal.ok()) << PolicyName(policy) << " found a plan optimal missed, seed "
+                                << seed;
+      if (r->plan.schedule == SwapInSchedule::kWhenMemoryAllows) {
+        EXPECT_GE(r->sim.iteration_us, optimal->sim.iteration_us * (1 - 1e-9))
+            << PolicyName(policy) << " beats optimal, seed " << seed;
+      }
+    }
+    if (!optimal.ok()) continue;
+    absl::StatusOr<PlanResult> pooch = MakePlan(p, m, Policy::kPooch);
+    if (!pooch.ok()) {
+      ++pooch_missed;
+      ADD_FAILURE() << "pooch found no plan where optimal did, seed " << seed << ": "
+                    << pooch.status();
+      continue;
+    }
+    const double gap = pooch->sim.iteration_us / optimal->sim.iteration_us - 1;
+    over_5 += gap > 0.05;
+    over_10 += gap > 0.10;
+    if (gap > worst_gap) {
+      worst_gap = gap;
+      worst_seed = seed;
+    }
+    sum_gap += gap;
+    ++compared;
+  }
+  std::printf(
+      "pooch vs optimal on %d random graphs: worst gap %.2f%% (seed %llu), mean gap %.3f%%, "
+      "%d above 5%%, %d above 10%%; pooch missed %d; superneurons failed on %d solvable graphs; "
+      "%.1f s\n",
+      compared, 100 * worst_gap, static_cast<unsigned long long>(worst_seed),
+      compared ? 100 * sum_gap / compared : 0.0, over_5, over_10, pooch_missed, superneurons_failed,
+      Seconds(start));
+  EXPECT_GE(compared, 100);
+  EXPECT_LE(worst_gap, 0.10) << "worst seed " << worst_seed;
+}
+
+// The refinement after §4.4.3 (ours, Note [Refinement after §4.4.3]) only ever takes feasible,
+// faster plans: pooch is never slower than the paper's method alone (refine_simulations = 0),
+// and somewhere it is faster.
+TEST(PlanTest, RefinementNeverSlowerThanThePapersMethod) {
+  PlanOptions paper;
+  paper.refine_simulations = 0;
+  int faster = 0;
+  for (uint64_t seed = 1100; seed < 1180; ++seed) {
+    const Profile p = RandomProfile(seed, {.min_layers = 3, .max_layers = 9});
+    const int64_t in_core = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p)).peak_bytes;
+    for (double fraction : {0.5, 0.7, 0.9}) {
+      const MachineModel m = TestMachine(static_cast<int64_t>(in_core * fraction));
+      absl::StatusOr<PlanResult> base = MakePlan(p, m, Policy::kPooch, paper);
+      absl::StatusOr<PlanResult> refined = MakePlan(p, m, Policy::kPooch);
+      ASSERT_EQ(base.ok(), refined.ok()) << "seed " << seed;
+      if (!base.ok()) continue;
+      EXPECT_LE(refined->sim.iteration_us, base->sim.iteration_us) << "seed " << seed;
+      faster += refined->sim.iteration_us < base->sim.iteration_us;
+    }
+  }
+  EXPECT_GT(faster, 0);
+}
+
+// SuperNeurons issues swap-ins with the preceding convolution whatever the memory: with the
+// smallest capacity at which swap-all fits, that overflows where pooch still finds a plan, and
+// the reason names the swap-in (as at batch 640, §5.2).
+TEST(PlanTest, SuperNeuronsReportsSwapInOverflow) {
+  int overflowed = 0;
+  for (uint64_t seed = 5000; seed < 5030; ++seed) {
+    const Profile p =
+        RandomProfile(seed, {.min_layers = 8, .max_layers = 12, .replayable_probability = 0});
+    Plan all = KeepAllPlan(p);
+    for (const FeatureMapInfo& f : FindCandidates(p)) all.decisions[f.tensor] = Decision::kSwap;
+    int64_t lo = 1, hi = int64_t{1} << 40;  // smallest capacity that swap-all fits in
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (Simulate(p, TestMachine(mid), all).feasible) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    const MachineModel m = TestMachine(lo);
+    absl::StatusOr<PlanResult> sn = MakePlan(p, m, Policy::kSuperNeurons);
+    ASSERT_TRUE(MakePlan(p, m, Policy::kPooch).ok()) << "seed " << seed;
+    if (sn.ok()) continue;
+    EXPECT_EQ(sn.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(sn.status().message(), HasSubstr("exceeds capacity"));
+    if (absl::StrContains(sn.status().message(), "superneurons: swap-in of")) ++overflowed;
+  }
+  EXPECT_GT(overflowed, 0);
+}
+
+// Planning time on a large random iteration (hundreds of layers). Printed, loosely bounded.
+TEST(PlanTest, PlanningLargeGraphsIsFast) {
+  const Profile p = RandomProfile(9, {.min_layers = 400, .max_layers = 400});
+  const int64_t in_core = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p)).peak_bytes;
+  const MachineModel m = TestMachine(in_core / 3);
+  for (Policy policy : {Policy::kSwapAll, Policy::kSwapOpt, Policy::kPooch, Policy::kSuperNeurons,
+                        Policy::kCheckpoint}) {
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<PlanResult> r = MakePlan(p, m, policy);
+    const double s = Seconds(start);
+    std::printf("%-13s %zu ops: %.3f s, %lld simulations, %s\n", PolicyName(policy), p.ops.size(),
+                s, static_cast<long long>(r.ok() ? r->simulations : 0),
+                r.ok() ? absl::StrCat(r->sim.iteration_us, " us").c_str()
+                       : std::string(r.status().message()).c_str());
+    EXPECT_LT(s, 60);
+  }
+}
+
+}  // namespace
+}  // namespace pooch

@@ -1,0 +1,408 @@
+#include "core/profile/iteration_tracker.h"
+
+#include <algorithm>
+#include <iterator>
+#include <optional>
+
+namespace pooch {
+namespace {
+
+// Polynomial hashes mod the Mersenne prime 2^61-1: unlike mod 2^64, no known structured
+// sequence (Thue-Morse) collides systematically, and a hit is verified anyway.
+constexpr uint64_t kMod = (uint64_t{1} << 61) - 1;
+constexpr uint64_t kBase = 0x1F3D5B79A2C4E681ULL % kMod;
+
+uint64_t MulMod(uint64_t a, uint64_t b) {
+  __extension__ using u128 = unsigned __int128;
+  const u128 x = static_cast<u128>(a) * b;
+  uint64_t r = static_cast<uint64_t>(x & kMod) + static_cast<uint64_t>(x >> 61);
+  if (r >= kMod) r -= kMod;
+  return r;
+}
+
+uint64_t AddMod(uint64_t a, uint64_t b) {
+  uint64_t r = a + b;  // both < 2^61: no overflow
+  return r >= kMod ? r - kMod : r;
+}
+
+uint64_t SubMod(uint64_t a, uint64_t b) { return a >= b ? a - b : a + kMod - b; }
+
+// SplitMix64's finaliser: spreads kind and signature over the hash's range.
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t EventHash(const StreamEvent& e) {
+  return Mix(e.signature ^ Mix(static_cast<uint64_t>(e.kind) + 1)) % kMod;
+}
+
+}  // namespace
+
+bool SameEvent(const StreamEvent& a, const StreamEvent& b) {
+  return a.kind == b.kind && a.signature == b.signature;
+}
+
+IterationTracker::IterationTracker(IterationTrackerOptions options) : options_(options) {
+  if (options_.max_detect_events < 2) options_.max_detect_events = 2;
+}
+
+IterationTracker::Step IterationTracker::Feed(const StreamEvent& e) {
+  Step step;
+  step.seq = next_seq_++;
+  if (options_.marker == IterationMarker::kAuto) return FeedAuto(e, step);
+  return FeedExplicit(e, step);
+}
+
+// ---- auto marker ----------------------------------------------------------------------------
+
+IterationTracker::Step IterationTracker::FeedAuto(const StreamEvent& e, Step step) {
+  if (mode_ != Mode::kProfiling) return FollowAuto(e, step);
+  const int64_t n = Append(e);
+  if (period_ > 0) {
+    // Confirming the extra profiling iterations: each event must repeat the one a period back.
+    if (n - period_ >= base_ && SameEvent(At(n).event, At(n - period_).event)) {
+      if (--confirm_left_ == 0) {
+        TakeReference(n - period_ + 1, n + 1);
+        step.profile_ready = true;
+        StartFollowing();
+      }
+      return step;
+    }
+    period_ = 0;
+    confirm_left_ = 0;
+  }
+  const int64_t p = FindPeriod(n);
+  if (p == 0) return step;
+  const int64_t extra = std::max(options_.profile_iterations, 2) - 2;
+  if (extra == 0) {
+    TakeReference(n - p + 1, n + 1);
+    step.profile_ready = true;
+    StartFollowing();
+  } else {
+    period_ = p;
+    confirm_left_ = extra * p;
+  }
+  return step;
+}
+
+int64_t IterationTracker::Append(const StreamEvent& e) {
+  const int64_t n = base_ + static_cast<int64_t>(buffer_.size());
+  Entry entry;
+  entry.event = e;
+  entry.prefix_hash = total_hash_;
+  total_hash_ = AddMod(total_hash_, MulMod(EventHash(e), next_power_));
+  next_power_ = MulMod(next_power_, kBase);
+  if (e.kind == StreamEvent::Kind::kAlloc) {
+    // A reused id (the caller's bug, or an id from before a dropped window) replaces the old one.
+    auto [it, inserted] = live_.try_emplace(e.allocation, n);
+    if (!inserted) {
+      live_indices_.erase(it->second);
+      it->second = n;
+    }
+    live_indices_.insert(n);
+    last_alloc_ = n;
+  } else if (e.kind == StreamEvent::Kind::kFree) {
+    int64_t g = -1;  // unknown allocation: no window containing this free is balanced
+    if (auto it = live_.find(e.allocation); it != live_.end()) {
+      g = it->second;
+      live_indices_.erase(g);
+      live_.erase(it);
+    }
+    entry.partner = g;
+    // No balanced window may start in (g, n]: it would hold the free but not the allocation.
+    // Intervals arrive with increasing right ends, so merging happens only at the back.
+    int64_t lo = g;
+    while (!forbidden_.empty() && forbidden_.back().hi >= lo) {
+      lo = std::min(lo, forbidden_.back().lo);
+      forbidden_.pop_back();
+    }
+    forbidden_.push_back({lo, n});
+  }
+  occurrences_[EventKey{static_cast<uint8_t>(e.kind), e.signature}].push_back(n);
+  buffer_.push_back(entry);
+  if (buffer_.size() > options_.max_detect_events) DropOldest();
+  while (powers_.size() <= buffer_.size() / 2) powers_.push_back(MulMod(powers_.back(), kBase));
+  return n;
+}
+
+void IterationTracker::DropOldest() {
+  const Entry& front = buffer_.front();
+  const StreamEvent& e = front.event;
+  if (e.kind == StreamEvent::Kind::kAlloc) {
+    // A still-live allocation leaves the window: its later free is then of an unknown one.
+    if (auto it = live_.find(e.allocation); it != live_.end() && it->second == base_) {
+      live_indices_.erase(base_);
+      live_.erase(it);
+    }
+  }
+  const EventKey key{static_cast<uint8_t>(e.kind), e.signature};
+  auto occ = occurrences_.find(key);
+  occ->second.pop_front();
+  if (occ->second.empty()) occurrences_.erase(occ);
+  buffer_.pop_front();
+  ++base_;
+  while (!forbidden_.empty() && forbidden_.front().hi < base_) forbidden_.pop_front();
+}
+
+std::optional<int64_t> IterationTracker::ForbiddenBelow(int64_t a) const {
+  auto it = std::lower_bound(forbidden_.begin(), forbidden_.end(), a,
+                             [](const Forbidden& f, int64_t v) { return f.hi < v; });
+  if (it != forbidden_.end() && it->lo < a) return it->lo;
+  return std::nullopt;
+}
+
+bool IterationTracker::TandemHashEqual(int64_t s, int64_t p) const {
+  // Windows [s-p, s) and [s, s+p) with s+p the end of the buffer: with H relative to one
+  // origin, equal windows satisfy (H(s) - H(s-p)) * B^p == H(s+p) - H(s).
+  const uint64_t h_s = At(s).prefix_hash;
+  const uint64_t first = SubMod(h_s, At(s - p).prefix_hash);
+  const uint64_t second = SubMod(total_hash_, h_s);
+  return MulMod(first, powers_[static_cast<size_t>(p)]) == second;
+}
+
+bool IterationTracker::TandemExact(int64_t s, int64_t p) const {
+  for (int64_t i = s; i < s + p; ++i) {
+    if (!SameEvent(At(i).event, At(i - p).event)) return false;
+  }
+  return true;
+}
+
+int64_t IterationTracker::FindPeriod(int64_t n) const {
+  if (last_alloc_ < base_) return 0;  // no allocation in the window: nothing is balanced
+  const int64_t size = n - base_ + 1;
+  // A window [j+1, n] must contain an allocation: j+1 <= last_alloc_; must not contain a live
+  // one: j >= max live index; and fit twice: n - j <= size / 2.
+  const int64_t j_hi = std::min(last_alloc_ - 1, n - 1);
+  int64_t j_lo = n - size / 2;
+  if (!live_indices_.empty()) j_lo = std::max(j_lo, *live_indices_.rbegin());
+  if (j_hi < j_lo) return 0;
+  // Every candidate p repeats both the last event (at n - p) and the last allocation, which W
+  // holds (at last_alloc_ - p): walk whichever of the two occurrence lists is shorter in range.
+  const int64_t p_min = n - j_hi;
+  const int64_t p_max = n - j_lo;
+  auto range_of = [&](int64_t anchor) {
+    const StreamEvent& e = At(anchor).event;
+    const std::deque<int64_t>& positions =
+        occurrences_.find(EventKey{static_cast<uint8_t>(e.kind), e.signature})->second;
+    return std::make_pair(std::lower_bound(positions.begin(), positions.end(), anchor - p_max),
+                          std::upper_bound(positions.begin(), positions.end(), anchor - p_min));
+  };
+  auto [first, last] = range_of(n);
+  int64_t anchor = n;
+  if (last_alloc_ != n) {
+    auto [alloc_first, alloc_last] = range_of(last_alloc_);
+    if (alloc_last - alloc_first < last - first) {
+      first = alloc_first;
+      last = alloc_last;
+      anchor = last_alloc_;
+    }
+  }
+  int tried = 0;
+  // From the nearest occurrence back: the smallest period first.
+  for (auto it = last; it != first && tried < kMaxCandidatesPerEvent; ++tried) {
+    --it;
+    const int64_t p = anchor - *it;
+    const int64_t s = n - p + 1;
+    if (std::optional<int64_t> lo = ForbiddenBelow(s)) {
+      // Every start in (lo, s] is forbidden too: jump to the candidates that start at or
+      // before lo (s = *it + n - anchor + 1), so a long unbalanced stretch (a backward pass of
+      // identical blocks) costs one step, not one per block.
+      it = std::upper_bound(first, it, *lo - 1 - (n - anchor));
+      continue;
+    }
+    if (!TandemHashEqual(s, p)) continue;
+    if (!TandemExact(s, p)) continue;
+    return p;
+  }
+  return 0;
+}
+
+void IterationTracker::TakeReference(int64_t first, int64_t end) {
+  reference_.clear();
+  reference_.reserve(static_cast<size_t>(end - first));
+  for (int64_t i = first; i < end; ++i) reference_.push_back(At(i).event);
+  reference_window_ = {static_cast<uint64_t>(first), static_cast<uint64_t>(end)};
+  ++profiles_made_;
+}
+
+void IterationTracker::StartFollowing() {
+  mode_ = Mode::kFollowing;
+  position_ = 0;
+  live_since_start_.clear();
+  ClearDetection();
+}
+
+void IterationTracker::ClearDetection() {
+  // swap with empties so the memory of a large detection window is returned.
+  std::deque<Entry>().swap(buffer_);
+  base_ = static_cast<int64_t>(next_seq_);
+  total_hash_ = 0;
+  next_power_ = 1;
+  absl::flat_hash_map<uint64_t, int64_t>().swap(live_);
+  live_indices_.clear();
+  last_alloc_ = -1;
+  absl::flat_hash_map<EventKey, std::deque<int64_t>>().swap(occurrences_);
+  forbidden_.clear();
+  period_ = 0;
+  confirm_left_ = 0;
+}
+
+void IterationTracker::TrackLive(const StreamEvent& e) {
+  if (e.kind == StreamEvent::Kind::kAlloc) {
+    live_since_start_.insert(e.allocation);
+  } else if (e.kind == StreamEvent::Kind::kFree) {
+    live_since_start_.erase(e.allocation);  // frees of older allocations do not matter
+  }
+}
+
+IterationTracker::Step IterationTracker::FollowAuto(const StreamEvent& e, Step step) {
+  if (mode_ == Mode::kDeparted) {
+    if (!live_since_start_.empty() || !SameEvent(e, reference_[0])) {
+      TrackLive(e);
+      return step;
+    }
+    mode_ = Mode::kFollowing;  // re-synchronised: e is position 0 of a new iteration
+    position_ = 0;
+  }
+  if (position_ == 0) live_since_start_.clear();
+  TrackLive(e);
+  if (!SameEvent(e, reference_[position_])) {
+    step.departed = true;
+    ++departures_;
+    mode_ = Mode::kDeparted;
+    if (record_next_ == RecordNext::kRecording) record_next_ = RecordNext::kWaiting;
+    return step;
+  }
+  step.position = static_cast<int64_t>(position_);
+  step.iteration_start = position_ == 0;
+  if (step.iteration_start && record_next_ != RecordNext::kNo) {
+    record_next_ = RecordNext::kRecording;
+    next_first_ = step.seq;
+  }
+  if (++position_ == reference_.size()) {
+    ++iterations_completed_;
+    position_ = 0;
+    if (record_next_ == RecordNext::kRecording) {
+      TakeRecordedWindow(step.seq + 1);
+      step.profile_ready = true;
+    }
+  }
+  return step;
+}
+
+// ---- explicit markers -----------------------------------------------------------------------
+
+IterationTracker::Step IterationTracker::FeedExplicit(const StreamEvent& e, Step step) {
+  const bool first_of_iteration = at_boundary_;
+  at_boundary_ = false;
+  if (mode_ == Mode::kProfiling) {
+    if (in_iteration_ && !overflowed_) {
+      current_.push_back(e);
+      if (current_.size() > options_.max_detect_events) {
+        overflowed_ = true;  // not an iteration we can hold; wait for the next boundary
+        std::vector<StreamEvent>().swap(current_);
+      }
+    }
+    return step;
+  }
+  step.iteration_start = first_of_iteration;
+  if (first_of_iteration && record_next_ != RecordNext::kNo) {
+    record_next_ = RecordNext::kRecording;
+    next_first_ = step.seq;
+  }
+  if (mode_ == Mode::kDeparted) return step;
+  if (position_ < reference_.size() && SameEvent(e, reference_[position_])) {
+    step.position = static_cast<int64_t>(position_++);
+    return step;
+  }
+  step.departed = true;
+  ++departures_;
+  mode_ = Mode::kDeparted;
+  if (record_next_ == RecordNext::kRecording) record_next_ = RecordNext::kWaiting;
+  return step;
+}
+
+IterationTracker::BoundaryResult IterationTracker::MarkBoundary() {
+  BoundaryResult result;
+  if (options_.marker == IterationMarker::kAuto) return result;
+  if (!in_iteration_) {
+    // The first boundary: what came before it is not an iteration.
+    in_iteration_ = true;
+    at_boundary_ = true;
+    iteration_first_ = next_seq_;
+    std::vector<StreamEvent>().swap(current_);
+    overflowed_ = false;
+    return result;
+  }
+  if (at_boundary_) return result;  // an empty iteration: ignored
+  at_boundary_ = true;
+  switch (mode_) {
+    case Mode::kProfiling:
+      if (!overflowed_) {
+        ++iterations_profiled_;
+        if (iterations_profiled_ >= std::max(options_.profile_iterations, 1)) {
+          reference_ = std::move(current_);
+          reference_window_ = {iteration_first_, next_seq_};
+          ++profiles_made_;
+          result.profile_ready = true;
+          mode_ = Mode::kFollowing;
+          position_ = 0;
+        }
+      }
+      current_.clear();
+      overflowed_ = false;
+      iteration_first_ = next_seq_;
+      break;
+    case Mode::kFollowing:
+      if (position_ == reference_.size()) {
+        result.completed = true;
+        ++iterations_completed_;
+        if (record_next_ == RecordNext::kRecording) {
+          TakeRecordedWindow(next_seq_);
+          result.profile_ready = true;
+        }
+      } else {
+        if (record_next_ == RecordNext::kRecording) record_next_ = RecordNext::kWaiting;
+        result.departed = true;
+        ++departures_;
+      }
+      position_ = 0;
+      break;
+    case Mode::kDeparted:
+      mode_ = Mode::kFollowing;  // the next iteration starts here even after a departure
+      position_ = 0;
+      break;
+  }
+  return result;
+}
+
+void IterationTracker::RecordNextIteration() {
+  if (mode_ == Mode::kProfiling) return;
+  record_next_ = RecordNext::kWaiting;
+}
+
+void IterationTracker::TakeRecordedWindow(uint64_t end) {
+  // The same reference, measured again: not a new profile (profiles_made() counts detections).
+  reference_window_ = {next_first_, end};
+  record_next_ = RecordNext::kNo;
+}
+
+void IterationTracker::Reprofile() {
+  record_next_ = RecordNext::kNo;
+  reference_.clear();
+  reference_window_ = {0, 0};
+  mode_ = Mode::kProfiling;
+  position_ = 0;
+  live_since_start_.clear();
+  ClearDetection();
+  iterations_profiled_ = 0;
+  std::vector<StreamEvent>().swap(current_);
+  overflowed_ = false;
+  in_iteration_ = in_iteration_ && at_boundary_;
+  iteration_first_ = next_seq_;
+}
+
+}  // namespace pooch

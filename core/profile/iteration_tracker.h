@@ -1,0 +1,234 @@
+// IterationTracker: finds training-iteration boundaries in the stream of intercepted events (ops,
+// allocations, frees) and follows later iterations against a reference iteration, reporting
+// where they depart from it (DESIGN.md, decision 6: identity across iterations comes from the
+// op stream).
+//
+// The interposer feeds every intercepted op, allocation and free, in the order they happen; each
+// event gets a sequence number 0, 1, 2, ... in Feed order. The tracker is in one of three modes:
+//
+//   kProfiling  looking for iterations. With IterationMarker::kAuto it searches the stream for
+//               the period (Note [Period detection]); with kSync/kNvtx the caller calls
+//               MarkBoundary() where an iteration ends. When profile_iterations iterations are
+//               complete, the Step (auto) or BoundaryResult (explicit markers) that completes
+//               them has profile_ready set; Reference() is then the LAST complete iteration and
+//               ReferenceWindow() its [first, end) sequence numbers.
+//   kFollowing  each event is compared with the reference: Step::position is its index in the
+//               reference iteration and Step::iteration_start marks position 0.
+//   kDeparted   an event did not match (Step::departed is set once, on that event), or an
+//               explicit boundary came at the wrong place. The caller must treat the departed
+//               iteration as unknown: its events have no position and run in demand mode (the
+//               plan is not applied). Auto: the tracker re-synchronises on the first event that
+//               equals Reference()[0] while every allocation made since the departed iteration
+//               started has been freed; that event is position 0 of a new iteration. Explicit
+//               markers: the next iteration starts at the next boundary.
+//
+// Two events are "the same" when kind and signature are equal; `allocation` ids only pair
+// allocations with their frees (for balance) and never take part in the comparison.
+//
+// Note [Period detection]: after event n, the tracker looks for the smallest period p such that
+// the window W = events [n-p+1, n] (1) equals the window just before it, event for event (a
+// tandem repeat), and (2) is balanced: every allocation made in W is freed in W, every free in
+// W frees an allocation made in W, and W makes at least one allocation. Balance rules out the
+// repeats inside one pass (ResNet's conv-bn-relu blocks repeat in the forward pass but each
+// leaves its feature maps allocated; the backward pass frees maps it did not allocate). The
+// first n where such a W exists ends detection; W may be a rotation of the program's own loop
+// body (it starts wherever the balanced repeat first closes), which is still one full
+// iteration. A first iteration that differs (warm-up allocations that are never freed) only
+// delays detection: windows after those allocations are still balanced.
+// Cost: candidates p are the earlier positions holding the same event as n (or as the last
+// allocation, which W must hold too; whichever list is shorter), restricted by balance to a range
+// found in O(1) (W must start after the last still-live allocation and contain at least one
+// allocation); each candidate costs O(log n) for the free-interval check (a start inside a
+// forbidden stretch skips every candidate in that stretch at once), O(1) for the tandem test
+// (polynomial prefix hashes mod 2^61-1), and a hit is verified event by event. At most
+// kMaxCandidatesPerEvent candidates are tried per event so an adversarial stream (one event
+// repeated forever) cannot make Feed quadratic. Memory: at most max_detect_events events are kept;
+// beyond it the oldest are dropped and the search goes on in a sliding window (so a period longer
+// than half of it is never found).
+//
+// Known limit: a balanced repeat inside an iteration (e.g. an optimizer that allocates and
+// frees one same-size temporary per parameter) is taken as the period; following then departs
+// at the first event outside it, which the caller sees as departures (and may Reprofile).
+// With profile_iterations > 2, the extra windows of profiling must also repeat, or the search
+// resumes.
+//
+// Thread safety: thread-compatible (no internal locking); the caller serialises all calls,
+// e.g. under the interposer's own lock.
+#ifndef POOCH_CORE_PROFILE_ITERATION_TRACKER_H_
+#define POOCH_CORE_PROFILE_ITERATION_TRACKER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+
+namespace pooch {
+
+// POOCH_ITERATION_MARKER: how iteration boundaries are found (DESIGN.md, decision 6).
+//   kAuto  from the repetition of the op stream
+//   kSync  each device-wide synchronisation (cudaDeviceSynchronize) ends an iteration
+//   kNvtx  NVTX ranges named by the program
+enum class IterationMarker { kAuto, kSync, kNvtx };
+
+struct StreamEvent {
+  enum class Kind : uint8_t { kOp, kAlloc, kFree };
+  Kind kind = Kind::kOp;
+  // Equal for "the same" event across iterations: the caller hashes the API name, call site and
+  // sizes (for kAlloc the size and call site; for kFree the size).
+  uint64_t signature = 0;
+  // kAlloc/kFree: an id unique over the run, equal in an allocation and its free; 0 for kOp.
+  uint64_t allocation = 0;
+};
+
+// Same kind and signature (allocation ids are ignored).
+bool SameEvent(const StreamEvent& a, const StreamEvent& b);
+
+struct IterationTrackerOptions {
+  IterationMarker marker = IterationMarker::kAuto;
+  // POOCH_PROFILE_ITERS: complete iterations seen before the reference is taken. Auto needs at
+  // least 2 (detection sees two), so smaller values count as 2 there; explicit markers at least 1.
+  int profile_iterations = 2;
+  // Bound on events kept while profiling (auto: the detection window; explicit markers: the
+  // events of one iteration, which is dropped as "not an iteration" when it grows beyond this).
+  size_t max_detect_events = size_t{1} << 20;
+};
+
+class IterationTracker {
+ public:
+  // The most candidate periods tried per event (Note [Period detection]).
+  static constexpr int kMaxCandidatesPerEvent = 512;
+
+  enum class Mode { kProfiling, kFollowing, kDeparted };
+
+  // What Feed says about one event.
+  struct Step {
+    uint64_t seq = 0;              // this event's sequence number
+    bool iteration_start = false;  // first event of an iteration (following mode)
+    int64_t position = -1;         // index in the reference iteration when following; else -1
+    bool profile_ready = false;    // auto: this event completes profiling (Reference() is set)
+    bool departed = false;         // first event of an iteration that does not match the reference
+  };
+
+  // What MarkBoundary says about the iteration it ends (explicit markers).
+  struct BoundaryResult {
+    bool profile_ready = false;  // this boundary completes profiling (Reference() is set)
+    bool completed = false;      // a followed iteration matched the reference to its end
+    bool departed = false;       // the iteration departed here (ended early or late) and had
+                                 // not departed on an event before
+  };
+
+  explicit IterationTracker(IterationTrackerOptions options = {});
+
+  Step Feed(const StreamEvent& e);
+  // An explicit marker (kSync/kNvtx): an iteration ends here, before the next event. Events
+  // before the first boundary are not an iteration; a boundary with no event since the last
+  // one is ignored (a program may synchronise twice in a row). Ignored in auto mode.
+  BoundaryResult MarkBoundary();
+
+  // Valid once profile_ready was reported: the reference iteration as [first_seq, end_seq) in
+  // the event sequence, and its events. Empty before (and after Reprofile, until the next one).
+  std::pair<uint64_t, uint64_t> ReferenceWindow() const { return reference_window_; }
+  const std::vector<StreamEvent>& Reference() const { return reference_; }
+
+  // Drops the reference and detects/profiles again from the next event. With explicit markers
+  // the next event starts an iteration only if no event came since the last boundary.
+  void Reprofile();
+  // Keeps the reference's events but moves its window to the next iteration followed from its
+  // first event to its end: profile_ready is reported again at that iteration's end (auto: on its
+  // last event; explicit: at the boundary that completes it), with ReferenceWindow() updated.
+  // An iteration that departs is not taken; the one after it is tried. For a profile measured
+  // under different conditions than the one the reference was detected in (§4.2's swap-all
+  // iteration: core/exec/profiler.cc, Note [Swap-all profiling]). No-op unless following.
+  void RecordNextIteration();
+  bool recording_next() const { return record_next_ != RecordNext::kNo; }
+
+  Mode mode() const { return mode_; }
+  uint64_t iterations_completed() const { return iterations_completed_; }  // followed to the end
+  uint64_t departures() const { return departures_; }
+  uint64_t profiles_made() const { return profiles_made_; }
+  // Events held for detection now (for tests of the memory bound).
+  size_t detect_events_held() const { return buffer_.size(); }
+
+ private:
+  struct Entry {
+    StreamEvent event;
+    uint64_t prefix_hash = 0;  // H(i): hash of all events before this one (absolute positions)
+    int64_t partner = -1;      // kFree: index of its allocation, -1 when unknown or dropped
+  };
+  // A maximal run of positions a that no balanced window may start at: (lo, hi].
+  struct Forbidden {
+    int64_t lo = 0;  // exclusive
+    int64_t hi = 0;  // inclusive
+  };
+  using EventKey = std::pair<uint8_t, uint64_t>;
+
+  Step FeedAuto(const StreamEvent& e, Step step);
+  Step FeedExplicit(const StreamEvent& e, Step step);
+  Step FollowAuto(const StreamEvent& e, Step step);
+  // Appends to the detection buffer; returns the new event's absolute index.
+  int64_t Append(const StreamEvent& e);
+  void DropOldest();
+  // The smallest valid period ending at index n, or 0.
+  int64_t FindPeriod(int64_t n) const;
+  // When no balanced window may start at `a`: the exclusive low end of the forbidden stretch
+  // holding it (every start in (lo, a] is forbidden too).
+  std::optional<int64_t> ForbiddenBelow(int64_t a) const;
+  bool TandemHashEqual(int64_t s, int64_t p) const;
+  bool TandemExact(int64_t s, int64_t p) const;
+  const Entry& At(int64_t i) const { return buffer_[static_cast<size_t>(i - base_)]; }
+  void TakeReference(int64_t first, int64_t end);
+  void TakeRecordedWindow(uint64_t end);  // RecordNextIteration's iteration ended at `end`
+  void StartFollowing();
+  void ClearDetection();
+  void TrackLive(const StreamEvent& e);
+
+  IterationTrackerOptions options_;
+  Mode mode_ = Mode::kProfiling;
+  uint64_t next_seq_ = 0;
+
+  // Auto detection state, absolute indices are sequence numbers.
+  std::deque<Entry> buffer_;
+  int64_t base_ = 0;                 // index of buffer_.front()
+  uint64_t total_hash_ = 0;          // H(base_ + buffer_.size()), relative to origin base_
+  uint64_t next_power_ = 1;          // B^(index of the next event - origin)
+  std::vector<uint64_t> powers_{1};  // B^k for the periods a window can hold (<= size / 2)
+  absl::flat_hash_map<uint64_t, int64_t> live_;  // allocation id -> index, allocated in buffer
+  std::set<int64_t> live_indices_;               // the indices in live_, for their maximum
+  int64_t last_alloc_ = -1;                      // index of the latest allocation in buffer
+  absl::flat_hash_map<EventKey, std::deque<int64_t>> occurrences_;
+  std::deque<Forbidden> forbidden_;  // disjoint, sorted
+  int64_t period_ = 0;               // found period while confirming extra windows
+  int64_t confirm_left_ = 0;         // events still to match before profile_ready
+
+  // Explicit-marker profiling state.
+  bool in_iteration_ = false;  // a boundary was seen, so events belong to an iteration
+  bool at_boundary_ = true;    // no event since the last boundary (or the start)
+  bool overflowed_ = false;    // this iteration grew beyond max_detect_events
+  uint64_t iteration_first_ = 0;
+  std::vector<StreamEvent> current_;
+  int iterations_profiled_ = 0;
+
+  // Following state.
+  std::vector<StreamEvent> reference_;
+  std::pair<uint64_t, uint64_t> reference_window_{0, 0};
+  size_t position_ = 0;  // next expected index in reference_
+  // RecordNextIteration: waiting for an iteration's first event, or recording from next_first_.
+  enum class RecordNext { kNo, kWaiting, kRecording };
+  RecordNext record_next_ = RecordNext::kNo;
+  uint64_t next_first_ = 0;
+  absl::flat_hash_set<uint64_t> live_since_start_;  // allocations of the current iteration
+
+  uint64_t iterations_completed_ = 0;
+  uint64_t departures_ = 0;
+  uint64_t profiles_made_ = 0;
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_PROFILE_ITERATION_TRACKER_H_

@@ -1,0 +1,627 @@
+#include "core/profile/iteration_tracker.h"
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "gtest/gtest.h"
+
+namespace pooch {
+namespace {
+
+using Kind = StreamEvent::Kind;
+
+// Builds event streams: allocation ids are fresh over the whole stream, as the interposer's are.
+class StreamBuilder {
+ public:
+  void Op(uint64_t sig) { events_.push_back({Kind::kOp, sig, 0}); }
+  // Allocates under a caller's name (slot) so that a later Free can refer to it.
+  void Alloc(uint64_t sig, int slot) {
+    const uint64_t id = next_id_++;
+    slots_[slot] = {id, sig};
+    events_.push_back({Kind::kAlloc, sig, id});
+  }
+  void Free(int slot) {
+    auto [id, sig] = slots_.at(slot);
+    slots_.erase(slot);
+    events_.push_back({Kind::kFree, sig, id});
+  }
+  // A free of an allocation the stream never showed (made before the tracker started).
+  void FreeUnknown(uint64_t sig) { events_.push_back({Kind::kFree, sig, next_id_++}); }
+  std::vector<StreamEvent>& events() { return events_; }
+
+ private:
+  std::vector<StreamEvent> events_;
+  uint64_t next_id_ = 1;
+  absl::flat_hash_map<int, std::pair<uint64_t, uint64_t>> slots_;
+};
+
+// A small training iteration: forward allocates a feature map per layer, backward frees them.
+void SmallIteration(StreamBuilder& b, uint64_t size = 100) {
+  b.Op(1);  // zero_grad
+  b.Alloc(size, 0);
+  b.Op(2 + size);
+  b.Alloc(size * 2, 1);
+  b.Op(3 + size);
+  b.Op(4 + size);  // loss
+  b.Free(1);
+  b.Op(5 + size);
+  b.Free(0);
+  b.Op(6);  // optimizer
+}
+constexpr int kSmallIterationEvents = 10;
+
+struct FeedLog {
+  std::vector<IterationTracker::Step> steps;
+  std::optional<uint64_t> ready_seq;
+  int departed = 0;
+};
+
+FeedLog FeedAll(IterationTracker& t, const std::vector<StreamEvent>& events, size_t from = 0) {
+  FeedLog log;
+  for (size_t i = from; i < events.size(); ++i) {
+    IterationTracker::Step s = t.Feed(events[i]);
+    EXPECT_EQ(s.seq, i);
+    if (s.profile_ready) {
+      EXPECT_FALSE(log.ready_seq.has_value()) << "profile_ready twice";
+      log.ready_seq = s.seq;
+    }
+    if (s.departed) ++log.departed;
+    log.steps.push_back(s);
+  }
+  return log;
+}
+
+// Every allocation in [first, end) is freed there and every free there frees one made there.
+bool Balanced(const std::vector<StreamEvent>& events, uint64_t first, uint64_t end) {
+  absl::flat_hash_map<uint64_t, int> count;
+  bool any_alloc = false;
+  for (uint64_t i = first; i < end; ++i) {
+    const StreamEvent& e = events[i];
+    if (e.kind == Kind::kAlloc) {
+      ++count[e.allocation];
+      any_alloc = true;
+    } else if (e.kind == Kind::kFree) {
+      if (count[e.allocation] != 1) return false;
+      count[e.allocation] = 2;
+    }
+  }
+  for (const auto& [id, c] : count) {
+    if (c != 2) return false;
+  }
+  return any_alloc;
+}
+
+TEST(IterationTrackerTest, SimpleRepeatIsDetectedAndFollowed) {
+  StreamBuilder b;
+  for (int i = 0; i < 5; ++i) SmallIteration(b);
+  IterationTracker t;
+  const std::vector<StreamEvent>& ev = b.events();
+  FeedLog log = FeedAll(t, ev);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(*log.ready_seq, 2u * kSmallIterationEvents - 1);
+  EXPECT_EQ(t.ReferenceWindow(),
+            std::make_pair(uint64_t{kSmallIterationEvents}, uint64_t{2 * kSmallIterationEvents}));
+  ASSERT_EQ(t.Reference().size(), size_t{kSmallIterationEvents});
+  for (int i = 0; i < kSmallIterationEvents; ++i) {
+    EXPECT_TRUE(SameEvent(t.Reference()[i], ev[kSmallIterationEvents + i]));
+  }
+  EXPECT_EQ(t.mode(), IterationTracker::Mode::kFollowing);
+  EXPECT_EQ(log.departed, 0);
+  for (size_t i = 2 * kSmallIterationEvents; i < ev.size(); ++i) {
+    const int64_t want = static_cast<int64_t>(i % kSmallIterationEvents);
+    EXPECT_EQ(log.steps[i].position, want) << i;
+    EXPECT_EQ(log.steps[i].iteration_start, want == 0) << i;
+  }
+  for (size_t i = 0; i < 2 * kSmallIterationEvents; ++i) EXPECT_EQ(log.steps[i].position, -1);
+  EXPECT_EQ(t.iterations_completed(), 3u);
+  EXPECT_EQ(t.profiles_made(), 1u);
+  EXPECT_EQ(t.departures(), 0u);
+}
+
+TEST(IterationTrackerTest, WarmUpIterationDoesNotPreventDetection) {
+  StreamBuilder b;
+  // Warm-up: weights allocated and never freed, a free of something older, a cuDNN autotune.
+  b.Alloc(7000, 100);
+  b.Alloc(7001, 101);
+  b.FreeUnknown(50);
+  b.Op(9000);
+  SmallIteration(b, 300);  // the first iteration runs with other sizes
+  b.Alloc(7002, 102);      // lazily created optimizer state
+  const size_t warm = b.events().size();
+  for (int i = 0; i < 4; ++i) SmallIteration(b);
+  IterationTracker t;
+  FeedLog log = FeedAll(t, b.events());
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(*log.ready_seq, warm + 2 * kSmallIterationEvents - 1);
+  EXPECT_EQ(t.ReferenceWindow().first, warm + kSmallIterationEvents);
+  EXPECT_EQ(t.Reference().size(), size_t{kSmallIterationEvents});
+  EXPECT_TRUE(Balanced(b.events(), t.ReferenceWindow().first, t.ReferenceWindow().second));
+  EXPECT_EQ(log.departed, 0);
+  EXPECT_EQ(t.iterations_completed(), 2u);
+}
+
+// conv-bn-relu x k in forward (same signatures each block), frees in backward: the blocks are
+// tandem repeats but not balanced (forward leaves maps live, backward frees maps it did not
+// allocate), so the period must be the whole iteration.
+void ResNetLikeIteration(StreamBuilder& b, int blocks) {
+  b.Op(1);
+  for (int k = 0; k < blocks; ++k) {
+    b.Alloc(64, 3 * k);
+    b.Op(10);  // conv
+    b.Alloc(64, 3 * k + 1);
+    b.Op(11);  // bn
+    b.Alloc(64, 3 * k + 2);
+    b.Op(12);  // relu
+  }
+  b.Op(20);  // loss
+  for (int k = blocks - 1; k >= 0; --k) {
+    // A gradient temporary, allocated and freed inside the block: the block's window keeps
+    // its own allocations balanced, only its frees of feature maps rule it out.
+    b.Alloc(32, 100000 + k);
+    b.Op(30);
+    b.Free(100000 + k);
+    b.Free(3 * k + 2);
+    b.Op(31);
+    b.Free(3 * k + 1);
+    b.Op(32);
+    b.Free(3 * k);
+  }
+  b.Op(40);
+}
+
+TEST(IterationTrackerTest, RepeatedBlocksInsideAnIterationAreNotThePeriod) {
+  constexpr int kBlocks = 6;
+  StreamBuilder b;
+  for (int i = 0; i < 4; ++i) ResNetLikeIteration(b, kBlocks);
+  const size_t len = b.events().size() / 4;
+  IterationTracker t;
+  FeedLog log = FeedAll(t, b.events());
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(t.Reference().size(), len);
+  EXPECT_EQ(*log.ready_seq, 2 * len - 1);
+  EXPECT_EQ(log.departed, 0);
+  EXPECT_EQ(t.iterations_completed(), 2u);
+}
+
+TEST(IterationTrackerTest, ProfileIterationsCountsCompleteWindows) {
+  StreamBuilder b;
+  for (int i = 0; i < 6; ++i) SmallIteration(b);
+  IterationTracker t({.marker = IterationMarker::kAuto, .profile_iterations = 4});
+  FeedLog log = FeedAll(t, b.events());
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(*log.ready_seq, 4u * kSmallIterationEvents - 1);
+  EXPECT_EQ(t.ReferenceWindow().first, 3u * kSmallIterationEvents);
+  EXPECT_EQ(t.iterations_completed(), 2u);
+}
+
+TEST(IterationTrackerTest, VaryingBatchDepartsAndResynchronises) {
+  // As cnn_train --vary-batch: every third iteration runs a smaller batch (other sizes), and a
+  // zero_grad op of the same signature starts it, so the departure is mid-iteration.
+  StreamBuilder b;
+  std::vector<size_t> starts;
+  constexpr int kIters = 13;  // ends with a normal iteration
+  for (int i = 0; i < kIters; ++i) {
+    starts.push_back(b.events().size());
+    SmallIteration(b, i % 3 == 2 ? 50 : 100);
+  }
+  IterationTracker t;
+  FeedLog log = FeedAll(t, b.events());
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(*log.ready_seq, starts[2] - 1);
+  int small = 0;
+  starts.push_back(b.events().size());
+  for (int i = 2; i < kIters; ++i) {
+    const bool is_small = i % 3 == 2;
+    small += is_small;
+    // The first event matches, the second (an allocation of another size) departs.
+    EXPECT_TRUE(log.steps[starts[i]].iteration_start) << i;
+    EXPECT_EQ(log.steps[starts[i]].position, 0) << i;
+    EXPECT_EQ(log.steps[starts[i] + 1].departed, is_small) << i;
+    if (is_small) {
+      for (size_t k = starts[i] + 1; k < starts[i + 1]; ++k) {
+        EXPECT_EQ(log.steps[k].position, -1) << k;
+      }
+    } else {
+      for (size_t k = starts[i]; k < starts[i] + kSmallIterationEvents; ++k) {
+        EXPECT_EQ(log.steps[k].position, static_cast<int64_t>(k - starts[i])) << k;
+        EXPECT_FALSE(log.steps[k].departed);
+      }
+    }
+  }
+  EXPECT_EQ(log.departed, small);
+  EXPECT_EQ(t.departures(), static_cast<uint64_t>(small));
+  EXPECT_EQ(t.iterations_completed(), static_cast<uint64_t>(kIters - 2 - small));
+  EXPECT_EQ(t.mode(), IterationTracker::Mode::kFollowing);
+}
+
+TEST(IterationTrackerTest, NoResyncWhileAllocationsOfTheDepartedIterationAreLive) {
+  StreamBuilder b;
+  SmallIteration(b);
+  SmallIteration(b);
+  // A departing iteration that holds an allocation across a zero_grad-like op (signature 1 is
+  // Reference()[0]): re-synchronising there would be wrong.
+  b.Op(1);
+  b.Alloc(999, 7);
+  b.Op(1);
+  b.Free(7);
+  const size_t resync = b.events().size();
+  SmallIteration(b);
+  IterationTracker t;
+  FeedLog log = FeedAll(t, b.events());
+  EXPECT_EQ(log.departed, 1);
+  EXPECT_EQ(log.steps[resync - 2].position, -1);  // the second Op(1): allocation 7 still live
+  EXPECT_TRUE(log.steps[resync].iteration_start);
+  EXPECT_EQ(t.iterations_completed(), 1u);
+}
+
+TEST(IterationTrackerTest, SyncMarkers) {
+  StreamBuilder b;
+  IterationTracker t({.marker = IterationMarker::kSync, .profile_iterations = 2});
+  auto feed_iteration = [&](uint64_t size) {
+    const size_t from = b.events().size();
+    SmallIteration(b, size);
+    return FeedAll(t, b.events(), from);
+  };
+  // Set-up before the first boundary is not an iteration.
+  b.Alloc(5000, 90);
+  b.Op(77);
+  FeedAll(t, b.events());
+  EXPECT_FALSE(t.MarkBoundary().profile_ready);
+  EXPECT_FALSE(t.MarkBoundary().profile_ready);  // empty iteration: ignored
+  feed_iteration(300);
+  EXPECT_FALSE(t.MarkBoundary().profile_ready);
+  const uint64_t second = b.events().size();
+  feed_iteration(100);
+  IterationTracker::BoundaryResult r = t.MarkBoundary();
+  EXPECT_TRUE(r.profile_ready);
+  EXPECT_EQ(t.ReferenceWindow(), std::make_pair(second, second + kSmallIterationEvents));
+  EXPECT_EQ(t.Reference()[1].signature, 100u);  // the last iteration, not the first
+  EXPECT_EQ(t.mode(), IterationTracker::Mode::kFollowing);
+
+  FeedLog log = feed_iteration(100);
+  EXPECT_TRUE(log.steps[0].iteration_start);
+  EXPECT_EQ(log.steps.back().position, kSmallIterationEvents - 1);
+  r = t.MarkBoundary();
+  EXPECT_TRUE(r.completed);
+  EXPECT_FALSE(r.departed);
+
+  // A boundary too early departs at the boundary.
+  b.Op(1);
+  FeedAll(t, b.events(), b.events().size() - 1);
+  r = t.MarkBoundary();
+  EXPECT_TRUE(r.departed);
+  EXPECT_FALSE(r.completed);
+
+  // A mismatching event departs on the event; the next boundary starts afresh.
+  log = feed_iteration(50);
+  EXPECT_EQ(log.departed, 1);
+  EXPECT_TRUE(log.steps[1].departed);
+  EXPECT_EQ(t.mode(), IterationTracker::Mode::kDeparted);
+  r = t.MarkBoundary();
+  EXPECT_FALSE(r.departed);  // already reported on the event
+  EXPECT_FALSE(r.completed);
+
+  // An iteration longer than the reference departs on its extra event.
+  log = feed_iteration(100);
+  EXPECT_EQ(log.departed, 0);
+  b.Op(1);
+  log = FeedAll(t, b.events(), b.events().size() - 1);
+  EXPECT_EQ(log.departed, 1);
+  t.MarkBoundary();
+
+  log = feed_iteration(100);
+  EXPECT_EQ(log.departed, 0);
+  EXPECT_TRUE(t.MarkBoundary().completed);
+  EXPECT_EQ(t.iterations_completed(), 2u);
+  EXPECT_EQ(t.departures(), 3u);
+}
+
+TEST(IterationTrackerTest, AutoModeIgnoresMarkBoundary) {
+  StreamBuilder b;
+  for (int i = 0; i < 3; ++i) SmallIteration(b);
+  IterationTracker t;
+  for (const StreamEvent& e : b.events()) {
+    t.Feed(e);
+    IterationTracker::BoundaryResult r = t.MarkBoundary();
+    EXPECT_FALSE(r.profile_ready || r.completed || r.departed);
+  }
+  EXPECT_EQ(t.iterations_completed(), 1u);
+}
+
+TEST(IterationTrackerTest, ReprofileFindsTheNewIteration) {
+  StreamBuilder b;
+  for (int i = 0; i < 3; ++i) SmallIteration(b);
+  IterationTracker t;
+  FeedAll(t, b.events());
+  ASSERT_EQ(t.mode(), IterationTracker::Mode::kFollowing);
+  t.Reprofile();
+  EXPECT_EQ(t.mode(), IterationTracker::Mode::kProfiling);
+  EXPECT_TRUE(t.Reference().empty());
+  const size_t from = b.events().size();
+  for (int i = 0; i < 3; ++i) ResNetLikeIteration(b, 3);
+  const size_t len = (b.events().size() - from) / 3;
+  FeedLog log = FeedAll(t, b.events(), from);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(*log.ready_seq, from + 2 * len - 1);
+  EXPECT_EQ(t.ReferenceWindow(), std::make_pair(uint64_t{from + len}, uint64_t{from + 2 * len}));
+  EXPECT_EQ(t.profiles_made(), 2u);
+  EXPECT_EQ(t.iterations_completed(), 1u + 1u);
+}
+
+// RecordNextIteration moves the reference's window to the next iteration followed to its end;
+// one that departs on the way is not taken, and the reference's events stay what they were.
+TEST(IterationTrackerTest, RecordNextIterationTakesTheNextFullIteration) {
+  StreamBuilder b;
+  for (int i = 0; i < 2; ++i) SmallIteration(b);
+  IterationTracker t;
+  ASSERT_TRUE(FeedAll(t, b.events()).ready_seq.has_value());
+  const std::vector<StreamEvent> reference = t.Reference();
+  t.RecordNextIteration();
+  EXPECT_TRUE(t.recording_next());
+  size_t from = b.events().size();
+  SmallIteration(b, 50);  // departs on its second event
+  FeedLog log = FeedAll(t, b.events(), from);
+  EXPECT_EQ(log.departed, 1);
+  EXPECT_FALSE(log.ready_seq.has_value());
+  EXPECT_TRUE(t.recording_next());
+  from = b.events().size();
+  SmallIteration(b);
+  log = FeedAll(t, b.events(), from);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(*log.ready_seq, from + kSmallIterationEvents - 1);
+  EXPECT_EQ(t.ReferenceWindow(), std::make_pair(uint64_t{from}, uint64_t{from + 10}));
+  EXPECT_FALSE(t.recording_next());
+  ASSERT_EQ(t.Reference().size(), reference.size());
+  for (size_t i = 0; i < reference.size(); ++i) {
+    EXPECT_TRUE(SameEvent(t.Reference()[i], reference[i]));
+  }
+  EXPECT_EQ(t.profiles_made(), 1u);  // measured again, not detected again
+  // Once taken, later iterations are followed without another profile_ready.
+  from = b.events().size();
+  SmallIteration(b);
+  log = FeedAll(t, b.events(), from);
+  EXPECT_FALSE(log.ready_seq.has_value());
+  EXPECT_EQ(t.iterations_completed(), 2u);
+}
+
+TEST(IterationTrackerTest, RecordNextIterationWithSyncMarkers) {
+  StreamBuilder b;
+  IterationTracker t({.marker = IterationMarker::kSync, .profile_iterations = 1});
+  auto feed_iteration = [&](uint64_t size) {
+    const size_t from = b.events().size();
+    SmallIteration(b, size);
+    FeedAll(t, b.events(), from);
+    return from;
+  };
+  t.MarkBoundary();
+  feed_iteration(100);
+  ASSERT_TRUE(t.MarkBoundary().profile_ready);
+  t.RecordNextIteration();
+  feed_iteration(100);
+  b.Op(1);  // one event too many: departs
+  FeedAll(t, b.events(), b.events().size() - 1);
+  IterationTracker::BoundaryResult r = t.MarkBoundary();
+  EXPECT_FALSE(r.profile_ready);
+  EXPECT_TRUE(t.recording_next());
+  const uint64_t from = feed_iteration(100);
+  r = t.MarkBoundary();
+  EXPECT_TRUE(r.completed);
+  EXPECT_TRUE(r.profile_ready);
+  EXPECT_EQ(t.ReferenceWindow(), std::make_pair(from, from + kSmallIterationEvents));
+  EXPECT_FALSE(t.recording_next());
+}
+
+TEST(IterationTrackerTest, RecordNextIterationIsANoOpWhileProfiling) {
+  IterationTracker t;
+  t.RecordNextIteration();
+  EXPECT_FALSE(t.recording_next());
+}
+
+TEST(IterationTrackerTest, MemoryStaysBoundedWithoutAPeriod) {
+  constexpr size_t kMax = 1000;
+  IterationTracker t({.marker = IterationMarker::kAuto, .max_detect_events = kMax});
+  std::mt19937_64 rng(7);
+  StreamBuilder b;
+  for (int i = 0; i < 10000; ++i) {
+    b.Alloc(rng(), 0);
+    b.Op(rng());
+    b.Free(0);
+  }
+  FeedLog log = FeedAll(t, b.events());
+  EXPECT_FALSE(log.ready_seq.has_value());
+  EXPECT_LE(t.detect_events_held(), kMax);
+  EXPECT_EQ(t.mode(), IterationTracker::Mode::kProfiling);
+  // The search goes on in the sliding window.
+  const size_t from = b.events().size();
+  for (int i = 0; i < 3; ++i) SmallIteration(b);
+  log = FeedAll(t, b.events(), from);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(*log.ready_seq, from + 2 * kSmallIterationEvents - 1);
+  EXPECT_EQ(t.detect_events_held(), 0u);  // freed once following
+}
+
+TEST(IterationTrackerTest, ExplicitMarkersBoundAnIterationWithoutBoundaries) {
+  IterationTracker t({.marker = IterationMarker::kSync, .max_detect_events = 100});
+  StreamBuilder b;
+  t.MarkBoundary();
+  for (int i = 0; i < 20; ++i) SmallIteration(b);  // 200 events: more than the bound
+  FeedAll(t, b.events());
+  EXPECT_FALSE(t.MarkBoundary().profile_ready);  // dropped, not an iteration
+  const size_t from = b.events().size();
+  SmallIteration(b);
+  FeedAll(t, b.events(), from);
+  EXPECT_FALSE(t.MarkBoundary().profile_ready);
+  const size_t from2 = b.events().size();
+  SmallIteration(b);
+  FeedAll(t, b.events(), from2);
+  EXPECT_TRUE(t.MarkBoundary().profile_ready);
+  EXPECT_EQ(t.Reference().size(), size_t{kSmallIterationEvents});
+}
+
+// A random balanced iteration body over a small alphabet (so that it has inner repeats).
+void RandomBody(StreamBuilder& b, std::mt19937_64& rng, int length, int alphabet) {
+  std::vector<int> open;
+  int slot = 0;
+  bool any_alloc = false;
+  for (int i = 0; i < length; ++i) {
+    const int choice = static_cast<int>(rng() % 3);
+    if (choice == 0 || (!any_alloc && i == length - 1)) {
+      b.Alloc(1 + rng() % alphabet, slot);
+      open.push_back(slot++);
+      any_alloc = true;
+    } else if (choice == 1 && !open.empty()) {
+      const size_t k = rng() % open.size();
+      b.Free(open[k]);
+      open.erase(open.begin() + static_cast<int64_t>(k));
+    } else {
+      b.Op(1 + rng() % alphabet);
+    }
+  }
+  for (int s : open) b.Free(s);
+}
+
+// By the definition: the first event n that ends a balanced tandem repeat, smallest period.
+std::optional<std::pair<uint64_t, uint64_t>> BruteForceDetect(const std::vector<StreamEvent>& ev) {
+  for (size_t n = 0; n < ev.size(); ++n) {
+    for (size_t p = 1; 2 * p <= n + 1; ++p) {
+      const size_t s = n + 1 - p;
+      bool equal = true;
+      for (size_t i = s; i <= n && equal; ++i) equal = SameEvent(ev[i], ev[i - p]);
+      if (equal && Balanced(ev, s, n + 1)) return std::make_pair(uint64_t{s}, uint64_t{n + 1});
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(IterationTrackerTest, RandomStreamsAgreeWithBruteForce) {
+  for (int seed = 1; seed <= 300; ++seed) {
+    std::mt19937_64 rng(seed);
+    StreamBuilder b;
+    const int warm = static_cast<int>(rng() % 12);
+    for (int i = 0; i < warm; ++i) {
+      switch (rng() % 4) {
+        case 0:
+          b.Alloc(1 + rng() % 3, 1000 + i);
+          break;  // never freed
+        case 1:
+          b.FreeUnknown(1 + rng() % 3);
+          break;
+        default:
+          b.Op(1 + rng() % 3);
+          break;
+      }
+    }
+    const int reps = 2 + static_cast<int>(rng() % 3);
+    const int length = 1 + static_cast<int>(rng() % 12);
+    const uint64_t body_seed = rng();
+    for (int r = 0; r < reps; ++r) {
+      std::mt19937_64 body_rng(body_seed);
+      RandomBody(b, body_rng, length, 3);
+    }
+    const auto want = BruteForceDetect(b.events());
+    IterationTracker t;
+    FeedLog log = FeedAll(t, b.events());
+    ASSERT_EQ(log.ready_seq.has_value(), want.has_value()) << "seed " << seed;
+    if (want) {
+      EXPECT_EQ(*log.ready_seq, want->second - 1) << "seed " << seed;
+      EXPECT_EQ(t.ReferenceWindow(), *want) << "seed " << seed;
+    }
+  }
+}
+
+TEST(IterationTrackerTest, RandomIterationsAreFollowedWithoutDeparture) {
+  for (int seed = 1; seed <= 200; ++seed) {
+    std::mt19937_64 rng(seed * 7919);
+    StreamBuilder b;
+    // Warm-up: signatures of its own (random), persistent and unknown allocations.
+    const int warm = static_cast<int>(rng() % 40);
+    for (int i = 0; i < warm; ++i) {
+      switch (rng() % 3) {
+        case 0:
+          b.Alloc(rng() | (uint64_t{1} << 63), 5000 + i);
+          break;
+        case 1:
+          b.FreeUnknown(rng() | (uint64_t{1} << 63));
+          break;
+        default:
+          b.Op(rng() | (uint64_t{1} << 63));
+          break;
+      }
+    }
+    const size_t prefix = b.events().size();
+    // A body with signatures distinct per position: no repeat shorter than the iteration.
+    const int length = 2 + static_cast<int>(rng() % 60);
+    const uint64_t body_seed = rng();
+    const int reps = 3 + static_cast<int>(rng() % 4);
+    for (int r = 0; r < reps; ++r) {
+      std::mt19937_64 body_rng(body_seed);
+      RandomBody(b, body_rng, length, 1 << 30);
+    }
+    const size_t body_len = (b.events().size() - prefix) / reps;
+    const int profile_iterations = 2 + static_cast<int>(rng() % 2);
+    IterationTracker t(
+        {.marker = IterationMarker::kAuto, .profile_iterations = profile_iterations});
+    const std::vector<StreamEvent>& ev = b.events();
+    FeedLog log = FeedAll(t, ev);
+    ASSERT_TRUE(log.ready_seq.has_value()) << "seed " << seed;
+    const auto [first, end] = t.ReferenceWindow();
+    ASSERT_EQ(end - first, body_len) << "seed " << seed;
+    EXPECT_EQ(*log.ready_seq, end - 1);
+    EXPECT_GE(first, prefix);
+    EXPECT_TRUE(Balanced(ev, first, end)) << "seed " << seed;
+    for (size_t i = 0; i < body_len; ++i) {
+      // A rotation of the body: the same event one iteration later or earlier.
+      EXPECT_TRUE(SameEvent(t.Reference()[i], ev[prefix + (first - prefix + i) % body_len]));
+    }
+    EXPECT_EQ(log.departed, 0) << "seed " << seed;
+    for (size_t i = end; i < ev.size(); ++i) {
+      EXPECT_EQ(log.steps[i].position, static_cast<int64_t>((i - end) % body_len));
+    }
+    EXPECT_EQ(t.iterations_completed(), (ev.size() - end) / body_len);
+  }
+}
+
+// Not a timed test: prints how long detection takes on three ResNet-sized iterations.
+TEST(IterationTrackerTest, LargeIterationsPrintDetectionTime) {
+  StreamBuilder b;
+  constexpr int kBlocks = 1600;  // ~9,600 events an iteration
+  for (int i = 0; i < 3; ++i) ResNetLikeIteration(b, kBlocks);
+  const size_t len = b.events().size() / 3;
+  IterationTracker t;
+  const auto start = std::chrono::steady_clock::now();
+  FeedLog log = FeedAll(t, b.events());
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("iteration_tracker: %zu events (3 iterations of %zu) fed in %.1f ms\n",
+              b.events().size(), len, ms);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(t.Reference().size(), len);
+  EXPECT_EQ(log.departed, 0);
+
+  // The worst case the candidate cap is for: one op and one allocation signature repeated
+  // (the allocations freed right away with frees that never repeat), so that every earlier op
+  // and allocation is a candidate and no balanced window repeats.
+  std::mt19937_64 rng(3);
+  StreamBuilder adversarial;
+  while (adversarial.events().size() < 30000) {
+    adversarial.Alloc(5, 0);
+    adversarial.events().push_back({Kind::kFree, rng(), adversarial.events().back().allocation});
+    for (int k = static_cast<int>(rng() % 100); k >= 0; --k) adversarial.Op(7);
+  }
+  IterationTracker t2;
+  const auto start2 = std::chrono::steady_clock::now();
+  log = FeedAll(t2, adversarial.events());
+  const double ms2 =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start2).count();
+  std::printf("iteration_tracker: adversarial %zu events fed in %.1f ms (%.2f us/event)\n",
+              adversarial.events().size(), ms2, 1000 * ms2 / adversarial.events().size());
+  EXPECT_FALSE(log.ready_seq.has_value());
+}
+
+}  // namespace
+}  // namespace pooch

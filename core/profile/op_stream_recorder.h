@@ -1,0 +1,110 @@
+// OpStreamRecorder: what the interposer knows of the program's op stream, kept in the form the
+// iteration tracker and the profile builder need. It gives each event its tracker signature,
+// feeds the tracker, and while profiling keeps the ops, allocations and frees so that, once the
+// tracker has found the reference iteration, Reference() returns it as a RecordedIteration
+// (core/profile/profile_builder.h).
+//
+//   OpStreamRecorder r({.marker = IterationMarker::kAuto, .profile_iterations = 2});
+//   r.Alloc(7, 4 << 20, /*managed=*/true);                     // cudaMalloc
+//   IterationTracker::Step s = r.Op("cudnnConvolutionForward", {{7, RecordedAccess::kWrite}});
+//   r.SetDuration(s.seq, 812.5);                                // measured later with events
+//   if (s.profile_ready) absl::StatusOr<RecordedIteration> it = r.Reference(other_bytes);
+//
+// Allocations are named by ids the caller makes unique over the run (an address is reused after
+// a free; an id is not). Signatures (Note [Event signatures] in op_stream_recorder.cc) use the
+// API name and sizes, never ids or addresses, so that two iterations compare equal.
+//
+// Thread safety: thread-compatible; the interposer calls it under its own lock.
+#ifndef POOCH_CORE_PROFILE_OP_STREAM_RECORDER_H_
+#define POOCH_CORE_PROFILE_OP_STREAM_RECORDER_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/profile/iteration_tracker.h"
+#include "core/profile/profile_builder.h"
+
+namespace pooch {
+
+class OpStreamRecorder {
+ public:
+  struct Access {
+    uint64_t allocation = 0;  // an id given to Alloc
+    RecordedAccess::Mode mode = RecordedAccess::kRead;
+  };
+
+  explicit OpStreamRecorder(IterationTrackerOptions options);
+
+  // `name` is the API function's name and must outlive the recorder (a string literal or the
+  // hook table's). Accesses to ids never given to Alloc are ignored (memory pooch does not own).
+  // `replay_capable`: the interposer could re-issue this call (RecordedOp::replay_capable).
+  IterationTracker::Step Op(const char* name, absl::Span<const Access> accesses,
+                            bool replay_capable = false);
+  // `managed`: the residency manager owns it (>= POOCH_MIN_SWAP_BYTES); only managed allocations
+  // become tensors of the profile; the others only shape the iteration's signature.
+  IterationTracker::Step Alloc(uint64_t allocation, int64_t bytes, bool managed);
+  // Unknown ids are ignored (allocations made before pooch started).
+  std::optional<IterationTracker::Step> Free(uint64_t allocation);
+  // An explicit iteration marker (sync/NVTX); see IterationTracker::MarkBoundary.
+  IterationTracker::BoundaryResult MarkBoundary();
+
+  // The measured device time of the op with sequence number `seq`, if it is still kept.
+  void SetDuration(uint64_t seq, double microseconds);
+
+  // The reference iteration (after profile_ready) with the durations set so far; ops whose
+  // duration is unknown get 0. `other_bytes`: memory not modelled per tensor. FailedPrecondition
+  // before the reference exists or when its events are no longer kept.
+  // With `positions`, also where the iteration's ops and managed allocations are, as positions
+  // in the reference (IterationTracker::Step::position), for the plan's actions.
+  struct Positions {
+    std::vector<int64_t> ops;             // of RecordedIteration::ops[i]
+    std::vector<int64_t> managed_allocs;  // of the i-th kAlloc event of the RecordedIteration
+  };
+  absl::StatusOr<RecordedIteration> Reference(int64_t other_bytes,
+                                              Positions* positions = nullptr) const;
+
+  // Forgets the kept events (after the reference was taken, or on Reprofile).
+  void DropKept();
+  // Drops the reference and profiles again (IterationTracker::Reprofile) from the next event.
+  void Reprofile();
+  // Keeps the events of the next iteration followed to its end and makes it the reference's
+  // window (IterationTracker::RecordNextIteration): the same reference, measured again.
+  void RecordNextIteration();
+
+  const IterationTracker& tracker() const { return tracker_; }
+  // Events kept for the reference (for tests of the bound).
+  size_t kept() const { return kept_.size(); }
+
+ private:
+  struct Kept {
+    uint64_t seq = 0;
+    StreamEvent::Kind kind = StreamEvent::Kind::kOp;
+    const char* name = nullptr;    // kOp
+    std::vector<Access> accesses;  // kOp: managed allocations only
+    double duration_us = 0;        // kOp
+    bool replay_capable = false;   // kOp
+    uint64_t allocation = 0;       // kAlloc, kFree
+  };
+  struct Live {
+    int64_t bytes = 0;
+    bool managed = false;
+  };
+
+  void Keep(Kept k);
+
+  IterationTracker tracker_;
+  size_t max_kept_;
+  absl::flat_hash_map<uint64_t, Live> live_;
+  // Sizes of managed allocations, kept after their free while their events may be needed.
+  absl::flat_hash_map<uint64_t, int64_t> managed_bytes_;
+  std::deque<Kept> kept_;  // consecutive sequence numbers, oldest first
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_PROFILE_OP_STREAM_RECORDER_H_

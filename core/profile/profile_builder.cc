@@ -1,0 +1,307 @@
+// BuildProfile (profile_builder.h): one recorded iteration -> the planner's Profile.
+//
+// Note [Recorded lifetimes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Profile lifetimes are op positions: a tensor is allocated just before ops[alloc_before] and
+// freed just after ops[free_after]. The recording places allocations and frees *between* ops, so
+// an event in the gap after op k-1 and before op k maps as
+//   kAlloc -> alloc_before = k   (the memory is needed from op k on; the simulator charges it when
+//                                 op k starts, which is when the program has it)
+//   kFree  -> free_after = k - 1 (the memory is free from the end of op k-1 on)
+// The ends need care, because Profile has no "gap" position:
+//   - an allocation after the last op gets alloc_before = n - 1: charged one op early rather than
+//     not at all (it still holds memory when the iteration ends, and an allocation that fails
+//     there fails the program);
+//   - a free before the first op gets free_after = 0, and an allocation freed in the same gap it
+//     was made in (never touched) gets free_after = alloc_before: it is charged during one
+//     neighbouring op rather than vanishing, so peak memory is never under-estimated. An untouched
+//     allocation that spans ops holds memory for all of them, as on the device.
+// A persistent allocation (alive when the iteration starts) has alloc_before = kBeforeIteration;
+// anything not freed in the iteration has free_after = kAfterIteration. resident_other_bytes is
+// one persistent tensor "other" that no op touches and that is never a feature map.
+// An allocation id may be reused after a free: each kAlloc starts a new tensor.
+//
+// A read of an allocated-in-iteration tensor before any op wrote it (uninitialised memory, or a
+// kReadWrite the interposer reported for an output with beta = 0) is dropped from the op's reads:
+// no op of the iteration produced that data, so there is no dependency to schedule, and
+// Profile::Validate rejects such reads. The op is then marked non-replayable: a replay would read
+// whatever the buffer holds at replay time, which need not be what it read the first time.
+//
+// Note [Phases and feature maps]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The turn is the first op whose API name contains "Backward" (cudnnConvolutionBackwardData,
+// cudnnSoftmaxBackward, ...). Ops before it are forward. A feature map (PoocH §4.1.1) is a tensor
+// allocated in the iteration before the turn (alloc_before < turn) and accessed at or after the
+// turn, or still alive then; the simulator then keeps as candidates those with a forward use and
+// a later use (Note [Feature map uses], candidates.cc). Persistent tensors (parameters,
+// optimizer state) never are.
+// From the turn to the last op that touches a feature map the phase is backward; the ops after
+// that (the optimizer step, gradient zeroing, bookkeeping) get phase kOther. That matters to the
+// planner: it treats writes after the last backward op as harmless to replays of dead
+// intermediates (transient_producer_ in sim.cc, rematerialisable in candidates.cc), and the
+// optimizer writes every parameter that forward ops read; labelled backward, those writes would
+// forbid rebuilding any intermediate whose producer reads a parameter. No replay ever happens
+// after the last feature-map use, so kOther is exact, not a guess. Kinds come from the API name
+// only (OpKindFromApiName); nothing is labelled kLoss or kOptimizer, which the planner does not
+// need.
+//
+// Note [Static replay check]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Op::replayable = replay_capable AND: for every tensor the op reads but does not write, no later
+// op up to the horizon writes it; otherwise a replay after that write would read a changed input
+// and produce different data. The horizon (ProfileBuildOptions::replay_horizon) is by default the
+// last op that touches a feature map (end of backward): replays are only ever made before an op
+// that needs a dropped feature map, so never after it. With kEndOfIteration it is the last op,
+// which makes every op that reads a parameter non-replayable (the optimizer step writes it after
+// backward) and leaves little to recompute. Ops after the horizon are checked to the end of the
+// iteration (they are never replayed; the flag is only informative there).
+// The check is conservative in two ways: it looks at every later write, although only a write
+// between the op and its replay matters (the simulator checks exactly that range per feature map,
+// Note [Feature map uses]); and it ignores that the later write may rewrite identical data. It
+// is also per op: whether the inputs are still *resident* at replay time is the plan's business.
+#include "core/profile/profile_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace pooch {
+namespace {
+
+template <typename... Args>
+absl::Status Bad(const absl::FormatSpec<Args...>& format, const Args&... args) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("BuildProfile: ", absl::StrFormat(format, args...)));
+}
+
+void AddOnce(std::vector<TensorId>& ids, TensorId id) {
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+}
+
+}  // namespace
+
+OpKind OpKindFromApiName(const std::string& name) {
+  // Order matters only where names overlap; none of these prefixes do.
+  if (absl::StartsWith(name, "cudnnConvolution")) return OpKind::kConv;
+  if (absl::StartsWith(name, "cudnnBatchNormalization") ||
+      absl::StartsWith(name, "cudnnNormalization")) {
+    return OpKind::kBatchNorm;
+  }
+  if (absl::StartsWith(name, "cudnnActivation")) return OpKind::kActivation;
+  if (absl::StartsWith(name, "cudnnPooling")) return OpKind::kPool;
+  if (absl::StartsWith(name, "cudnnAddTensor") || absl::StartsWith(name, "cudnnOpTensor")) {
+    return OpKind::kAdd;
+  }
+  if (absl::StartsWith(name, "cudnnSoftmax")) return OpKind::kSoftmax;
+  if (absl::StartsWith(name, "cublas")) {
+    // Sgemm, SgemmStridedBatched, GemmEx, GemmBatchedEx, cublasLtMatmul: a fully connected layer
+    // as far as the planner cares. Level-1/2 calls (axpy, scal, gemv) are not.
+    if (absl::StrContains(absl::AsciiStrToLower(name), "gemm") ||
+        absl::StartsWith(name, "cublasLtMatmul")) {
+      return OpKind::kFullyConnected;
+    }
+    return OpKind::kOther;
+  }
+  if (absl::StrContains(name, "Memcpy") || absl::StrContains(name, "Memset")) return OpKind::kCopy;
+  return OpKind::kOther;
+}
+
+absl::StatusOr<BuiltProfile> BuildProfile(const RecordedIteration& it,
+                                          const ProfileBuildOptions& options) {
+  const OpIndex n = static_cast<OpIndex>(it.ops.size());
+  if (n == 0) return Bad("the iteration has no ops");
+  if (it.resident_other_bytes < 0) {
+    return Bad("resident_other_bytes is negative (%d)", it.resident_other_bytes);
+  }
+  BuiltProfile out;
+  Profile& p = out.profile;
+  p.name = options.name;
+  auto add_tensor = [&](std::string name, int64_t bytes, uint64_t allocation, int ordinal) {
+    Tensor t;
+    t.id = static_cast<TensorId>(p.tensors.size());
+    t.name = std::move(name);
+    t.bytes = bytes;
+    p.tensors.push_back(std::move(t));
+    out.tensor_allocation.push_back(allocation);
+    out.tensor_alloc_ordinal.push_back(ordinal);
+    return p.tensors.back().id;
+  };
+
+  // Allocation id -> the tensor it currently is.
+  absl::flat_hash_map<uint64_t, TensorId> live;
+  for (size_t k = 0; k < it.persistent.size(); ++k) {
+    const RecordedIteration::Persistent& a = it.persistent[k];
+    if (a.bytes < 0) return Bad("persistent[%d]: allocation %d has negative size", k, a.allocation);
+    if (a.allocation == kOtherAllocation) return Bad("persistent[%d]: allocation id 0", k);
+    if (live.contains(a.allocation)) {
+      return Bad("persistent[%d]: allocation %d listed twice", k, a.allocation);
+    }
+    live[a.allocation] = add_tensor(absl::StrCat("p", a.allocation), a.bytes, a.allocation, -1);
+  }
+  if (it.resident_other_bytes > 0) {
+    add_tensor("other", it.resident_other_bytes, kOtherAllocation, -1);
+  }
+
+  p.ops.resize(n);
+  std::vector<bool> written;  // per tensor: written by an earlier op (or persistent)
+  written.assign(p.tensors.size(), true);
+  std::vector<bool> uninitialised_read(n, false);
+  OpIndex next_op = 0;  // the op after the current gap
+  int ordinal = 0;
+  for (size_t e = 0; e < it.events.size(); ++e) {
+    const RecordedIteration::Event& ev = it.events[e];
+    switch (ev.kind) {
+      case RecordedIteration::Event::kOp: {
+        if (ev.op_index != next_op) {
+          return Bad("events[%d]: op %d, expected op %d (each op once, in order)", e, ev.op_index,
+                     next_op);
+        }
+        if (next_op >= n) return Bad("events[%d]: op %d does not exist (%d ops)", e, next_op, n);
+        const RecordedOp& rec = it.ops[next_op];
+        Op& op = p.ops[next_op];
+        op.name = rec.name;
+        op.kind = OpKindFromApiName(rec.name);
+        op.duration_us = rec.duration_us;
+        op.workspace_bytes = rec.workspace_bytes;
+        std::vector<TensorId> reads, writes;
+        for (size_t a = 0; a < rec.accesses.size(); ++a) {
+          const RecordedAccess& acc = rec.accesses[a];
+          const auto found = live.find(acc.allocation);
+          if (found == live.end()) {
+            return Bad(
+                "ops[%d].accesses[%d]: allocation %d is neither persistent nor allocated "
+                "in the iteration (or was freed)",
+                next_op, a, acc.allocation);
+          }
+          if (acc.mode != RecordedAccess::kWrite) AddOnce(reads, found->second);
+          if (acc.mode != RecordedAccess::kRead) AddOnce(writes, found->second);
+        }
+        for (TensorId t : reads) {
+          if (written[t]) {
+            op.reads.push_back(t);
+          } else {
+            uninitialised_read[next_op] = true;  // Note [Recorded lifetimes]
+          }
+        }
+        for (TensorId t : writes) {
+          op.writes.push_back(t);
+          written[t] = true;
+        }
+        ++next_op;
+        break;
+      }
+      case RecordedIteration::Event::kAlloc: {
+        if (ev.bytes < 0) {
+          return Bad("events[%d]: allocation %d has negative size", e, ev.allocation);
+        }
+        if (ev.allocation == kOtherAllocation) return Bad("events[%d]: allocation id 0", e);
+        if (live.contains(ev.allocation)) {
+          return Bad("events[%d]: allocation %d allocated again before it was freed", e,
+                     ev.allocation);
+        }
+        const TensorId id =
+            add_tensor(absl::StrCat("a", ordinal), ev.bytes, ev.allocation, ordinal);
+        ++ordinal;
+        p.tensors[id].alloc_before = std::min(next_op, n - 1);
+        written.push_back(false);
+        live[ev.allocation] = id;
+        break;
+      }
+      case RecordedIteration::Event::kFree: {
+        const auto found = live.find(ev.allocation);
+        if (found == live.end()) {
+          return Bad(
+              "events[%d]: free of allocation %d, which is neither persistent nor "
+              "allocated in the iteration (or was freed already)",
+              e, ev.allocation);
+        }
+        Tensor& t = p.tensors[found->second];
+        t.free_after = std::max<OpIndex>(next_op - 1, std::max<OpIndex>(t.alloc_before, 0));
+        live.erase(found);
+        break;
+      }
+      default:
+        return Bad("events[%d]: unknown kind %d", e, static_cast<int>(ev.kind));
+    }
+  }
+  if (next_op != n) return Bad("events: only %d of %d ops appear", next_op, n);
+
+  const int32_t nt = static_cast<int32_t>(p.tensors.size());
+  // Tensor names say who wrote them first, for plan and simulator messages.
+  std::vector<std::vector<OpIndex>> writers(nt);
+  for (OpIndex i = 0; i < n; ++i) {
+    for (TensorId t : p.ops[i].writes) writers[t].push_back(i);
+  }
+  for (TensorId t = 0; t < nt; ++t) {
+    if (out.tensor_alloc_ordinal[t] >= 0 && !writers[t].empty()) {
+      absl::StrAppend(&p.tensors[t].name, ":", p.ops[writers[t][0]].name, "@", writers[t][0]);
+    }
+  }
+
+  // Note [Phases and feature maps].
+  OpIndex turn = n;
+  for (OpIndex i = 0; i < n; ++i) {
+    if (absl::StrContains(p.ops[i].name, "Backward")) {
+      turn = i;
+      break;
+    }
+  }
+  std::vector<OpIndex> last_use(nt, -1);
+  for (OpIndex i = 0; i < n; ++i) {
+    for (TensorId t : p.ops[i].reads) last_use[t] = i;
+    for (TensorId t : p.ops[i].writes) last_use[t] = i;
+  }
+  OpIndex last_backward = -1;  // the last op at or after the turn touching a feature map
+  for (TensorId t = 0; t < nt; ++t) {
+    Tensor& x = p.tensors[t];
+    if (out.tensor_alloc_ordinal[t] < 0 || x.alloc_before >= turn) continue;
+    const bool alive_after = x.free_after == kAfterIteration || x.free_after >= turn;
+    x.feature_map = last_use[t] >= turn || alive_after;
+    if (x.feature_map && last_use[t] >= turn) last_backward = std::max(last_backward, last_use[t]);
+  }
+  const bool has_tail = last_backward >= 0;
+  for (OpIndex i = 0; i < n; ++i) {
+    if (i < turn) {
+      p.ops[i].phase = Phase::kForward;
+    } else if (!has_tail || i <= last_backward) {
+      p.ops[i].phase = Phase::kBackward;
+    } else {
+      p.ops[i].phase = Phase::kOther;
+    }
+  }
+
+  // Note [Static replay check].
+  for (OpIndex i = 0; i < n; ++i) {
+    Op& op = p.ops[i];
+    op.replayable = it.ops[i].replay_capable && !uninitialised_read[i];
+    if (!op.replayable) continue;
+    const OpIndex horizon =
+        options.replay_horizon == ReplayHorizon::kEndOfBackward && has_tail && i <= last_backward
+            ? last_backward
+            : n - 1;
+    for (TensorId t : op.reads) {
+      if (std::find(op.writes.begin(), op.writes.end(), t) != op.writes.end()) continue;
+      const std::vector<OpIndex>& w = writers[t];
+      const auto later = std::upper_bound(w.begin(), w.end(), i);
+      if (later != w.end() && *later <= horizon) {
+        op.replayable = false;
+        break;
+      }
+    }
+  }
+
+  if (absl::Status valid = p.Validate(); !valid.ok()) {
+    return Bad("the built profile is inconsistent: %s", valid.message());
+  }
+  return out;
+}
+
+}  // namespace pooch

@@ -1,0 +1,557 @@
+// ResidencyManager: allocation, free, the op protocol and the budget. The swap engine and
+// reclamation are in residency_swap.cc, the choice of victims in residency_evict.cc.
+#include "core/residency/residency.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/units.h"
+
+namespace pooch {
+namespace {
+
+int64_t RoundUp(int64_t bytes, int64_t granularity) {
+  return (bytes + granularity - 1) / granularity * granularity;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ResidencyManager>> ResidencyManager::Create(
+    Device& device, ResidencyOptions options, ResidencyObserver* observer) {
+  if (options.memory_limit <= 0) {
+    return absl::InvalidArgumentError("memory limit must be greater than 0");
+  }
+  absl::StatusOr<StreamHandle> d2h = device.CreateStream();
+  if (!d2h.ok()) return d2h.status();
+  absl::StatusOr<StreamHandle> h2d = device.CreateStream();
+  if (!h2d.ok()) {
+    device.DestroyStream(*d2h).IgnoreError();
+    return h2d.status();
+  }
+  return std::unique_ptr<ResidencyManager>(
+      new ResidencyManager(device, options, observer, *d2h, *h2d));
+}
+
+ResidencyManager::ResidencyManager(Device& device, ResidencyOptions options,
+                                   ResidencyObserver* observer, StreamHandle d2h, StreamHandle h2d)
+    : device_(device),
+      options_(options),
+      observer_(observer),
+      granularity_(std::max<int64_t>(1, device.Granularity())),
+      cache_limit_(
+          options.reuse_cache_entries <= 0
+              ? 0
+              : std::max<int64_t>(0, options.reuse_cache_bytes.value_or(options.memory_limit / 4))),
+      d2h_stream_(d2h),
+      h2d_stream_(h2d),
+      events_(device),
+      host_pool_(device, options.host_memory_limit) {
+  MutexLock lock(&mu_);
+  time_copies_ = options.time_copies;
+}
+
+ResidencyManager::~ResidencyManager() {
+  {
+    MutexLock lock(&mu_);
+    closing_ = true;
+    SpillCacheLocked(cached_bytes_);  // retires what is still in use
+    std::vector<AllocationId> ids;
+    table_.ForEach([&](Allocation& a) { ids.push_back(a.id); });
+    for (AllocationId id : ids) {
+      Allocation* a = table_.Find(id);
+      a->pins = 0;
+      FreeLocked(a).IgnoreError();  // retires what queued work still uses
+    }
+  }
+  Drain().IgnoreError();  // waits for that work, then releases it
+  MutexLock lock(&mu_);
+  for (Retired& r : retired_) ReleaseRetiredLocked(r).IgnoreError();  // only after errors
+  retired_.clear();
+  for (PendingTiming& t : timings_) AbandonTimingLocked(std::move(t));  // Note [Copy timing]
+  timings_.clear();
+  host_pool_.Trim();
+  device_.DestroyStream(d2h_stream_).IgnoreError();
+  device_.DestroyStream(h2d_stream_).IgnoreError();
+}
+
+// Note [Budget]
+// device_bytes_ counts every chunk from CreatePhysical until ReleasePhysical, plus external
+// charges. MakeRoomLocked first reclaims what already completed; if that is not enough but
+// swap-outs or frees in flight will release enough, it waits for their events (dropping the
+// lock); otherwise it starts swap-outs of the least recently used unpinned candidates, just
+// enough to cover the shortfall, and loops. When even every candidate would not be enough, the
+// missing bytes are pinned by ops in progress: it waits for another thread's AfterOp, unless
+// every other op in progress is itself waiting (then nobody would ever unpin: fail), and fails
+// after options_.pinned_wait.
+absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, bool self_active) {
+  const int64_t limit = options_.memory_limit;
+  if (bytes > limit - external_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate ", FormatBytes(bytes), ": larger than the memory limit ",
+        FormatBytes(limit),
+        external_bytes_ > 0
+            ? absl::StrCat(" less ", FormatBytes(external_bytes_), " of small allocations")
+            : ""));
+  }
+  const absl::Time deadline = absl::Now() + options_.pinned_wait;
+  absl::Status last_swap_error;
+  while (true) {
+    if (absl::Status s = PollLocked(); !s.ok()) return s;
+    if (device_bytes_ + bytes <= limit) return absl::OkStatus();
+    // Note [Reuse cache]: cached memory goes before anything is waited for or evicted.
+    if (!cache_.empty()) {
+      SpillCacheLocked(device_bytes_ + bytes - limit);
+      continue;
+    }
+
+    EventRef pending_event;
+    const int64_t pending = PendingReleaseBytesLocked(&pending_event);
+    if (pending_event != nullptr && device_bytes_ - pending + bytes <= limit) {
+      if (absl::Status s = WaitUnlocked(pending_event); !s.ok()) return s;
+      continue;
+    }
+
+    const int64_t shortfall = device_bytes_ - pending + bytes - limit;
+    std::vector<Allocation*> candidates = EvictionCandidatesLocked();
+    int64_t available = 0;
+    for (const Allocation* a : candidates) available += a->mapped_bytes;
+    if (available >= shortfall) {
+      int64_t started = 0;
+      for (Allocation* a : candidates) {
+        if (started >= shortfall) break;
+        absl::Status s = StartSwapOutLocked(*a);
+        if (s.ok()) {
+          started += a->mapped_bytes;
+          ++stats_.demand_swap_outs;
+        } else {
+          last_swap_error = s;
+        }
+      }
+      if (started > 0) continue;  // the next round waits for them
+      if (pending_event != nullptr) {
+        // Swaps in flight may give host buffers back; wait for one and try again.
+        if (absl::Status s = WaitUnlocked(pending_event); !s.ok()) return s;
+        continue;
+      }
+      return absl::ResourceExhaustedError(absl::StrCat("cannot make room for ", FormatBytes(bytes),
+                                                       ": ", last_swap_error.message()));
+    }
+
+    // What is missing is pinned by ops in progress (or was just freed by nobody).
+    const int others_active = active_ops_ - (self_active ? 1 : 0);
+    if (others_active > waiting_active_ops_ && absl::Now() < deadline) {
+      if (self_active) ++waiting_active_ops_;
+      unpinned_.WaitWithDeadline(&mu_, std::min(deadline, absl::Now() + absl::Milliseconds(20)));
+      if (self_active) --waiting_active_ops_;
+      continue;
+    }
+    if (pending_event != nullptr) {
+      if (absl::Status s = WaitUnlocked(pending_event); !s.ok()) return s;
+      continue;
+    }
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot make room for ", FormatBytes(bytes), " under the memory limit ", FormatBytes(limit),
+        ": ", FormatBytes(device_bytes_), " in use, ", FormatBytes(available),
+        " of it can be swapped out, the rest is pinned by ops in progress "
+        "or too small to swap"));
+  }
+}
+
+absl::StatusOr<PhysicalHandle> ResidencyManager::MapChunkLocked(DeviceAddress address,
+                                                                int64_t mapped_bytes) {
+  absl::StatusOr<PhysicalHandle> chunk = device_.CreatePhysical(mapped_bytes);
+  if (!chunk.ok()) return chunk.status();
+  if (absl::Status s = device_.Map(address, mapped_bytes, *chunk); !s.ok()) {
+    device_.ReleasePhysical(*chunk).IgnoreError();
+    return s;
+  }
+  device_bytes_ += mapped_bytes;
+  stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, device_bytes_);
+  NotifyMemoryLocked();
+  return *chunk;
+}
+
+absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes) {
+  if (bytes <= 0) return absl::InvalidArgumentError(absl::StrCat("Allocate(", bytes, ")"));
+  const int64_t mapped = RoundUp(bytes, granularity_);
+  const bool swappable = bytes >= options_.min_swap_bytes;
+  auto insert = [&](DeviceAddress address, PhysicalHandle physical)
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                      auto a = std::make_unique<Allocation>();
+                      a->id = next_id_++;
+                      a->address = address;
+                      a->bytes = bytes;
+                      a->mapped_bytes = mapped;
+                      a->swappable = swappable;
+                      a->physical = physical;
+                      a->lru_tick = ++tick_;
+                      a->allocated_at_op = op_seq_;
+                      a->allocated_in_iteration = iteration_;
+                      table_.Insert(std::move(a));
+                      ++stats_.allocations;
+                    };
+  if (swappable) {
+    MutexLock lock(&mu_);
+    // Note [Reuse cache]: a hit makes no device call but event queries.
+    if (std::optional<Retired> cached = TakeCachedLocked(mapped); cached.has_value()) {
+      ++stats_.reuse_hits;
+      insert(cached->address, cached->physical);  // still mapped and counted
+      return cached->address;
+    }
+    ++stats_.reuse_misses;
+  }
+  absl::StatusOr<DeviceAddress> address = device_.ReserveAddress(mapped);
+  if (!address.ok()) return address.status();
+
+  MutexLock lock(&mu_);
+  absl::Status s = MakeRoomLocked(mapped, /*self_active=*/false);
+  absl::StatusOr<PhysicalHandle> chunk =
+      s.ok() ? MapChunkLocked(*address, mapped) : absl::StatusOr<PhysicalHandle>(s);
+  if (s.ok() && !chunk.ok() && absl::IsResourceExhausted(chunk.status()) && !cache_.empty()) {
+    // The device itself is full (another process?): give the cache back and try once more.
+    // Spilling only lowers device_bytes_, so the room MakeRoomLocked made is still there.
+    SpillCacheLocked(cached_bytes_);
+    s = PollLocked();
+    chunk = s.ok() ? MapChunkLocked(*address, mapped) : absl::StatusOr<PhysicalHandle>(s);
+  }
+  if (!chunk.ok()) {
+    if (absl::IsResourceExhausted(chunk.status())) ++stats_.out_of_memory;
+    device_.FreeAddress(*address, mapped).IgnoreError();
+    return chunk.status();
+  }
+  insert(*address, *chunk);
+  return *address;
+}
+
+absl::Status ResidencyManager::Free(DeviceAddress address) {
+  MutexLock lock(&mu_);
+  Allocation* a = table_.FindContaining(address);
+  if (a == nullptr || a->address != address) {
+    return absl::NotFoundError(
+        absl::StrCat("Free: 0x", absl::Hex(address), " is not an allocation"));
+  }
+  if (a->pins > 0) {  // an op in progress on another thread still uses it
+    a->free_requested = true;
+    return absl::OkStatus();
+  }
+  return FreeLocked(a);
+}
+
+absl::Status ResidencyManager::FreeLocked(Allocation* a) {
+  Retired r;
+  r.address = a->address;
+  r.mapped_bytes = a->mapped_bytes;
+  r.physical = a->physical;  // 0 when on host
+  r.host = a->host;
+  r.host_bytes = a->bytes;
+  const bool cacheable = a->swappable && a->state == ResidencyState::kResident &&
+                         a->physical != 0 && a->host == nullptr && a->transfer == nullptr;
+  if (a->transfer != nullptr) r.events.push_back(a->transfer);
+  if (a->state == ResidencyState::kSwappingIn || a->state == ResidencyState::kSwappingOut) {
+    r.swap_end = a->state == ResidencyState::kSwappingIn ? SwapRecord::Kind::kInEnd
+                                                         : SwapRecord::Kind::kOutEnd;
+    r.allocation = a->id;
+  }
+  for (auto& [stream, event] : a->last_uses) r.events.push_back(event);
+  in_flight_.erase(a->id);
+  dropping_.erase(a->id);
+  table_.Remove(a->id);  // `a` is gone from here on
+  ++stats_.frees;
+  if (cacheable && CacheLocked(r)) return absl::OkStatus();
+
+  bool done = true;
+  for (const EventRef& e : r.events) {
+    absl::StatusOr<bool> d = events_.Done(e);
+    if (!d.ok()) return d.status();
+    done = done && *d;
+  }
+  if (done) return ReleaseRetiredLocked(r);
+  retired_.push_back(std::move(r));
+  return absl::OkStatus();
+}
+
+absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
+  absl::Status status;
+  if (r.physical != 0) {
+    status.Update(device_.Unmap(r.address, r.mapped_bytes));
+    status.Update(device_.ReleasePhysical(r.physical));
+    device_bytes_ -= r.mapped_bytes;
+    r.physical = 0;
+  }
+  if (r.host != nullptr) {
+    host_pool_.Release(r.host, r.host_bytes);
+    r.host = nullptr;
+  }
+  status.Update(device_.FreeAddress(r.address, r.mapped_bytes));
+  if (r.swap_end.has_value() && observer_ != nullptr) {
+    observer_->OnSwap(SwapRecord{*r.swap_end, r.allocation, r.address, r.host_bytes, absl::Now()});
+    r.swap_end.reset();
+  }
+  r.events.clear();
+  NotifyMemoryLocked();
+  unpinned_.SignalAll();
+  return status;
+}
+
+absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
+                                                    absl::Span<const AccessRange> touched) {
+  MutexLock lock(&mu_);
+  ++active_ops_;
+  const uint64_t op = ++op_seq_;
+  OpTicket ticket;
+  ticket.stream_ = stream;
+  // Note [Planned residency]: dropped allocations this op reads (an error) or only writes.
+  std::vector<AllocationId> dropped_read;
+  std::vector<AllocationId> dropped_written;
+  for (const AccessRange& range : touched) {
+    table_.ForEachOverlapping(
+        range.address, range.bytes, [&](Allocation& a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          if (a.state == ResidencyState::kDropped) {
+            auto& list = range.mode == AccessRange::Mode::kWrite ? dropped_written : dropped_read;
+            if (std::find(list.begin(), list.end(), a.id) == list.end()) list.push_back(a.id);
+          }
+          if (std::find(ticket.ids_.begin(), ticket.ids_.end(), a.id) != ticket.ids_.end()) return;
+          ticket.ids_.push_back(a.id);
+          // Pin first, all of them: none may be evicted to make room for another (Note [Budget]).
+          ++a.pins;
+          a.lru_tick = ++tick_;
+          if (a.first_use_op == 0) a.first_use_op = op;
+          a.last_use_op = op;
+          ++a.use_count;
+        });
+  }
+  auto fail = [&](absl::Status s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (absl::IsResourceExhausted(s)) ++stats_.out_of_memory;
+    UnpinLocked(ticket.ids_);
+    --active_ops_;
+    unpinned_.SignalAll();
+    return s;
+  };
+  if (!dropped_read.empty()) {
+    const Allocation* a = table_.Find(dropped_read.front());
+    return fail(absl::FailedPreconditionError(
+        absl::StrCat("allocation 0x", absl::Hex(a->address), " (", FormatBytes(a->bytes),
+                     ") was dropped and must be recomputed before it is read")));
+  }
+  if (absl::Status s = PollLocked(); !s.ok()) return fail(s);
+
+  for (AllocationId id : ticket.ids_) {
+    Allocation* a = table_.Find(id);  // pinned, so still in the table
+    if (a->state == ResidencyState::kDropped) {
+      // Only written by this op (reads failed above): the replay that recomputes it.
+      if (absl::Status s = RestoreLocked(*a, stream); !s.ok()) return fail(s);
+    }
+    if (a->state == ResidencyState::kSwappingOut) CancelSwapOutLocked(*a);
+    if (a->state == ResidencyState::kOnHost) {
+      if (absl::Status s = MakeRoomLocked(a->mapped_bytes, /*self_active=*/true); !s.ok()) {
+        return fail(s);
+      }
+      // MakeRoomLocked may have dropped the lock: another op that touches `a` may have swapped
+      // it in meanwhile.
+      if (a->state == ResidencyState::kOnHost) {
+        if (absl::Status s = StartSwapInLocked(*a); !s.ok()) return fail(s);
+        ++stats_.demand_swap_ins;
+      }
+    }
+    // Note [Op ordering]: the op runs after the copy that brought the data (or the cancelled
+    // copy that still reads it).
+    if (a->transfer != nullptr && !a->transfer->known_complete()) {
+      if (absl::Status s = device_.StreamWaitEvent(stream, a->transfer->handle()); !s.ok()) {
+        return fail(s);
+      }
+    }
+  }
+  return ticket;
+}
+
+absl::Status ResidencyManager::AfterOp(OpTicket ticket) {
+  MutexLock lock(&mu_);
+  absl::Status status;
+  if (!ticket.ids_.empty()) {
+    absl::StatusOr<EventRef> event = events_.Record(ticket.stream_);
+    if (event.ok()) {
+      for (AllocationId id : ticket.ids_) {
+        Allocation* a = table_.Find(id);
+        if (a == nullptr) continue;
+        a->lru_tick = ++tick_;
+        // One entry per stream; drop entries already known complete.
+        std::erase_if(a->last_uses, [&](const auto& use) {
+          return use.first == ticket.stream_ || use.second->known_complete();
+        });
+        a->last_uses.emplace_back(ticket.stream_, *event);
+      }
+    } else {
+      status = event.status();
+    }
+  }
+  UnpinLocked(ticket.ids_);
+  --active_ops_;
+  unpinned_.SignalAll();
+  return status;
+}
+
+void ResidencyManager::UnpinLocked(absl::Span<const AllocationId> ids) {
+  for (AllocationId id : ids) {
+    Allocation* a = table_.Find(id);
+    if (a == nullptr) continue;
+    if (--a->pins == 0 && a->free_requested) FreeLocked(a).IgnoreError();
+  }
+}
+
+absl::Status ResidencyManager::ChargeExternal(int64_t bytes) {
+  MutexLock lock(&mu_);
+  if (absl::Status s = MakeRoomLocked(bytes, /*self_active=*/false); !s.ok()) {
+    if (absl::IsResourceExhausted(s)) ++stats_.out_of_memory;
+    return s;
+  }
+  device_bytes_ += bytes;
+  external_bytes_ += bytes;
+  stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, device_bytes_);
+  NotifyMemoryLocked();
+  return absl::OkStatus();
+}
+
+void ResidencyManager::UnchargeExternal(int64_t bytes) {
+  MutexLock lock(&mu_);
+  device_bytes_ -= bytes;
+  external_bytes_ -= bytes;
+  NotifyMemoryLocked();
+  unpinned_.SignalAll();
+}
+
+absl::Status ResidencyManager::Poll() {
+  MutexLock lock(&mu_);
+  return PollLocked();
+}
+
+absl::Status ResidencyManager::Drain() {
+  MutexLock lock(&mu_);
+  while (true) {
+    if (absl::Status s = PollLocked(); !s.ok()) return s;
+    EventRef event = AnyPendingEventLocked();
+    if (event == nullptr) return absl::OkStatus();
+    if (absl::Status s = WaitUnlocked(event); !s.ok()) return s;
+  }
+}
+
+void ResidencyManager::MarkIteration() {
+  MutexLock lock(&mu_);
+  ++iteration_;
+}
+
+absl::Status ResidencyManager::WaitUnlocked(const EventRef& event) {
+  EventRef keep = event;  // the caller's ref may live in state that changes meanwhile
+  mu_.Unlock();
+  const absl::Time start = absl::Now();
+  absl::Status s = events_.Wait(keep);
+  const absl::Duration waited = absl::Now() - start;
+  mu_.Lock();
+  stats_.swap_wait += waited;
+  return s;
+}
+
+std::optional<AllocationInfo> ResidencyManager::Lookup(DeviceAddress address) const {
+  MutexLock lock(&mu_);
+  const Allocation* a = table_.FindContaining(address);
+  if (a == nullptr) return std::nullopt;
+  return AllocationInfo{a->id,    a->address,      a->bytes,       a->swappable,
+                        a->state, a->first_use_op, a->last_use_op, a->use_count};
+}
+
+ResidencyStats ResidencyManager::Stats() const {
+  MutexLock lock(&mu_);
+  ResidencyStats s = stats_;
+  s.device_bytes = device_bytes_;
+  s.cached_bytes = cached_bytes_;
+  s.host_bytes = host_pool_.in_use_bytes();
+  return s;
+}
+
+// Note [Reuse cache]
+// Without a caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1, Decision 2) every tensor is a
+// cudaMalloc/cudaFree pair, and each swappable one costs four VMM calls each way. So Free of a
+// resident swappable allocation keeps its reserved range and its chunk mapped in cache_ (with
+// the last-use events it had), and Allocate of the same rounded size takes the oldest cached
+// entry whose events all completed, making no device call but event queries. An entry whose
+// events are pending is never handed out: the new owner must not race the old owner's queued
+// work (Decision 8). Allocations on the host or in a swap, and small ones, are freed as before.
+// Budget: cached chunks stay counted in device_bytes_ (so in peak_device_bytes too; the
+// interposer reports them as free in cudaMemGetInfo). Whenever MakeRoomLocked finds no room it
+// spills the cache first, before waiting for or evicting anything: entries whose events
+// completed are released at once, then older pending ones are retired, which is exactly where
+// a plain Free would have left them, so the cache never causes a swap-out or an out-of-memory
+// that would not happen without it. Bounds: options_.reuse_cache_bytes (default a quarter of
+// the limit) and reuse_cache_entries (64); a Free that would exceed them spills the oldest
+// entries first. The destructor spills everything. Reuse is by exact rounded size only.
+absl::StatusOr<bool> ResidencyManager::AllDoneLocked(const Retired& r) {
+  for (const EventRef& e : r.events) {
+    absl::StatusOr<bool> d = events_.Done(e);
+    if (!d.ok()) return d.status();
+    if (!*d) return false;
+  }
+  return true;
+}
+
+bool ResidencyManager::CacheLocked(Retired& r) {
+  if (closing_ || r.mapped_bytes > cache_limit_) return false;
+  while (!cache_.empty() && (cached_bytes_ + r.mapped_bytes > cache_limit_ ||
+                             cache_.size() >= static_cast<size_t>(options_.reuse_cache_entries))) {
+    SpillCacheLocked(std::max<int64_t>(1, cached_bytes_ + r.mapped_bytes - cache_limit_));
+  }
+  cached_bytes_ += r.mapped_bytes;
+  cache_.push_back(std::move(r));
+  unpinned_.SignalAll();  // a MakeRoomLocked waiting for pins can spill it
+  return true;
+}
+
+std::optional<ResidencyManager::Retired> ResidencyManager::TakeCachedLocked(int64_t mapped_bytes) {
+  for (size_t i = 0; i < cache_.size(); ++i) {
+    if (cache_[i].mapped_bytes != mapped_bytes) continue;
+    absl::StatusOr<bool> done = AllDoneLocked(cache_[i]);
+    if (!done.ok() || !*done) continue;
+    Retired r = std::move(cache_[i]);
+    cache_.erase(cache_.begin() + static_cast<ptrdiff_t>(i));
+    cached_bytes_ -= r.mapped_bytes;
+    r.events.clear();
+    return r;
+  }
+  return std::nullopt;
+}
+
+int64_t ResidencyManager::SpillCacheLocked(int64_t bytes) {
+  int64_t spilled = 0;
+  // Completed entries first, released now; then the oldest pending ones, retired.
+  for (size_t i = 0; i < cache_.size() && spilled < bytes;) {
+    absl::StatusOr<bool> done = AllDoneLocked(cache_[i]);
+    if (!done.ok() || !*done) {
+      ++i;
+      continue;
+    }
+    Retired r = std::move(cache_[i]);
+    cache_.erase(cache_.begin() + static_cast<ptrdiff_t>(i));
+    cached_bytes_ -= r.mapped_bytes;
+    spilled += r.mapped_bytes;
+    ReleaseRetiredLocked(r).IgnoreError();
+  }
+  while (!cache_.empty() && spilled < bytes) {
+    cached_bytes_ -= cache_.front().mapped_bytes;
+    spilled += cache_.front().mapped_bytes;
+    retired_.push_back(std::move(cache_.front()));
+    cache_.erase(cache_.begin());
+  }
+  return spilled;
+}
+
+void ResidencyManager::NotifyMemoryLocked() {
+  const int64_t host = host_pool_.in_use_bytes();
+  stats_.peak_host_bytes = std::max(stats_.peak_host_bytes, host);
+  if (observer_ != nullptr) observer_->OnMemory(device_bytes_, host, absl::Now());
+}
+
+void ResidencyManager::NotifySwapLocked(SwapRecord::Kind kind, const Allocation& a) {
+  if (observer_ == nullptr) return;
+  observer_->OnSwap(SwapRecord{kind, a.id, a.address, a.bytes, absl::Now()});
+}
+
+}  // namespace pooch

@@ -1,0 +1,392 @@
+// ResidencyManager: keeps the program's allocations under a device memory limit by swapping
+// them to pinned host memory on demand, at the same virtual address (DESIGN.md decision 1).
+//
+// The interposer drives it:
+//   cudaMalloc(n)        -> Allocate(n)            address that never changes
+//   cudaFree(p)          -> Free(p)
+//   any op on stream s   -> BeforeOp(s, touched)   makes every touched allocation resident, makes
+//                           forward the call          s wait for the copies that did it, pins them
+//                        -> AfterOp(ticket)        records the op's last use, unpins
+//   small-allocation slab -> ChargeExternal(n) when core/small_alloc maps it,
+//                           UnchargeExternal(n) when it releases it (Note [Small allocations])
+//   any hook, now and then -> Poll()               reclaims memory of finished swaps and frees
+//
+// A profile-guided plan adds (Note [Planned residency], residency_plan.cc):
+//   Offload(p)   planned swap-out now        Drop(p)  discard; the plan recomputes it by replay
+//   Prefetch(p)  planned swap-in, only into free room, early enough to hide the copy
+// BeforeOp stays the safety net: whatever the plan missed is swapped in on demand.
+//
+//   auto manager = ResidencyManager::Create(device, {.memory_limit = 8 << 30});
+//   DeviceAddress x = *(*manager)->Allocate(64 << 20);
+//   auto ticket = (*manager)->BeforeOp(stream, {{x, 64 << 20}});
+//   ... enqueue the op on `stream` ...
+//   (*manager)->AfterOp(std::move(*ticket));
+//
+// Budget: the physical bytes the manager has created (plus external charges) never exceed
+// memory_limit, counting memory whose release waits for an event (Decision 8). An allocation
+// that cannot fit even after evicting every unpinned swappable allocation fails with
+// ResourceExhausted, which the interposer returns as cudaErrorMemoryAllocation /
+// CUDA_ERROR_OUT_OF_MEMORY; nothing already swapped out is lost.
+// Freed swappable chunks may stay mapped for reuse, counted in the budget and given back before
+// anything is evicted (Note [Reuse cache], residency.cc).
+//
+// Thread safety: thread-safe. One mutex guards all state. Device calls that only queue work
+// are made under it; the manager drops it while blocking on an event (SynchronizeEvent) and
+// re-examines its state afterwards. The observer is called with the mutex held.
+#ifndef POOCH_CORE_RESIDENCY_RESIDENCY_H_
+#define POOCH_CORE_RESIDENCY_RESIDENCY_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "core/base/mutex.h"
+#include "core/device/device.h"
+#include "core/residency/residency_events.h"
+#include "core/residency/residency_host_pool.h"
+#include "core/residency/residency_table.h"
+
+namespace pooch {
+
+struct ResidencyOptions {
+  int64_t memory_limit = 0;  // device bytes; > 0
+  int64_t min_swap_bytes = int64_t{1} << 20;
+  std::optional<int64_t> host_memory_limit;  // nullopt = unlimited
+  // How long an op or allocation that finds every candidate pinned by other threads' ops waits
+  // for them to finish before it fails with ResourceExhausted.
+  absl::Duration pinned_wait = absl::Seconds(10);
+  // Note [Reuse cache]: bytes of freed swappable allocations kept mapped for reuse by an
+  // Allocate of the same rounded size. nullopt = memory_limit / 4; 0 disables the cache.
+  std::optional<int64_t> reuse_cache_bytes;
+  int reuse_cache_entries = 64;  // at most this many cached allocations
+  // Bracket every swap copy with timing events (Device::CreateTimingEvent) so that its device
+  // duration can be taken with TakeCopyTimings, for profiling. Off by default: two more events
+  // per copy.
+  bool time_copies = false;
+  // Prefetch waits for memory already on its way out (swap-outs, drops, frees whose last uses
+  // are still queued) when that makes room (Note [Prefetch in device order]).
+  bool prefetch_waits = true;
+};
+
+// One range an op reads or writes. The address may point inside an allocation; a range may span
+// several; addresses that are not the manager's (small pass-through allocations, host memory)
+// are ignored.
+struct AccessRange {
+  enum class Mode { kRead, kWrite, kReadWrite };
+  DeviceAddress address = 0;
+  int64_t bytes = 1;
+  // Demand swapping ignores it; for a dropped allocation (Drop) it decides between an error
+  // (a read) and a restore (only writes: the replay that recomputes it).
+  Mode mode = Mode::kReadWrite;
+};
+
+// What BeforeOp pinned; hand it to AfterOp. Move-only.
+class OpTicket {
+ public:
+  OpTicket() = default;
+  OpTicket(OpTicket&&) = default;
+  OpTicket& operator=(OpTicket&&) = default;
+  StreamHandle stream() const { return stream_; }
+  absl::Span<const AllocationId> allocations() const { return ids_; }
+
+ private:
+  friend class ResidencyManager;
+  StreamHandle stream_ = kDefaultStream;
+  std::vector<AllocationId> ids_;
+};
+
+// What the interposer and the recomputer need to know about an address.
+struct AllocationInfo {
+  AllocationId id = 0;
+  DeviceAddress address = 0;  // base
+  int64_t bytes = 0;
+  bool swappable = false;
+  ResidencyState state = ResidencyState::kResident;
+  uint64_t first_use_op = 0;
+  uint64_t last_use_op = 0;
+  uint64_t use_count = 0;
+};
+
+// For the at-exit summary.
+struct ResidencyStats {
+  int64_t device_bytes = 0;  // physical + external, now
+  int64_t peak_device_bytes = 0;
+  int64_t host_bytes = 0;  // pinned bytes holding swapped data, now
+  int64_t peak_host_bytes = 0;
+  int64_t bytes_swapped_out = 0;  // D2H bytes
+  int64_t bytes_swapped_in = 0;   // H2D bytes
+  int64_t swap_outs = 0;
+  int64_t swap_ins = 0;             // every H2D copy: demand_swap_ins + prefetches
+  int64_t demand_swap_ins = 0;      // swap-ins started by BeforeOp: the plan's safety-net hits
+  int64_t prefetches = 0;           // swap-ins started by Prefetch
+  int64_t prefetch_waits = 0;       // waits of Prefetch for memory on its way out
+  int64_t demand_swap_outs = 0;     // evictions to make room (swap_outs = demand + planned)
+  int64_t planned_swap_outs = 0;    // swap-outs started by Offload
+  int64_t drops = 0;                // allocations discarded by Drop
+  int64_t restores = 0;             // dropped allocations given a fresh chunk by a write-only op
+  int64_t cancelled_swap_outs = 0;  // touched again while the D2H copy was in flight
+  int64_t allocations = 0;
+  int64_t frees = 0;
+  int64_t out_of_memory = 0;  // Allocate/BeforeOp that returned ResourceExhausted
+  // Note [Reuse cache]: swappable Allocate calls served from the cache without a device call,
+  // and those that were not (cache disabled or no completed entry of the size).
+  int64_t reuse_hits = 0;
+  int64_t reuse_misses = 0;
+  int64_t cached_bytes = 0;  // now; part of device_bytes (and of peak_device_bytes)
+  absl::Duration swap_wait = absl::ZeroDuration();  // host time blocked in SynchronizeEvent
+};
+
+// Note [Tracing hooks]: the interposer connects core/trace here. Start times are when the copy
+// was queued, end times when the manager observed its event complete (query or synchronize);
+// exact device times come later from timed events.
+struct SwapRecord {
+  enum class Kind { kOutStart, kOutEnd, kInStart, kInEnd, kOutCancelled };
+  Kind kind = Kind::kOutStart;
+  AllocationId allocation = 0;
+  DeviceAddress address = 0;
+  int64_t bytes = 0;
+  absl::Time at;
+};
+
+// One swap copy's measured device time (ResidencyOptions::time_copies).
+struct CopyTiming {
+  enum class Direction { kToHost, kToDevice };
+  AllocationId allocation = 0;
+  int64_t bytes = 0;
+  Direction direction = Direction::kToHost;
+  double microseconds = 0;
+};
+
+class ResidencyObserver {
+ public:
+  virtual ~ResidencyObserver() = default;
+  // Both are called with the manager's mutex held: be quick, do not call the manager.
+  virtual void OnSwap(const SwapRecord& record) {}
+  virtual void OnMemory(int64_t device_bytes, int64_t host_bytes, absl::Time at) {}
+};
+
+class ResidencyManager {
+ public:
+  // Creates the copy streams. `device` and `observer` (may be null) must outlive the manager.
+  static absl::StatusOr<std::unique_ptr<ResidencyManager>> Create(
+      Device& device, ResidencyOptions options, ResidencyObserver* observer = nullptr);
+  // Waits for queued copies and releases everything the manager holds.
+  ~ResidencyManager();
+
+  // Reserves an address range and backs it with one physical chunk, evicting least recently
+  // used allocations if needed. ResourceExhausted when it cannot fit (bytes > limit, everything
+  // else pinned, host budget exhausted, or the device refused the chunk).
+  absl::StatusOr<DeviceAddress> Allocate(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Frees the allocation at `address` (its base) wherever its data is. Memory still used by
+  // queued work is released when that work completes. NotFound if not the manager's.
+  absl::Status Free(DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Makes every allocation overlapping `touched` resident at its address, makes `stream` wait
+  // for the copies that did so, and pins them until AfterOp. On error nothing stays pinned.
+  // REQUIRES: the returned ticket is passed to AfterOp once the op is queued.
+  absl::StatusOr<OpTicket> BeforeOp(StreamHandle stream, absl::Span<const AccessRange> touched)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Records the op's completion event as the last use of each pinned allocation and unpins.
+  absl::Status AfterOp(OpTicket ticket) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Note [Small allocations]: allocations below min_swap_bytes are never swapped, and giving
+  // each its own 2 MiB-granular mapping would waste most of it, so the interposer packs them
+  // into slabs with core/small_alloc (which maps the slabs itself) and charges each slab's
+  // bytes here; the budget then covers everything the program holds and evicts swappable data
+  // to make room for them. Allocate() still accepts small sizes (non-swappable, rounded up to
+  // the granularity) for callers that want one path.
+  // ChargeExternal evicts to make room; ResourceExhausted when it cannot.
+  absl::Status ChargeExternal(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  void UnchargeExternal(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Finishes swaps and frees whose events completed; never blocks.
+  absl::Status Poll() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits for every queued copy and deferred free (at exit, or device synchronisation).
+  absl::Status Drain() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Note [Planned residency] (residency_plan.cc): what a profile-guided plan asks for. Each takes
+  // the base address of an allocation (NotFound otherwise), never blocks (but Prefetch, see
+  // below), and leaves the allocation correct to use: BeforeOp still makes it resident (or rejects
+  // a read of dropped data), so a plan that is wrong costs time, never correctness (DESIGN.md
+  // decision 4).
+  //
+  // Planned swap-out now: if the allocation is kResident, swappable, not pinned by an op in
+  // progress and not waiting to be freed, starts its swap-out (the D2H copy waits for every
+  // last use, as an eviction does) and counts stats.planned_swap_outs. Otherwise a no-op that
+  // returns Ok: already on the host or on the way there or back, dropped, pinned (the plan runs
+  // ahead of an op still using it; the next Offload or an eviction catches it), or too small.
+  // An error from the swap (host budget, device) leaves the allocation resident and intact.
+  absl::Status Offload(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
+  // The plan recomputes this allocation: if it is kResident, swappable, unpinned and not waiting
+  // to be freed, its content is discarded without a copy and it enters kDropped; its chunk is
+  // unmapped and released once every last use (and a cancelled swap-out's copy) completed —
+  // the deferred release of a Free, counted in the budget until then. Counts stats.drops.
+  // Otherwise a no-op that returns Ok (the data is elsewhere or in use; nothing is lost by
+  // keeping it): in particular a host copy is never thrown away, as the plan may be stale.
+  // After Drop, an op that reads the allocation fails (BeforeOp); one that only writes it
+  // restores it. Free of a dropped allocation releases its range (and a chunk still pending).
+  absl::Status Drop(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
+  // Planned swap-in, issued ahead of the op that needs it: if the allocation is kOnHost and its
+  // chunk fits under the limit without evicting anything (after reclaiming completed work and
+  // spilling the reuse cache, and, with options.prefetch_waits, after waiting for memory already
+  // on its way out: Note [Prefetch in device order]), maps a chunk and queues the H2D copy on the
+  // manager's copy stream, counts stats.prefetches and returns true; false when there is no room
+  // (retry at a later op).
+  // true at once when it is kResident or kSwappingIn; kSwappingOut is cancelled as an op's touch
+  // would be (the chunk is still mapped and valid: no copy, no wait) and returns true. A
+  // dropped allocation is FailedPrecondition: only a replay can bring it back. The op that
+  // touches it later waits for the copy's event on the device through BeforeOp, with no second
+  // copy and no host block.
+  absl::StatusOr<bool> Prefetch(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Iteration boundary (from the interposer's marker), recorded for later policies.
+  void MarkIteration() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The allocation containing `address`, if any.
+  std::optional<AllocationInfo> Lookup(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  ResidencyStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The timings of the swap copies that completed since the last call, in the order they were
+  // queued; copies still in flight are kept for a later call. Never blocks. Empty unless copies
+  // are timed. (residency_timing.cc)
+  std::vector<CopyTiming> TakeCopyTimings() ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts or stops timing copies (initially ResidencyOptions::time_copies). Profiling times
+  // them; a long run must not, since each timing holds two events until it is taken.
+  void SetTimeCopies(bool on) ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t memory_limit() const { return options_.memory_limit; }
+
+ private:
+  // Memory whose release waits for events: a freed allocation's chunk, range and host copy.
+  struct Retired {
+    std::vector<EventRef> events;
+    DeviceAddress address = 0;
+    int64_t mapped_bytes = 0;
+    PhysicalHandle physical = 0;  // 0: nothing mapped
+    void* host = nullptr;
+    int64_t host_bytes = 0;
+    // A swap that was in flight when the allocation was freed: its end is reported on release
+    // (Note [Tracing hooks]), so that the trace shows every swap the summary counts.
+    std::optional<SwapRecord::Kind> swap_end;
+    AllocationId allocation = 0;
+  };
+
+  ResidencyManager(Device& device, ResidencyOptions options, ResidencyObserver* observer,
+                   StreamHandle d2h, StreamHandle h2d);
+
+  // Budget (residency.cc). Returns with mu_ held and device_bytes_ + bytes <= limit, so that
+  // the caller can create the chunk before anyone else takes the room. May drop mu_ while it
+  // waits. `self_active`: the caller is an op between BeforeOp and AfterOp.
+  absl::Status MakeRoomLocked(int64_t bytes, bool self_active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates and maps a chunk at `address` and counts it. REQUIRES: room was made.
+  absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FreeLocked(Allocation* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The allocation whose base is `base`; NotFound naming `what` otherwise.
+  absl::StatusOr<Allocation*> FindBaseLocked(DeviceAddress base, absl::string_view what) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Planned residency]: gives a dropped allocation touched only by writes a chunk again
+  // (the pending one if its release has not happened yet), and orders `stream` after the
+  // chunk's previous users. May drop mu_ (MakeRoomLocked). (residency_plan.cc)
+  absl::Status RestoreLocked(Allocation& a, StreamHandle stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Releases the chunks of dropped allocations whose last uses completed. (residency_plan.cc)
+  absl::Status ReleaseDroppedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Reuse cache] (residency.cc).
+  // Keeps `r` (a freed resident allocation's range and chunk) for reuse; false when it does not
+  // fit the cache's bounds (then the caller retires it as before).
+  bool CacheLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the oldest cached entry of exactly `mapped_bytes` whose events all completed (queried,
+  // never waited for); nullopt when none.
+  std::optional<Retired> TakeCachedLocked(int64_t mapped_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives back at least `bytes` of cached memory (or all of it), oldest first: entries whose
+  // events completed are released now, then others are retired (released once their events
+  // complete, as a plain Free would have). Returns the bytes given back.
+  int64_t SpillCacheLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> AllDoneLocked(const Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReleaseRetiredLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnpinLocked(absl::Span<const AllocationId> ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reclaims what completed; never blocks. (residency_swap.cc)
+  absl::Status PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Bytes that PollLocked will release once their events complete, and one event to wait for.
+  int64_t PendingReleaseBytesLocked(EventRef* oldest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An event that the next release waits for, or null when nothing is pending.
+  EventRef AnyPendingEventLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops mu_, waits for `event`, takes mu_ again; accounts the time.
+  absl::Status WaitUnlocked(const EventRef& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Swap engine (residency_swap.cc).
+  // Note [Swap-out failure]: when the host budget or the copy fails, the allocation stays
+  // resident and intact and the error is returned; the caller tries another victim or fails.
+  absl::Status StartSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FinishSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // REQUIRES: a.state == kOnHost and room was made for a.mapped_bytes.
+  absl::Status StartSwapInLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An op touches `a` while its D2H copy is in flight: keep the chunk.
+  void CancelSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unpinned, swappable, mapped allocations, least recently used first. (residency_evict.cc)
+  std::vector<Allocation*> EvictionCandidatesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Copy timing (residency_timing.cc). Begin records a start event on `stream` just before a
+  // copy is queued (nullopt when timing is off or the events cannot be made: the copy is then
+  // simply not timed); End records the end event after it and keeps both for TakeCopyTimings;
+  // Abandon destroys them when the copy could not be queued.
+  struct PendingTiming {
+    EventHandle start = 0;
+    EventHandle end = 0;
+    CopyTiming timing;
+  };
+  std::optional<PendingTiming> BeginTimingLocked(StreamHandle stream)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndTimingLocked(std::optional<PendingTiming> pending, StreamHandle stream,
+                       const Allocation& a, CopyTiming::Direction direction)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AbandonTimingLocked(std::optional<PendingTiming> pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  void NotifyMemoryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NotifySwapLocked(SwapRecord::Kind kind, const Allocation& a)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Constant after construction.
+  Device& device_;
+  const ResidencyOptions options_;
+  ResidencyObserver* const observer_;
+  const int64_t granularity_;
+  const int64_t cache_limit_;      // Note [Reuse cache]; 0: disabled
+  const StreamHandle d2h_stream_;  // swap-outs
+  const StreamHandle h2d_stream_;  // swap-ins
+  EventPool events_;               // thread-safe itself
+
+  mutable Mutex mu_;
+  CondVar unpinned_;  // signalled when pins drop or memory is released
+  AllocationTable table_ ABSL_GUARDED_BY(mu_);
+  HostPool host_pool_ ABSL_GUARDED_BY(mu_);
+  std::vector<Retired> retired_ ABSL_GUARDED_BY(mu_);
+  std::vector<Retired> cache_ ABSL_GUARDED_BY(mu_);  // oldest first; Note [Reuse cache]
+  int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs: cache nothing
+  absl::flat_hash_set<AllocationId> in_flight_ ABSL_GUARDED_BY(mu_);  // transfer != null
+  // kDropped allocations whose chunk still waits for its last uses (physical != 0).
+  absl::flat_hash_set<AllocationId> dropping_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingTiming> timings_ ABSL_GUARDED_BY(mu_);  // queued order
+  bool time_copies_ ABSL_GUARDED_BY(mu_) = false;            // SetTimeCopies
+  AllocationId next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t op_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t iteration_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t device_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // physical created + external
+  int64_t external_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int active_ops_ ABSL_GUARDED_BY(mu_) = 0;          // between BeforeOp and AfterOp
+  int waiting_active_ops_ ABSL_GUARDED_BY(mu_) = 0;  // of those, waiting for pins to drop
+  ResidencyStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_RESIDENCY_RESIDENCY_H_

@@ -1,0 +1,235 @@
+// ResidencyManager's swap engine: swap-out, swap-in, cancellation, and reclaiming memory whose
+// events completed.
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/residency/residency.h"
+
+namespace pooch {
+
+// Note [Swap-out ordering]
+// 1. A pinned host buffer is taken from the pool (or the one still attached from the last swap)
+//    before anything is queued, so that a full host budget leaves the allocation untouched.
+// 2. The D2H stream waits for every stream's last use of the allocation and for any copy still
+//    pending on it (an H2D that brought it in, or a cancelled D2H).
+// 3. The D2H copy is queued and an event recorded after it ("transfer").
+// 4. Only when `transfer` has completed (PollLocked saw it, or MakeRoomLocked waited for it) is
+//    the range unmapped and the chunk released and uncounted (DESIGN.md decision 8). Until then
+//    the chunk counts against the budget and the data on the device stays valid, which is what
+//    makes cancellation free.
+absl::Status ResidencyManager::StartSwapOutLocked(Allocation& a) {
+  bool took_host = false;
+  if (a.host == nullptr) {
+    absl::StatusOr<void*> host = host_pool_.Acquire(a.bytes);
+    if (!host.ok()) return host.status();  // Note [Swap-out failure]
+    a.host = *host;
+    took_host = true;
+  }
+  auto undo = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (took_host) {
+      host_pool_.Release(a.host, a.bytes);
+      a.host = nullptr;
+    }
+  };
+  for (const auto& [stream, event] : a.last_uses) {
+    if (event->known_complete()) continue;
+    if (absl::Status s = device_.StreamWaitEvent(d2h_stream_, event->handle()); !s.ok()) {
+      undo();
+      return s;
+    }
+  }
+  if (a.transfer != nullptr && !a.transfer->known_complete()) {
+    if (absl::Status s = device_.StreamWaitEvent(d2h_stream_, a.transfer->handle()); !s.ok()) {
+      undo();
+      return s;
+    }
+  }
+  std::optional<PendingTiming> timing = BeginTimingLocked(d2h_stream_);  // Note [Copy timing]
+  if (absl::Status s = device_.CopyToHostAsync(a.host, a.address, a.bytes, d2h_stream_); !s.ok()) {
+    AbandonTimingLocked(std::move(timing));
+    undo();
+    return s;
+  }
+  EndTimingLocked(std::move(timing), d2h_stream_, a, CopyTiming::Direction::kToHost);
+  absl::StatusOr<EventRef> done = events_.Record(d2h_stream_);
+  if (!done.ok()) {
+    // The copy is queued but cannot be tracked: stay resident and keep the host buffer attached
+    // (it is reused by the next attempt, which is ordered after this copy on the same stream).
+    return done.status();
+  }
+  a.transfer = *std::move(done);
+  a.state = ResidencyState::kSwappingOut;
+  a.last_uses.clear();  // the copy waited for them; `transfer` stands for all of them now
+  in_flight_.insert(a.id);
+  ++a.swap_outs;
+  ++stats_.swap_outs;
+  stats_.bytes_swapped_out += a.bytes;
+  NotifySwapLocked(SwapRecord::Kind::kOutStart, a);
+  NotifyMemoryLocked();
+  return absl::OkStatus();
+}
+
+absl::Status ResidencyManager::FinishSwapOutLocked(Allocation& a) {
+  absl::Status status = device_.Unmap(a.address, a.mapped_bytes);
+  status.Update(device_.ReleasePhysical(a.physical));
+  device_bytes_ -= a.mapped_bytes;
+  a.physical = 0;
+  a.state = ResidencyState::kOnHost;
+  a.transfer.reset();
+  NotifySwapLocked(SwapRecord::Kind::kOutEnd, a);
+  NotifyMemoryLocked();
+  unpinned_.SignalAll();
+  return status;
+}
+
+void ResidencyManager::CancelSwapOutLocked(Allocation& a) {
+  // The chunk is still mapped and its data valid; the host buffer stays attached until the
+  // queued copy that writes it completes (PollLocked), and the op waits for that copy too
+  // (Note [Op ordering]) so that it cannot overwrite data the copy is still reading.
+  a.state = ResidencyState::kResident;
+  ++stats_.cancelled_swap_outs;
+  NotifySwapLocked(SwapRecord::Kind::kOutCancelled, a);
+}
+
+// Note [Swap-in]: a new chunk is mapped at the same address (decision 1) and the H2D copy is
+// queued on the H2D stream. It needs no wait: the host copy is complete (kOnHost is entered only
+// after the D2H event completed) and nothing else uses the range. Every op that touches the
+// allocation before the copy is known complete waits for `transfer`.
+absl::Status ResidencyManager::StartSwapInLocked(Allocation& a) {
+  absl::StatusOr<PhysicalHandle> chunk = MapChunkLocked(a.address, a.mapped_bytes);
+  if (!chunk.ok()) return chunk.status();
+  a.physical = *chunk;
+  a.state = ResidencyState::kSwappingIn;
+  std::optional<PendingTiming> timing = BeginTimingLocked(h2d_stream_);  // Note [Copy timing]
+  if (absl::Status s = device_.CopyToDeviceAsync(a.address, a.host, a.bytes, h2d_stream_);
+      !s.ok()) {
+    AbandonTimingLocked(std::move(timing));
+    device_.Unmap(a.address, a.mapped_bytes).IgnoreError();
+    device_.ReleasePhysical(a.physical).IgnoreError();
+    device_bytes_ -= a.mapped_bytes;
+    a.physical = 0;
+    a.state = ResidencyState::kOnHost;
+    return s;
+  }
+  EndTimingLocked(std::move(timing), h2d_stream_, a, CopyTiming::Direction::kToDevice);
+  absl::StatusOr<EventRef> done = events_.Record(h2d_stream_);
+  if (!done.ok()) {
+    // Cannot track the copy: wait for the whole stream's work the slow way is not available
+    // through Device, so fail the op; the data stays valid in `host` and on the device.
+    return done.status();
+  }
+  a.transfer = *std::move(done);
+  in_flight_.insert(a.id);
+  ++a.swap_ins;
+  ++stats_.swap_ins;
+  stats_.bytes_swapped_in += a.bytes;
+  NotifySwapLocked(SwapRecord::Kind::kInStart, a);
+  return absl::OkStatus();
+}
+
+absl::Status ResidencyManager::PollLocked() {
+  absl::Status status;
+  std::vector<AllocationId> finished;
+  for (AllocationId id : in_flight_) {
+    Allocation* a = table_.Find(id);
+    if (a == nullptr) {
+      finished.push_back(id);
+      continue;
+    }
+    absl::StatusOr<bool> done = events_.Done(a->transfer);
+    if (!done.ok()) return done.status();
+    if (!*done) continue;
+    finished.push_back(id);
+    if (a->state == ResidencyState::kSwappingOut) {
+      status.Update(FinishSwapOutLocked(*a));
+      continue;
+    }
+    // A swap-in completed, or a cancelled swap-out's copy did: the host copy is not needed.
+    a->transfer.reset();
+    if (a->host != nullptr) {
+      host_pool_.Release(a->host, a->bytes);
+      a->host = nullptr;
+    }
+    if (a->state == ResidencyState::kSwappingIn) {
+      a->state = ResidencyState::kResident;
+      NotifySwapLocked(SwapRecord::Kind::kInEnd, *a);
+    }
+    NotifyMemoryLocked();
+  }
+  for (AllocationId id : finished) in_flight_.erase(id);
+  status.Update(ReleaseDroppedLocked());  // after the loop above reset finished `transfer`s
+
+  for (size_t i = 0; i < retired_.size();) {
+    bool done = true;
+    for (const EventRef& e : retired_[i].events) {
+      absl::StatusOr<bool> d = events_.Done(e);
+      if (!d.ok()) return d.status();
+      if (!*d) {
+        done = false;
+        break;
+      }
+    }
+    if (!done) {
+      ++i;
+      continue;
+    }
+    status.Update(ReleaseRetiredLocked(retired_[i]));
+    retired_[i] = std::move(retired_.back());
+    retired_.pop_back();
+  }
+  return status;
+}
+
+int64_t ResidencyManager::PendingReleaseBytesLocked(EventRef* oldest) {
+  int64_t bytes = 0;
+  *oldest = nullptr;
+  // The earliest recorded of the events a release waits for: waiting for it and polling again
+  // releases memory in the order the device frees it (sets iterate in no useful order, and a
+  // late pick holds the host until the copy queue drains).
+  auto consider = [&](const EventRef& e) {
+    if (e == nullptr || e->known_complete()) return;
+    if (*oldest == nullptr || e->sequence() < (*oldest)->sequence()) *oldest = e;
+  };
+  for (const Retired& r : retired_) {
+    if (r.physical == 0) continue;
+    bytes += r.mapped_bytes;
+    for (const EventRef& e : r.events) consider(e);
+  }
+  for (AllocationId id : in_flight_) {
+    const Allocation* a = table_.Find(id);
+    if (a == nullptr || a->state != ResidencyState::kSwappingOut) continue;
+    bytes += a->mapped_bytes;
+    consider(a->transfer);
+  }
+  for (AllocationId id : dropping_) {  // Note [Planned residency]
+    const Allocation* a = table_.Find(id);
+    if (a == nullptr || a->physical == 0) continue;
+    bytes += a->mapped_bytes;
+    consider(a->transfer);
+    for (const auto& [stream, event] : a->last_uses) consider(event);
+  }
+  return bytes;
+}
+
+EventRef ResidencyManager::AnyPendingEventLocked() {
+  for (const Retired& r : retired_) {
+    for (const EventRef& e : r.events) {
+      if (!e->known_complete()) return e;
+    }
+  }
+  for (AllocationId id : in_flight_) {
+    const Allocation* a = table_.Find(id);
+    if (a != nullptr && a->transfer != nullptr) return a->transfer;
+  }
+  for (AllocationId id : dropping_) {
+    const Allocation* a = table_.Find(id);
+    if (a == nullptr) continue;
+    for (const auto& [stream, event] : a->last_uses) {
+      if (!event->known_complete()) return event;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace pooch

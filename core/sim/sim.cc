@@ -1,0 +1,912 @@
+// The timeline and memory simulator (sim.h).
+//
+// Note [Engines]
+// ~~~~~~~~~~~~~~
+// Three engines, each a FIFO: compute (ops in profile order, recomputation inserted before the op
+// that needs it), D2H (swap-outs) and H2D (swap-ins). With !machine.duplex the two copy
+// directions share one engine. Work starts when its engine is free and its dependencies are done;
+// it never preempts. Because every engine is FIFO, swap-out completions are non-decreasing in
+// time, which lets memory freed by swap-outs be kept in a simple queue.
+//
+// Note [Swap-out]
+// ~~~~~~~~~~~~~~~
+// A swapped map's swap-out is issued when its last forward use ends (Note [Feature map uses],
+// core/model/candidates.cc); its device memory is freed when the copy completes. Forward
+// computation does not wait for swap-outs, except when an allocation needs the memory they will
+// free (Note [Memory accounting]). A recomputed map is dropped (freed) as soon as its last forward
+// use ends.
+//
+// Note [Swap-in scheduling]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Swap-ins are issued at op boundaries: "issued at op j" means when the compute engine becomes
+// free for op j (the previous op ended), which is what Plan::SwapIn::issue_at records. Never
+// before the map's swap-out was issued (issue_at > last forward use). The map's *need* is the
+// first op (or replay, Note [Recomputation]) that reads it after its last forward use.
+//   kWithPreviousOp    issue_at = need - 1: together with the computation just before the need
+//                      (PoocH's "swap-all w/o scheduling", Figure 10 left).
+//   kWithPreviousConv  issue_at = the last convolution op before the need (SuperNeurons), or
+//                      need - 1 when there is none after the swap-out.
+//   kWhenMemoryAllows  PoocH §4.3: swap-ins are considered in order of need; the next one is
+//                      issued at the first op boundary where its bytes fit both now and at every
+//                      op until its need, given what the plan will hold there (the "profile" of
+//                      memory §4.3 speaks of: Note [Memory accounting]). A swap-in that has not
+//                      been issued when its need arrives is issued then (forced), waiting for
+//                      swap-out frees if it must. So memory never exceeds capacity because of a
+//                      prefetch.
+// For the first two, a swap-in is issued regardless of memory: if it does not fit at that moment
+// the plan is infeasible ("swap-in of X at op Y exceeds capacity by Z"), which is how SuperNeurons
+// fails on ResNet-50 at batch 640 (§5.2).
+//
+// Note [Swap-in after swap-out]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A swap-in copy never starts before the same map's swap-out completed: the runtime moves data
+// through the host copy, as PoocH does; this is what makes swap-outs still in flight at the end of
+// forward costly (L_O, Figure 11). If the swap-in is issued while the swap-out is still in flight
+// the device copy was never freed, so the pending free is cancelled and no memory is allocated.
+//
+// Note [Recomputation]
+// ~~~~~~~~~~~~~~~~~~~~
+// A recomputed map Z is rematerialised at its need q by replaying its producer p on the compute
+// engine just before op q, costing p's duration. The replay needs p's inputs at q: a kept input is
+// held until q if the profile freed it earlier; a swapped input gets q as a need (so it is swapped
+// in by then); a recomputed input is itself recomputed at q, recursively (this is how a chain is
+// recomputed from the nearest kept map, as checkpointing does); any other input must be live at q
+// in the profile, else the plan is rejected. Replays at q run in producer order, one per producer
+// (all maps of p needed at q come from one replay). Z is held from its replay until its last need,
+// then freed. A replay also needs p's workspace (freed when it ends) and memory for those outputs
+// of p that nothing keeps (freed after the last replay before op q that reads them). A dead
+// intermediate that a replay needs (a ReLU's input, freed in forward) is itself rebuilt by an
+// earlier replay at q when its writer can be replayed, and held that way.
+//
+// Note [Memory accounting]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Memory is exact in time: a tensor is allocated when the op before which it is allocated starts
+// (alloc_before), freed when the op after which it is freed ends (free_after); op workspaces are
+// held while the op runs. Kept maps live as in the profile (extended to their last need by a
+// replay); swapped maps leave when their swap-out completes and return when their swap-in is
+// issued; recomputed maps as above. An allocation that does not fit waits for in-flight swap-outs
+// to free memory; if it still does not fit, the plan is infeasible at that op (with
+// SimOptions::allow_overflow it proceeds and memory overflows).
+// For kWhenMemoryAllows the simulator also builds, per op, the memory the plan holds during the
+// op apart from prefetches and in-flight swap-outs ("base"); a swap-in may be issued early at op
+// j only if base[k] + earlier prefetches[k] + its bytes <= capacity for every k from j to its
+// need. A segment tree (range add, range max) answers that in O(log n).
+#include "core/sim/sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_format.h"
+#include "core/base/units.h"
+
+namespace pooch {
+
+namespace {
+
+constexpr OpIndex kNever = std::numeric_limits<OpIndex>::max();
+
+// Range add over [0, n) and "last position above a threshold"; buffers reused between Build
+// calls.
+class MaxTree {
+ public:
+  void Build(const std::vector<int64_t>& values, int n) {
+    size_t size = 1;
+    while (size < static_cast<size_t>(std::max(n, 1))) size <<= 1;
+    size_ = size;
+    max_.assign(2 * size, std::numeric_limits<int64_t>::min() / 4);
+    add_.assign(2 * size, 0);
+    for (int i = 0; i < n; ++i) max_[size + i] = values[i];
+    for (size_t i = size - 1; i >= 1; --i) max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
+  }
+  // REQUIRES: 0 <= lo <= hi < n.
+  void Add(int lo, int hi, int64_t delta) { Add(1, 0, static_cast<int>(size_) - 1, lo, hi, delta); }
+  // The largest k in [lo, hi] whose value exceeds `threshold`, or -1.
+  int LastAbove(int lo, int hi, int64_t threshold) const {
+    return LastAbove(1, 0, static_cast<int>(size_) - 1, lo, hi, threshold, 0);
+  }
+
+ private:
+  void Add(size_t node, int nlo, int nhi, int lo, int hi, int64_t delta) {
+    if (hi < nlo || nhi < lo) return;
+    if (lo <= nlo && nhi <= hi) {
+      max_[node] += delta;
+      add_[node] += delta;
+      return;
+    }
+    const int mid = (nlo + nhi) / 2;
+    Add(2 * node, nlo, mid, lo, hi, delta);
+    Add(2 * node + 1, mid + 1, nhi, lo, hi, delta);
+    max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
+  }
+  int LastAbove(size_t node, int nlo, int nhi, int lo, int hi, int64_t threshold,
+                int64_t above) const {
+    if (hi < nlo || nhi < lo || max_[node] + above <= threshold) return -1;
+    if (nlo == nhi) return nlo;
+    const int mid = (nlo + nhi) / 2;
+    const int64_t inner = above + add_[node];
+    const int right = LastAbove(2 * node + 1, mid + 1, nhi, lo, hi, threshold, inner);
+    return right >= 0 ? right : LastAbove(2 * node, nlo, mid, lo, hi, threshold, inner);
+  }
+  size_t size_ = 1;
+  std::vector<int64_t> max_;
+  std::vector<int64_t> add_;
+};
+
+// A swap-out whose completion frees device memory at t_us, unless a swap-in cancelled it (Note
+// [Swap-in after swap-out]).
+struct PendingFree {
+  double t_us;
+  int64_t bytes;
+  bool cancelled;
+};
+
+// One replay of `producer` before op `at`, materialising candidates [first, last) of
+// Impl::replay_maps_.
+struct Replay {
+  OpIndex at;
+  OpIndex producer;
+  int32_t first;
+  int32_t last;
+  int64_t transient_bytes;  // workspace plus outputs nothing else keeps
+  int64_t free_after = 0;   // transient bytes (of this or earlier replays at `at`) freed after it
+  TensorId label;           // the map it is for (a dead intermediate when first == last)
+};
+
+// A replay still to be processed (Simulator::Impl::ProcessReplayRequests); a max-heap on
+// producer.
+struct Request {
+  OpIndex producer;
+  OpIndex q;
+  int32_t who;
+  bool operator<(const Request& o) const { return producer < o.producer; }
+};
+
+// Identifies the replay of `producer` before op q; sorting keys orders replays by q, then producer.
+uint64_t ReplayKey(OpIndex q, OpIndex producer) {
+  return (static_cast<uint64_t>(q) << 32) | static_cast<uint32_t>(producer);
+}
+
+}  // namespace
+
+struct Simulator::Impl {
+  Impl(const Profile& profile, const MachineModel& machine);
+  const SimResult& Run(const Plan& plan, const SimOptions& options);
+
+  // --- Constant after construction.
+  const Profile& profile_;
+  const MachineModel& machine_;
+  int32_t op_count_ = 0;
+  std::vector<FeatureMapInfo> candidates_;
+  std::vector<int32_t> candidate_of_;             // tensor -> candidate index, or -1
+  std::vector<double> swap_out_us_, swap_in_us_;  // per candidate
+  std::vector<int64_t> candidate_bytes_;
+  // Candidates op j reads or writes after their last forward use (its backward uses):
+  // backward_use_list_[backward_use_begin_[j], backward_use_begin_[j+1]).
+  std::vector<int32_t> backward_use_begin_;
+  std::vector<int32_t> backward_use_list_;
+  std::vector<int64_t> alloc_bytes_;  // bytes allocated before op j (all tensors)
+  std::vector<int32_t> free_begin_;   // non-candidates freed after op j
+  std::vector<TensorId> free_list_;
+  std::vector<int32_t> last_forward_use_begin_;  // candidates whose last forward use is op j
+  std::vector<int32_t> last_forward_use_list_;
+  int64_t initial_bytes_ = 0;         // allocated before the iteration
+  std::vector<int64_t> static_base_;  // per op: non-candidates live during op j, plus workspace
+  std::vector<OpIndex> prev_conv_;    // last conv op index < j, or -1
+  std::vector<int32_t> by_producer_desc_;  // candidates with a producer, producer descending
+  // Per tensor that is not a candidate: the op that can rematerialise it when a replay needs it
+  // after it was freed (Note [Recomputation]), or -1.
+  std::vector<OpIndex> transient_producer_;
+
+  // --- Per run, reused.
+  const SimOptions* options_ = nullptr;
+  SimResult result_;
+  std::vector<Decision> decisions_;  // per candidate
+  // Per candidate: the first and last op (or replay, Note [Recomputation]) that needs it after its
+  // last forward use (Note [Swap-in scheduling]). A kept map has first_need_ kNever, and last_need_
+  // -1 unless a replay reads it.
+  std::vector<OpIndex> first_need_, last_need_;
+  std::vector<OpIndex> release_after_;  // per candidate: freed after this op; kNever: not at all
+  std::vector<Replay> replays_;         // in order of (at, producer)
+  std::vector<int32_t> replay_maps_;    // the candidates replays_ materialise
+  // (ReplayKey(q, producer), who) of every replay request, duplicates included.
+  std::vector<std::pair<uint64_t, int32_t>> replay_keys_;
+  std::vector<Request> replay_requests_;              // a max-heap on producer
+  absl::flat_hash_set<uint64_t> processed_replays_;   // keys of the replays already processed
+  std::vector<int32_t> release_head_, release_next_;  // candidates freed after op j
+  std::vector<int32_t> swap_in_queue_;  // swapped candidates, in the order they are issued
+  bool when_memory_allows_ = false;     // the plan's schedule is kWhenMemoryAllows
+  std::vector<OpIndex> issue_at_;       // per swapped candidate; unused for kWhenMemoryAllows
+  size_t swap_in_queue_head_ = 0;       // the next swap-in to issue
+  OpIndex head_blocked_until_ = -1;     // the queue's head cannot be issued up to this op
+  std::vector<double> swap_out_end_us_, swap_in_end_us_;  // per candidate
+  std::vector<int32_t> pending_free_of_;    // per candidate: its index in pending_frees_, or -1
+  std::vector<PendingFree> pending_frees_;  // in completion order (Note [Engines])
+  size_t pending_head_ = 0;                 // pending_frees_[0, pending_head_) are applied
+  std::vector<int64_t> base_bytes_;         // "base" per op (Note [Memory accounting])
+  MaxTree held_tree_;                       // base_bytes_ plus the prefetches issued early, per op
+  int64_t capacity_ = 0;
+  int64_t bytes_in_use_ = 0;
+  double last_alloc_us_ = 0;    // time of the latest allocation
+  double compute_free_us_ = 0;  // when the compute engine is next free
+  size_t next_replay_ = 0;      // into replays_
+
+  void BuildUseLists();
+  void BuildStaticMemory();
+  void FindTransientProducers();
+  bool Fail(OpIndex at, std::string why);
+  void Sample(double t);
+  void Advance(double t);
+  bool Allocate(int64_t bytes, double* t, bool can_wait, OpIndex at, const char* what,
+                TensorId tensor);
+  void ResetResult();
+  bool ReadDecisions(const Plan& plan);
+  bool PrepareNeeds();
+  bool ProcessReplay(OpIndex producer, OpIndex q, int32_t who);
+  bool ProcessReplayRequests();
+  void BuildReplays();
+  void BuildReleaseLists();
+  void BuildSwapInQueue(SwapInSchedule schedule);
+  void BuildBase();
+  bool ResidentAt(int32_t tensor, OpIndex q) const;
+  bool StartTimeline();
+  bool IssueSwapIns(OpIndex j, double ready);
+  bool IssueSwapIn(int32_t c, OpIndex j, double t, bool can_wait);
+  bool RunReplays(OpIndex j);
+  bool ComputeOp(OpIndex j, double* end);
+  void FinishOp(OpIndex j, double end);
+  std::string OpLabel(OpIndex j) const {
+    if (j < 0 || j >= op_count_) return "the start of the iteration";
+    return absl::StrFormat("op %d (%s %s)", j, profile_.ops[j].name,
+                           PhaseName(profile_.ops[j].phase));
+  }
+
+  // When each copy engine is next free (Note [Engines]); one engine when !machine_.duplex.
+  double copy_engine_free_us_[2] = {0, 0};
+  double* d2h_free_us_ = &copy_engine_free_us_[0];
+  double* h2d_free_us_ = &copy_engine_free_us_[1];
+};
+
+Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine)
+    : profile_(profile), machine_(machine) {
+  op_count_ = static_cast<int32_t>(profile_.ops.size());
+  const int32_t tensor_count = static_cast<int32_t>(profile_.tensors.size());
+  candidates_ = FindCandidates(profile_);
+  candidate_of_.assign(tensor_count, -1);
+  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
+    const Tensor& t = profile_.tensors[candidates_[c].tensor];
+    candidate_of_[t.id] = c;
+    swap_out_us_.push_back(SwapOutUs(t, machine_));
+    swap_in_us_.push_back(SwapInUs(t, machine_));
+    candidate_bytes_.push_back(t.bytes);
+  }
+  BuildUseLists();
+  BuildStaticMemory();
+  prev_conv_.assign(op_count_, -1);
+  for (OpIndex j = 1; j < op_count_; ++j) {
+    prev_conv_[j] = profile_.ops[j - 1].kind == OpKind::kConv ? j - 1 : prev_conv_[j - 1];
+  }
+  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
+    if (candidates_[c].producer >= 0) by_producer_desc_.push_back(c);
+  }
+  std::sort(by_producer_desc_.begin(), by_producer_desc_.end(), [&](int32_t a, int32_t b) {
+    return candidates_[a].producer != candidates_[b].producer
+               ? candidates_[a].producer > candidates_[b].producer
+               : a < b;
+  });
+  FindTransientProducers();
+  if (!machine_.duplex) h2d_free_us_ = &copy_engine_free_us_[0];
+}
+
+// The per-op lists of candidates: backward uses, and last forward uses.
+void Simulator::Impl::BuildUseLists() {
+  const int32_t n = op_count_;
+  std::vector<std::vector<int32_t>> uses(n);
+  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
+    for (OpIndex j : candidates_[c].backward_uses) uses[j].push_back(c);
+  }
+  backward_use_begin_.assign(n + 1, 0);
+  for (OpIndex j = 0; j < n; ++j) {
+    backward_use_begin_[j] = static_cast<int32_t>(backward_use_list_.size());
+    backward_use_list_.insert(backward_use_list_.end(), uses[j].begin(), uses[j].end());
+  }
+  backward_use_begin_[n] = static_cast<int32_t>(backward_use_list_.size());
+
+  std::vector<std::vector<int32_t>> last_uses(n);
+  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
+    last_uses[candidates_[c].last_forward_use].push_back(c);
+  }
+  last_forward_use_begin_.assign(n + 1, 0);
+  for (OpIndex j = 0; j < n; ++j) {
+    last_forward_use_begin_[j] = static_cast<int32_t>(last_forward_use_list_.size());
+    last_forward_use_list_.insert(last_forward_use_list_.end(), last_uses[j].begin(),
+                                  last_uses[j].end());
+  }
+  last_forward_use_begin_[n] = static_cast<int32_t>(last_forward_use_list_.size());
+}
+
+// What the profile allocates and frees, apart from candidates: alloc_bytes_, the free lists,
+// initial_bytes_ and static_base_.
+void Simulator::Impl::BuildStaticMemory() {
+  const int32_t n = op_count_;
+  alloc_bytes_.assign(n, 0);
+  std::vector<std::vector<TensorId>> frees(n);
+  std::vector<int64_t> diff(n + 1, 0);
+  for (const Tensor& t : profile_.tensors) {
+    if (t.alloc_before == kBeforeIteration) {
+      initial_bytes_ += t.bytes;
+    } else {
+      alloc_bytes_[t.alloc_before] += t.bytes;
+    }
+    if (candidate_of_[t.id] >= 0) continue;
+    if (t.free_after != kAfterIteration) frees[t.free_after].push_back(t.id);
+    const OpIndex lo = std::max<OpIndex>(t.alloc_before, 0);
+    const OpIndex hi = t.free_after == kAfterIteration ? n - 1 : t.free_after;
+    if (n > 0) {
+      diff[lo] += t.bytes;
+      diff[hi + 1] -= t.bytes;
+    }
+  }
+  free_begin_.assign(n + 1, 0);
+  for (OpIndex j = 0; j < n; ++j) {
+    free_begin_[j] = static_cast<int32_t>(free_list_.size());
+    free_list_.insert(free_list_.end(), frees[j].begin(), frees[j].end());
+  }
+  free_begin_[n] = static_cast<int32_t>(free_list_.size());
+
+  static_base_.assign(n, 0);
+  int64_t run = 0;
+  for (OpIndex j = 0; j < n; ++j) {
+    run += diff[j];
+    static_base_[j] = run + profile_.ops[j].workspace_bytes;
+  }
+}
+
+// Dead intermediates a replay may rematerialise: the same soundness rules as a candidate's
+// producer (Note [Feature map uses]), with inputs stable until the end of backward.
+void Simulator::Impl::FindTransientProducers() {
+  const Profile& p = profile_;
+  const int32_t tensor_count = static_cast<int32_t>(p.tensors.size());
+  transient_producer_.assign(tensor_count, -1);
+  std::vector<std::vector<OpIndex>> writers(tensor_count);
+  OpIndex last_backward = -1;
+  for (OpIndex j = 0; j < op_count_; ++j) {
+    for (TensorId t : p.ops[j].writes) {
+      if (writers[t].empty() || writers[t].back() != j) writers[t].push_back(j);
+    }
+    if (p.ops[j].phase == Phase::kBackward) last_backward = j;
+  }
+  for (TensorId t = 0; t < tensor_count; ++t) {
+    if (candidate_of_[t] >= 0 || writers[t].size() != 1) continue;
+    const OpIndex w = writers[t][0];
+    const Op& op = p.ops[w];
+    if (op.phase != Phase::kForward || !op.replayable) continue;
+    if (std::find(op.reads.begin(), op.reads.end(), t) != op.reads.end()) continue;
+    bool stable = true;
+    for (TensorId in : op.reads) {
+      for (OpIndex i : writers[in]) stable &= i < w || i > last_backward;
+    }
+    if (stable) transient_producer_[t] = w;
+  }
+}
+
+bool Simulator::Impl::Fail(OpIndex at, std::string why) {
+  if (result_.failure.empty()) {
+    result_.feasible = false;
+    result_.failure = std::move(why);
+    result_.failed_at = at;
+  }
+  return false;
+}
+
+void Simulator::Impl::Sample(double t) {
+  if (bytes_in_use_ > result_.peak_bytes) result_.peak_bytes = bytes_in_use_;
+  if (!options_->record) return;
+  if (!result_.memory.empty() && result_.memory.back().t_us == t) {
+    result_.memory.back().bytes = bytes_in_use_;
+  } else {
+    result_.memory.push_back({t, bytes_in_use_});
+  }
+}
+
+// Applies the swap-out frees that completed by time t.
+void Simulator::Impl::Advance(double t) {
+  while (pending_head_ < pending_frees_.size() && pending_frees_[pending_head_].t_us <= t) {
+    const PendingFree& f = pending_frees_[pending_head_++];
+    if (f.cancelled) continue;
+    bytes_in_use_ -= f.bytes;
+    Sample(f.t_us);
+  }
+}
+
+// Allocates `bytes` at *t (Note [Memory accounting]); may move *t later to wait for swap-out
+// frees when can_wait. Returns false when the simulation must stop.
+bool Simulator::Impl::Allocate(int64_t bytes, double* t, bool can_wait, OpIndex at,
+                               const char* what, TensorId tensor) {
+  // Allocations happen in program order: one that had to wait for memory delays the next.
+  *t = std::max(*t, last_alloc_us_);
+  Advance(*t);
+  if (bytes_in_use_ + bytes > capacity_ && can_wait) {
+    while (pending_head_ < pending_frees_.size() && bytes_in_use_ + bytes > capacity_) {
+      *t = std::max(*t, pending_frees_[pending_head_].t_us);
+      Advance(*t);
+    }
+  }
+  if (bytes_in_use_ + bytes > capacity_) {
+    const std::string subject =
+        tensor >= 0 ? absl::StrFormat("%s of %s", what, profile_.tensors[tensor].name) : what;
+    Fail(at,
+         absl::StrFormat("%s at %s: %s needed with %s in use exceeds capacity %s by %s", subject,
+                         OpLabel(at), FormatBytes(bytes), FormatBytes(bytes_in_use_),
+                         FormatBytes(capacity_), FormatBytes(bytes_in_use_ + bytes - capacity_)));
+    if (!options_->allow_overflow) return false;
+  }
+  bytes_in_use_ += bytes;
+  last_alloc_us_ = *t;
+  Sample(*t);
+  return true;
+}
+
+// Resident at replay point q in the static view (Note [Recomputation]: transient outputs).
+bool Simulator::Impl::ResidentAt(int32_t tensor, OpIndex q) const {
+  const Tensor& t = profile_.tensors[tensor];
+  const int32_t c = candidate_of_[tensor];
+  const bool allocated = t.alloc_before == kBeforeIteration || t.alloc_before <= q;
+  if (!allocated) return false;
+  if (c < 0 || decisions_[c] == Decision::kKeep) {
+    const OpIndex until =
+        c < 0 ? (t.free_after == kAfterIteration ? kNever : t.free_after) : release_after_[c];
+    return q <= until;
+  }
+  return q <= candidates_[c].last_forward_use || (first_need_[c] <= q && q <= last_need_[c]);
+}
+
+// Derives needs, release points and replays from the decisions (Note [Recomputation]).
+bool Simulator::Impl::PrepareNeeds() {
+  const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
+  bool any_recompute = false;
+  for (int32_t c = 0; c < candidate_count; ++c) {
+    if (decisions_[c] == Decision::kKeep) {
+      first_need_[c] = kNever;
+      last_need_[c] = -1;
+    } else {
+      first_need_[c] = candidates_[c].backward_uses.front();
+      last_need_[c] = candidates_[c].backward_uses.back();
+      any_recompute |= decisions_[c] == Decision::kRecompute;
+    }
+  }
+  replay_keys_.clear();
+  replay_requests_.clear();
+  processed_replays_.clear();
+  if (any_recompute && !ProcessReplayRequests()) return false;
+  for (int32_t c = 0; c < candidate_count; ++c) {
+    if (decisions_[c] == Decision::kKeep) {
+      const OpIndex free_after = profile_.tensors[candidates_[c].tensor].free_after;
+      release_after_[c] =
+          free_after == kAfterIteration ? kNever : std::max(free_after, last_need_[c]);
+    } else {
+      release_after_[c] = last_need_[c];
+    }
+  }
+  BuildReplays();
+  BuildReleaseLists();
+  return true;
+}
+
+// Handles one replay of `producer` before op q for `who` (candidate index, or -(tensor+1) for
+// a dead intermediate). Returns false on a plan that cannot be carried out.
+bool Simulator::Impl::ProcessReplay(OpIndex producer, OpIndex q, int32_t who) {
+  const uint64_t key = ReplayKey(q, producer);
+  replay_keys_.push_back({key, who});
+  if (!processed_replays_.insert(key).second) return true;
+  for (TensorId in : profile_.ops[producer].reads) {
+    const int32_t w = candidate_of_[in];
+    if (w >= 0) {
+      if (q <= candidates_[w].last_forward_use) continue;  // still resident from forward
+      if (decisions_[w] != Decision::kKeep) first_need_[w] = std::min(first_need_[w], q);
+      last_need_[w] = std::max(last_need_[w], q);
+      continue;
+    }
+    const Tensor& t = profile_.tensors[in];
+    const bool live = (t.alloc_before == kBeforeIteration || t.alloc_before <= q) &&
+                      (t.free_after == kAfterIteration || t.free_after >= q);
+    if (live) continue;
+    if (transient_producer_[in] < 0) {
+      const TensorId target = who >= 0 ? candidates_[who].tensor : -who - 1;
+      return Fail(q, absl::StrFormat("plan: cannot recompute %s before %s: input %s of %s is "
+                                     "freed by then and cannot be replayed",
+                                     profile_.tensors[target].name, OpLabel(q), t.name,
+                                     profile_.ops[producer].name));
+    }
+    replay_requests_.push_back({transient_producer_[in], q, -in - 1});
+    std::push_heap(replay_requests_.begin(), replay_requests_.end());
+  }
+  return true;
+}
+
+// Replay requests (producer, need point) are processed in descending producer order: a request
+// only creates requests for earlier producers, so when a candidate's own producer comes up, every
+// need of that candidate is known.
+bool Simulator::Impl::ProcessReplayRequests() {
+  size_t next = 0;  // into by_producer_desc_
+  while (true) {
+    while (next < by_producer_desc_.size() &&
+           decisions_[by_producer_desc_[next]] != Decision::kRecompute) {
+      ++next;
+    }
+    const bool have_cand = next < by_producer_desc_.size();
+    const bool have_req = !replay_requests_.empty();
+    if (!have_cand && !have_req) break;
+    if (have_cand && (!have_req || candidates_[by_producer_desc_[next]].producer >=
+                                       replay_requests_.front().producer)) {
+      const int32_t c = by_producer_desc_[next++];
+      if (!ProcessReplay(candidates_[c].producer, first_need_[c], c)) return false;
+    } else {
+      std::pop_heap(replay_requests_.begin(), replay_requests_.end());
+      const Request r = replay_requests_.back();
+      replay_requests_.pop_back();
+      if (!ProcessReplay(r.producer, r.q, r.who)) return false;
+    }
+  }
+  return true;
+}
+
+// Groups the replay requests into replays_ (one per producer and need point) and sizes their
+// transient memory.
+void Simulator::Impl::BuildReplays() {
+  const Profile& p = profile_;
+  std::sort(replay_keys_.begin(), replay_keys_.end());
+  replays_.clear();
+  replay_maps_.clear();
+  for (const auto& [key, who] : replay_keys_) {
+    const OpIndex at = static_cast<OpIndex>(key >> 32);
+    const OpIndex producer = static_cast<OpIndex>(key & 0xffffffffu);
+    if (replays_.empty() || replays_.back().at != at || replays_.back().producer != producer) {
+      const int32_t first = static_cast<int32_t>(replay_maps_.size());
+      replays_.push_back(
+          {at, producer, first, first, 0, 0, who >= 0 ? candidates_[who].tensor : -who - 1});
+    }
+    Replay& r = replays_.back();
+    if (who >= 0 && (r.last == r.first || replay_maps_[r.last - 1] != who)) {
+      if (r.last == r.first) r.label = candidates_[who].tensor;
+      replay_maps_.push_back(who);
+      r.last = static_cast<int32_t>(replay_maps_.size());
+    }
+  }
+  for (Replay& r : replays_) r.free_after = 0;
+  for (size_t k = 0; k < replays_.size(); ++k) {
+    Replay& r = replays_[k];
+    const Op& op = p.ops[r.producer];
+    r.transient_bytes = op.workspace_bytes;
+    r.free_after += op.workspace_bytes;
+    for (TensorId out : op.writes) {
+      const int32_t c = candidate_of_[out];
+      bool materialised = false;
+      for (int32_t i = r.first; i < r.last; ++i) materialised |= replay_maps_[i] == c;
+      if (c >= 0 && materialised) continue;
+      if (ResidentAt(out, r.at)) continue;
+      r.transient_bytes += p.tensors[out].bytes;
+      // Held until the last replay before the same op that reads it.
+      size_t last_reader = k;
+      for (size_t i = k + 1; i < replays_.size() && replays_[i].at == r.at; ++i) {
+        const std::vector<TensorId>& reads = p.ops[replays_[i].producer].reads;
+        if (std::find(reads.begin(), reads.end(), out) != reads.end()) last_reader = i;
+      }
+      replays_[last_reader].free_after += p.tensors[out].bytes;
+    }
+  }
+}
+
+// Release lists: release_head_[j] starts the list, linked by release_next_, of the candidates
+// freed after op j.
+void Simulator::Impl::BuildReleaseLists() {
+  release_head_.assign(op_count_, -1);
+  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
+    if (release_after_[c] == kNever || release_after_[c] < 0) continue;
+    release_next_[c] = release_head_[release_after_[c]];
+    release_head_[release_after_[c]] = c;
+  }
+}
+
+// The swap-in queue, in the order the schedule issues them.
+void Simulator::Impl::BuildSwapInQueue(SwapInSchedule schedule) {
+  const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
+  swap_in_queue_.clear();
+  issue_at_.assign(candidate_count, kNever);
+  for (int32_t c = 0; c < candidate_count; ++c) {
+    if (decisions_[c] != Decision::kSwap) continue;
+    swap_in_queue_.push_back(c);
+    const OpIndex need = first_need_[c];
+    const OpIndex earliest = candidates_[c].last_forward_use + 1;
+    OpIndex at = need - 1;
+    if (schedule == SwapInSchedule::kWithPreviousConv && prev_conv_[need] >= earliest) {
+      at = prev_conv_[need];
+    }
+    issue_at_[c] = std::max(at, earliest);
+  }
+  when_memory_allows_ = schedule == SwapInSchedule::kWhenMemoryAllows;
+  std::sort(swap_in_queue_.begin(), swap_in_queue_.end(), [&](int32_t a, int32_t b) {
+    const OpIndex ka = when_memory_allows_ ? first_need_[a] : issue_at_[a];
+    const OpIndex kb = when_memory_allows_ ? first_need_[b] : issue_at_[b];
+    if (ka != kb) return ka < kb;
+    if (first_need_[a] != first_need_[b]) return first_need_[a] < first_need_[b];
+    return a < b;
+  });
+}
+
+// base_bytes_[k]: what the plan holds during op k apart from prefetches and in-flight swap-outs.
+void Simulator::Impl::BuildBase() {
+  const int32_t n = op_count_;
+  base_bytes_.assign(n + 1, 0);
+  auto add = [&](OpIndex lo, OpIndex hi, int64_t bytes) {
+    if (lo > hi) return;
+    base_bytes_[lo] += bytes;
+    base_bytes_[hi + 1] -= bytes;
+  };
+  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
+    const Tensor& t = profile_.tensors[candidates_[c].tensor];
+    const OpIndex lo = std::max<OpIndex>(t.alloc_before, 0);
+    if (decisions_[c] == Decision::kKeep) {
+      add(lo, release_after_[c] == kNever ? n - 1 : release_after_[c], t.bytes);
+    } else {
+      add(lo, candidates_[c].last_forward_use, t.bytes);
+      add(first_need_[c], last_need_[c], t.bytes);
+    }
+  }
+  for (const Replay& r : replays_) add(r.at, r.at, r.transient_bytes);
+  int64_t run = 0;
+  for (OpIndex j = 0; j < n; ++j) {
+    run += base_bytes_[j];
+    base_bytes_[j] = run + static_base_[j];
+  }
+  held_tree_.Build(base_bytes_, n);
+}
+
+bool Simulator::Impl::IssueSwapIn(int32_t c, OpIndex j, double t, bool can_wait) {
+  const int64_t bytes = candidate_bytes_[c];
+  Advance(t);
+  const int32_t pi = pending_free_of_[c];
+  if (pi >= 0 && static_cast<size_t>(pi) >= pending_head_) {
+    pending_frees_[pi].cancelled = true;  // Note [Swap-in after swap-out]: never left the device
+  } else if (!Allocate(bytes, &t, can_wait, j, "swap-in", candidates_[c].tensor)) {
+    return false;
+  }
+  const double start = std::max({t, *h2d_free_us_, swap_out_end_us_[c]});
+  const double end = start + swap_in_us_[c];
+  *h2d_free_us_ = end;
+  swap_in_end_us_[c] = end;
+  result_.swapped_in_bytes += bytes;
+  result_.swap_ins.push_back({candidates_[c].tensor, j});
+  if (options_->record) {
+    result_.events.push_back({SimEvent::Kind::kSwapIn, j, candidates_[c].tensor, -1, start, end});
+  }
+  return true;
+}
+
+const SimResult& Simulator::Impl::Run(const Plan& plan, const SimOptions& options) {
+  options_ = &options;
+  ResetResult();
+  capacity_ = machine_.memory_bytes;
+
+  if (!ReadDecisions(plan)) return result_;
+  const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
+  first_need_.resize(candidate_count);
+  last_need_.resize(candidate_count);
+  release_after_.resize(candidate_count);
+  release_next_.assign(candidate_count, -1);
+  if (!PrepareNeeds()) return result_;
+
+  BuildSwapInQueue(plan.schedule);
+  if (when_memory_allows_ && !swap_in_queue_.empty()) BuildBase();
+
+  if (!StartTimeline()) return result_;
+  for (OpIndex j = 0; j < op_count_; ++j) {
+    const double ready = compute_free_us_;
+    if (!IssueSwapIns(j, ready)) return result_;
+    if (!RunReplays(j)) return result_;
+    double end;
+    if (!ComputeOp(j, &end)) return result_;
+    FinishOp(j, end);
+  }
+  Advance(std::numeric_limits<double>::infinity());
+  result_.iteration_us =
+      std::max({compute_free_us_, copy_engine_free_us_[0], copy_engine_free_us_[1]});
+  return result_;
+}
+
+void Simulator::Impl::ResetResult() {
+  result_.feasible = true;
+  result_.failure.clear();
+  result_.failed_at = -1;
+  result_.iteration_us = result_.compute_us = result_.recompute_us = result_.forward_end_us = 0;
+  result_.peak_bytes = 0;
+  result_.swapped_out_bytes = result_.swapped_in_bytes = 0;
+  result_.recomputed_ops = 0;
+  result_.swap_ins.clear();
+  result_.events.clear();
+  result_.memory.clear();
+}
+
+// Fills decisions_ from the plan's per-tensor decisions; false (after Fail) when the plan is
+// malformed for this profile.
+bool Simulator::Impl::ReadDecisions(const Plan& plan) {
+  const Profile& p = profile_;
+  decisions_.assign(candidates_.size(), Decision::kKeep);
+  if (!plan.decisions.empty() && plan.decisions.size() != p.tensors.size()) {
+    return Fail(0, absl::StrFormat("plan: %d decisions for %d tensors", plan.decisions.size(),
+                                   p.tensors.size()));
+  }
+  for (size_t t = 0; t < plan.decisions.size(); ++t) {
+    const Decision d = plan.decisions[t];
+    if (d == Decision::kKeep) continue;
+    const int32_t c = candidate_of_[t];
+    if (c < 0) {
+      return Fail(0, absl::StrFormat("plan: tensor %d (%s) is not a swap/recompute candidate", t,
+                                     p.tensors[t].name));
+    }
+    if (d == Decision::kRecompute && !candidates_[c].recomputable) {
+      return Fail(0, absl::StrFormat("plan: tensor %d (%s) cannot be recomputed (its producer "
+                                     "cannot be replayed)",
+                                     t, p.tensors[t].name));
+    }
+    decisions_[c] = d;
+  }
+  return true;
+}
+
+// Resets the engines and memory, then allocates what exists before the iteration.
+bool Simulator::Impl::StartTimeline() {
+  const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
+  swap_out_end_us_.assign(candidate_count, 0);
+  swap_in_end_us_.assign(candidate_count, 0);
+  pending_free_of_.assign(candidate_count, -1);
+  pending_frees_.clear();
+  pending_head_ = 0;
+  copy_engine_free_us_[0] = copy_engine_free_us_[1] = 0;
+  bytes_in_use_ = 0;
+  last_alloc_us_ = 0;
+  compute_free_us_ = 0;
+  swap_in_queue_head_ = 0;
+  head_blocked_until_ = -1;
+  next_replay_ = 0;
+  double t0 = 0;
+  return Allocate(initial_bytes_, &t0, false, 0, "tensors that exist before the iteration", -1);
+}
+
+// Swap-ins issued at op j (Note [Swap-in scheduling]), when the compute engine is ready for it.
+bool Simulator::Impl::IssueSwapIns(OpIndex j, double ready) {
+  while (swap_in_queue_head_ < swap_in_queue_.size()) {
+    const int32_t c = swap_in_queue_[swap_in_queue_head_];
+    if (!when_memory_allows_) {
+      if (issue_at_[c] > j) break;
+      if (!IssueSwapIn(c, j, ready, false)) return false;
+    } else {
+      if (candidates_[c].last_forward_use >= j) break;
+      const bool forced = first_need_[c] <= j;
+      if (!forced) {
+        // Memory held by the plan only grows at a given op as prefetches are added, so if op k
+        // has no room, the head cannot be issued before op k + 1: skip until then.
+        if (j <= head_blocked_until_) break;
+        Advance(ready);
+        if (bytes_in_use_ + candidate_bytes_[c] > capacity_) break;
+        const int k = held_tree_.LastAbove(j, first_need_[c] - 1, capacity_ - candidate_bytes_[c]);
+        if (k >= 0) {
+          head_blocked_until_ = k;
+          break;
+        }
+        held_tree_.Add(j, first_need_[c] - 1, candidate_bytes_[c]);
+      }
+      head_blocked_until_ = -1;
+      if (!IssueSwapIn(c, j, ready, forced)) return false;
+    }
+    ++swap_in_queue_head_;
+  }
+  return true;
+}
+
+// Replays before op j (Note [Recomputation]).
+bool Simulator::Impl::RunReplays(OpIndex j) {
+  while (next_replay_ < replays_.size() && replays_[next_replay_].at == j) {
+    const Replay& r = replays_[next_replay_++];
+    const Op& producer = profile_.ops[r.producer];
+    double start = compute_free_us_;
+    for (TensorId in : producer.reads) {
+      const int32_t w = candidate_of_[in];
+      if (w >= 0 && decisions_[w] == Decision::kSwap && j > candidates_[w].last_forward_use) {
+        start = std::max(start, swap_in_end_us_[w]);
+      }
+    }
+    int64_t bytes = r.transient_bytes;
+    for (int32_t k = r.first; k < r.last; ++k) bytes += candidate_bytes_[replay_maps_[k]];
+    if (!Allocate(bytes, &start, true, j, "recomputation", r.label)) {
+      return false;
+    }
+    const double end = start + producer.duration_us;
+    compute_free_us_ = end;
+    Advance(end);
+    bytes_in_use_ -= r.free_after;
+    Sample(end);
+    result_.compute_us += producer.duration_us;
+    result_.recompute_us += producer.duration_us;
+    ++result_.recomputed_ops;
+    if (options_->record) {
+      result_.events.push_back({SimEvent::Kind::kRecompute, r.producer, r.label, j, start, end});
+      for (int32_t k = r.first + 1; k < r.last; ++k) {
+        result_.events.push_back({SimEvent::Kind::kRecompute, r.producer,
+                                  candidates_[replay_maps_[k]].tensor, j, start, end});
+      }
+    }
+  }
+  return true;
+}
+
+// The op itself: it starts when its swapped-in inputs have arrived and its memory is allocated.
+bool Simulator::Impl::ComputeOp(OpIndex j, double* end) {
+  const Op& op = profile_.ops[j];
+  double start = compute_free_us_;
+  for (int32_t u = backward_use_begin_[j]; u < backward_use_begin_[j + 1]; ++u) {
+    const int32_t c = backward_use_list_[u];
+    if (decisions_[c] == Decision::kSwap) start = std::max(start, swap_in_end_us_[c]);
+  }
+  if (!Allocate(alloc_bytes_[j] + op.workspace_bytes, &start, true, j, "allocation", -1)) {
+    return false;
+  }
+  *end = start + op.duration_us;
+  compute_free_us_ = *end;
+  result_.compute_us += op.duration_us;
+  if (op.phase == Phase::kForward) result_.forward_end_us = *end;
+  if (options_->record)
+    result_.events.push_back({SimEvent::Kind::kCompute, j, -1, -1, start, *end});
+  return true;
+}
+
+// After op j, which ended at `end`: frees, drops and swap-outs.
+void Simulator::Impl::FinishOp(OpIndex j, double end) {
+  Advance(end);
+  bytes_in_use_ -= profile_.ops[j].workspace_bytes;
+  for (int32_t f = free_begin_[j]; f < free_begin_[j + 1]; ++f)
+    bytes_in_use_ -= profile_.tensors[free_list_[f]].bytes;
+  for (int32_t c = release_head_[j]; c >= 0; c = release_next_[c]) {
+    bytes_in_use_ -= candidate_bytes_[c];
+  }
+  for (int32_t k = last_forward_use_begin_[j]; k < last_forward_use_begin_[j + 1]; ++k) {
+    const int32_t c = last_forward_use_list_[k];
+    if (decisions_[c] == Decision::kRecompute) {
+      bytes_in_use_ -= candidate_bytes_[c];
+    } else if (decisions_[c] == Decision::kSwap) {
+      const double swap_start = std::max(end, *d2h_free_us_);
+      const double swap_end = swap_start + swap_out_us_[c];
+      *d2h_free_us_ = swap_end;
+      swap_out_end_us_[c] = swap_end;
+      pending_free_of_[c] = static_cast<int32_t>(pending_frees_.size());
+      pending_frees_.push_back({swap_end, candidate_bytes_[c], false});
+      result_.swapped_out_bytes += candidate_bytes_[c];
+      if (options_->record) {
+        result_.events.push_back(
+            {SimEvent::Kind::kSwapOut, j, candidates_[c].tensor, -1, swap_start, swap_end});
+      }
+    }
+  }
+  Sample(end);
+}
+
+Simulator::Simulator(const Profile& profile, const MachineModel& machine)
+    : impl_(std::make_unique<Impl>(profile, machine)) {}
+Simulator::~Simulator() = default;
+
+const SimResult& Simulator::Run(const Plan& plan, const SimOptions& options) {
+  return impl_->Run(plan, options);
+}
+
+const std::vector<FeatureMapInfo>& Simulator::candidates() const { return impl_->candidates_; }
+
+SimResult Simulate(const Profile& profile, const MachineModel& machine, const Plan& plan,
+                   const SimOptions& options) {
+  Simulator sim(profile, machine);
+  return sim.Run(plan, options);
+}
+
+}  // namespace pooch

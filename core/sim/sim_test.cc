@@ -1,0 +1,502 @@
+#include "core/sim/sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/model/profile_testutil.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pooch {
+namespace {
+
+using ::pooch::testing::ProfileBuilder;
+using ::pooch::testing::RandomProfile;
+using ::pooch::testing::TestMachine;
+using ::testing::HasSubstr;
+
+constexpr double kEps = 1e-6;
+
+double TotalDuration(const Profile& p) {
+  double us = 0;
+  for (const Op& op : p.ops) us += op.duration_us;
+  return us;
+}
+
+// Memory in use at time t: the last sample at or before t.
+int64_t MemoryAt(const SimResult& r, double t) {
+  int64_t bytes = 0;
+  for (const MemorySample& s : r.memory) {
+    if (s.t_us > t + kEps) break;
+    bytes = s.bytes;
+  }
+  return bytes;
+}
+
+// Checks a recorded timeline against the rules of sim.cc's design notes, independently of how the
+// simulator computed it. Each Check* appends one line per violation to bad_.
+class TimelineChecker {
+ public:
+  TimelineChecker(const Profile& p, const MachineModel& m, const Plan& plan, const SimResult& r)
+      : p_(p), m_(m), plan_(plan), r_(r), cands_(FindCandidates(p)), compute_(p.ops.size()) {
+    for (const FeatureMapInfo& f : cands_) info_[f.tensor] = &f;
+  }
+
+  std::vector<std::string> Check() {
+    CollectEvents();
+    CheckEngines();
+    if (!CheckOpOrder()) return bad_;  // the checks below need every op's event
+    CheckAvailability();
+    CheckSwaps();
+    CheckMemory();
+    CheckIterationTime();
+    return bad_;
+  }
+
+ private:
+  Decision DecisionOf(TensorId t) const {
+    return plan_.decisions.empty() ? Decision::kKeep : plan_.decisions[t];
+  }
+
+  // Sorts the events by kind and engine, checking each on its own.
+  void CollectEvents() {
+    for (const SimEvent& e : r_.events) {
+      if (e.end_us + kEps < e.start_us) bad_.push_back("event ends before it starts");
+      switch (e.kind) {
+        case SimEvent::Kind::kCompute:
+          if (compute_[e.op] != nullptr) {
+            bad_.push_back(absl::StrCat("op ", e.op, " computed twice"));
+          }
+          compute_[e.op] = &e;
+          engine_compute_.push_back(&e);
+          if (std::abs(e.end_us - e.start_us - p_.ops[e.op].duration_us) > kEps) {
+            bad_.push_back(absl::StrCat("op ", e.op, " has the wrong duration"));
+          }
+          break;
+        case SimEvent::Kind::kRecompute: {
+          recompute_[e.tensor].push_back(&e);
+          // One replay may rematerialise several maps: one event each, same interval.
+          const SimEvent* prev = engine_compute_.empty() ? nullptr : engine_compute_.back();
+          if (prev == nullptr || prev->kind != e.kind || prev->op != e.op ||
+              prev->start_us != e.start_us) {
+            engine_compute_.push_back(&e);
+          }
+          const std::vector<TensorId>& w = p_.ops[e.op].writes;
+          if (std::find(w.begin(), w.end(), e.tensor) == w.end()) {
+            bad_.push_back(
+                absl::StrCat("recompute of ", e.tensor, " replays an op not writing it"));
+          }
+          break;
+        }
+        case SimEvent::Kind::kSwapOut:
+          swap_out_[e.tensor] = &e;
+          engine_d2h_.push_back(&e);
+          break;
+        case SimEvent::Kind::kSwapIn:
+          if (swap_in_.count(e.tensor))
+            bad_.push_back(absl::StrCat("tensor ", e.tensor, " swapped in twice"));
+          swap_in_[e.tensor] = &e;
+          engine_h2d_.push_back(&e);
+          break;
+      }
+    }
+  }
+
+  // Engines run one thing at a time (one shared copy engine when not duplex).
+  void CheckEngines() {
+    auto serial = [&](std::vector<const SimEvent*> v, const char* what) {
+      std::sort(v.begin(), v.end(),
+                [](const SimEvent* a, const SimEvent* b) { return a->start_us < b->start_us; });
+      for (size_t i = 1; i < v.size(); ++i) {
+        if (v[i]->start_us + kEps < v[i - 1]->end_us) {
+          bad_.push_back(absl::StrCat(what, " engine runs two things at once"));
+        }
+      }
+    };
+    serial(engine_compute_, "compute");
+    if (m_.duplex) {
+      serial(engine_d2h_, "d2h");
+      serial(engine_h2d_, "h2d");
+    } else {
+      std::vector<const SimEvent*> all = engine_d2h_;
+      all.insert(all.end(), engine_h2d_.begin(), engine_h2d_.end());
+      serial(all, "copy");
+    }
+  }
+
+  // Every op ran, in order. False when one never ran.
+  bool CheckOpOrder() {
+    for (size_t j = 0; j < p_.ops.size(); ++j) {
+      if (compute_[j] == nullptr) {
+        bad_.push_back(absl::StrCat("op ", j, " never ran"));
+        return false;
+      }
+      if (j > 0 && compute_[j]->start_us + kEps < compute_[j - 1]->end_us) {
+        bad_.push_back(absl::StrCat("op ", j, " starts before op ", j - 1, " ends"));
+      }
+    }
+    return true;
+  }
+
+  // A map is available at op j (for a use after its last forward use) when its swap-in or
+  // recomputation completed before `start`.
+  void CheckAvailable(TensorId t, OpIndex j, double start, const std::string& who) {
+    auto it = info_.find(t);
+    if (it == info_.end() || j <= it->second->last_forward_use) return;
+    const Decision d = DecisionOf(t);
+    if (d == Decision::kSwap) {
+      if (swap_in_.count(t) == 0) {
+        bad_.push_back(absl::StrCat(who, " uses swapped tensor ", t, " never swapped in"));
+      } else if (swap_in_[t]->end_us > start + kEps) {
+        bad_.push_back(absl::StrCat(who, " starts before the swap-in of ", t, " completes"));
+      }
+    } else if (d == Decision::kRecompute) {
+      bool ok = false;
+      for (const SimEvent* e : recompute_[t]) {
+        ok |= e->end_us <= start + kEps && e->before_op <= j;
+      }
+      if (!ok) bad_.push_back(absl::StrCat(who, " uses dropped tensor ", t, " not recomputed"));
+    }
+  }
+
+  // What ops and replays use is available, and replays are for maps planned so, in time.
+  void CheckAvailability() {
+    for (size_t j = 0; j < p_.ops.size(); ++j) {
+      const std::string who = absl::StrCat("op ", j);
+      for (TensorId t : p_.ops[j].reads) CheckAvailable(t, j, compute_[j]->start_us, who);
+      for (TensorId t : p_.ops[j].writes) CheckAvailable(t, j, compute_[j]->start_us, who);
+    }
+    for (const auto& [t, events] : recompute_) {
+      if (info_.count(t) && DecisionOf(t) != Decision::kRecompute) {
+        bad_.push_back("recomputed a map not planned so");
+      }
+      for (const SimEvent* e : events) {
+        for (TensorId in : p_.ops[e->op].reads) {
+          CheckAvailable(in, e->before_op, e->start_us, absl::StrCat("replay for ", t));
+        }
+        if (e->end_us > compute_[e->before_op]->start_us + kEps) {
+          bad_.push_back(absl::StrCat("replay of ", t, " ends after the op that needs it starts"));
+        }
+      }
+    }
+  }
+
+  // Swap-outs after the last forward use; swap-ins after the swap-out.
+  void CheckSwaps() {
+    for (const auto& [t, e] : swap_out_) {
+      if (DecisionOf(t) != Decision::kSwap) bad_.push_back("swapped out a map not planned so");
+      const OpIndex last = info_[t]->last_forward_use;
+      if (e->op != last || e->start_us + kEps < compute_[last]->end_us) {
+        bad_.push_back(absl::StrCat("swap-out of ", t, " before its last forward use ends"));
+      }
+    }
+    for (const auto& [t, e] : swap_in_) {
+      if (swap_out_.count(t) == 0) {
+        bad_.push_back(absl::StrCat("swap-in of ", t, " without a swap-out"));
+        continue;
+      }
+      if (e->start_us + kEps < swap_out_[t]->end_us) {
+        bad_.push_back(absl::StrCat("swap-in of ", t, " starts before its swap-out ends"));
+      }
+      if (e->op <= info_[t]->last_forward_use) {
+        bad_.push_back(absl::StrCat("swap-in of ", t, " issued before its swap-out"));
+      }
+    }
+  }
+
+  // Memory: never negative, in time order, within capacity when feasible, and at least what the
+  // running op touches.
+  void CheckMemory() {
+    for (size_t i = 0; i < r_.memory.size(); ++i) {
+      if (r_.memory[i].bytes < 0) bad_.push_back("negative memory");
+      if (i > 0 && r_.memory[i].t_us + kEps < r_.memory[i - 1].t_us) {
+        bad_.push_back("samples unordered");
+      }
+      if (r_.feasible && r_.memory[i].bytes > m_.memory_bytes) {
+        bad_.push_back(absl::StrCat("feasible plan uses ", r_.memory[i].bytes, " > capacity"));
+      }
+      if (r_.memory[i].bytes > r_.peak_bytes) bad_.push_back("sample above peak");
+    }
+    for (size_t j = 0; j < p_.ops.size(); ++j) {
+      if (p_.ops[j].duration_us <= 0) continue;
+      int64_t touched = p_.ops[j].workspace_bytes;
+      std::vector<TensorId> uses = p_.ops[j].reads;
+      uses.insert(uses.end(), p_.ops[j].writes.begin(), p_.ops[j].writes.end());
+      std::sort(uses.begin(), uses.end());
+      uses.erase(std::unique(uses.begin(), uses.end()), uses.end());
+      for (TensorId t : uses) touched += p_.tensors[t].bytes;
+      const double mid = (compute_[j]->start_us + compute_[j]->end_us) / 2;
+      if (MemoryAt(r_, mid) < touched) {
+        bad_.push_back(absl::StrCat("op ", j, " runs with less memory than it touches"));
+      }
+    }
+  }
+
+  // Iteration time covers all work.
+  void CheckIterationTime() {
+    double last_end = 0;
+    for (const SimEvent& e : r_.events) last_end = std::max(last_end, e.end_us);
+    if (std::abs(last_end - r_.iteration_us) > kEps) bad_.push_back("iteration time != last event");
+    if (r_.iteration_us + kEps < TotalDuration(p_) + r_.recompute_us) {
+      bad_.push_back("iteration shorter than its computation");
+    }
+  }
+
+  const Profile& p_;
+  const MachineModel& m_;
+  const Plan& plan_;
+  const SimResult& r_;
+  const std::vector<FeatureMapInfo> cands_;
+  std::map<TensorId, const FeatureMapInfo*> info_;  // the candidates by tensor
+  std::vector<const SimEvent*> compute_;            // per op
+  std::map<TensorId, const SimEvent*> swap_out_, swap_in_;
+  std::map<TensorId, std::vector<const SimEvent*>> recompute_;
+  std::vector<const SimEvent*> engine_compute_, engine_d2h_, engine_h2d_;  // per engine
+  std::vector<std::string> bad_;
+};
+
+// Returns one line per violation of sim.cc's design notes in r's recorded timeline.
+std::vector<std::string> CheckTimeline(const Profile& p, const MachineModel& m, const Plan& plan,
+                                       const SimResult& r) {
+  return TimelineChecker(p, m, plan, r).Check();
+}
+
+Plan RandomPlan(const Profile& p, std::mt19937_64& rng) {
+  Plan plan = KeepAllPlan(p);
+  const SwapInSchedule schedules[] = {SwapInSchedule::kWithPreviousOp,
+                                      SwapInSchedule::kWithPreviousConv,
+                                      SwapInSchedule::kWhenMemoryAllows};
+  plan.schedule = schedules[rng() % 3];
+  for (const FeatureMapInfo& f : FindCandidates(p)) {
+    const int choice = static_cast<int>(rng() % 3);
+    if (choice == 1) plan.decisions[f.tensor] = Decision::kSwap;
+    if (choice == 2 && f.recomputable) plan.decisions[f.tensor] = Decision::kRecompute;
+  }
+  return plan;
+}
+
+TEST(SimTest, InCoreTimeIsTheSumOfDurationsAndPeakIsLiveBytes) {
+  const Profile p = RandomProfile(1);
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  // Without copies or recomputation nothing waits: the iteration is the ops back to back.
+  const SimResult r = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p));
+  EXPECT_TRUE(r.feasible) << r.failure;
+  EXPECT_NEAR(r.iteration_us, TotalDuration(p), kEps);
+  // The peak is the largest sum of live bytes (plus workspace) over the ops.
+  int64_t peak = 0;
+  for (OpIndex j = 0; j < static_cast<OpIndex>(p.ops.size()); ++j) {
+    int64_t live = p.ops[j].workspace_bytes;
+    for (const Tensor& t : p.tensors) {
+      const bool allocated = t.alloc_before == kBeforeIteration || t.alloc_before <= j;
+      const bool freed = t.free_after != kAfterIteration && t.free_after < j;
+      if (allocated && !freed) live += t.bytes;
+    }
+    peak = std::max(peak, live);
+  }
+  EXPECT_EQ(r.peak_bytes, peak);
+  EXPECT_THAT(CheckTimeline(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p), r),
+              ::testing::IsEmpty());
+}
+
+TEST(SimTest, InCoreAboveCapacityIsInfeasibleAtTheOverflowingOp) {
+  const Profile p = RandomProfile(2);
+  const SimResult big = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p));
+  const SimResult r = Simulate(p, TestMachine(big.peak_bytes - 1), KeepAllPlan(p));
+  EXPECT_FALSE(r.feasible);
+  EXPECT_GE(r.failed_at, 0);
+  EXPECT_THAT(r.failure, HasSubstr("exceeds capacity"));
+  const SimResult fits = Simulate(p, TestMachine(big.peak_bytes), KeepAllPlan(p));
+  EXPECT_TRUE(fits.feasible) << fits.failure;
+}
+
+TEST(SimTest, AllowOverflowStillPredictsTime) {
+  const Profile p = RandomProfile(3);
+  SimOptions options;
+  options.allow_overflow = true;
+  const SimResult r = Simulate(p, TestMachine(1), KeepAllPlan(p), options);
+  EXPECT_FALSE(r.feasible);
+  EXPECT_NEAR(r.iteration_us, TotalDuration(p), kEps);
+  EXPECT_GT(r.peak_bytes, 1);
+}
+
+// Three layers, all maps swapped: checks the copy rules on a case small enough to reason about.
+TEST(SimTest, SwapOutAfterLastForwardUseAndSwapInBeforeBackwardUse) {
+  const Profile p = RandomProfile(4, {.min_layers = 3, .max_layers = 3, .skip_probability = 0});
+  const MachineModel m = TestMachine(int64_t{1} << 40);
+  Plan plan = KeepAllPlan(p);
+  for (const FeatureMapInfo& f : FindCandidates(p)) plan.decisions[f.tensor] = Decision::kSwap;
+  for (SwapInSchedule s : {SwapInSchedule::kWithPreviousOp, SwapInSchedule::kWithPreviousConv,
+                           SwapInSchedule::kWhenMemoryAllows}) {
+    plan.schedule = s;
+    const SimResult r = Simulate(p, m, plan);
+    ASSERT_TRUE(r.feasible) << r.failure;
+    EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
+    EXPECT_GT(r.swapped_out_bytes, 0);
+    EXPECT_EQ(r.swapped_in_bytes, r.swapped_out_bytes);
+    EXPECT_EQ(r.swap_ins.size(), FindCandidates(p).size());
+  }
+}
+
+// Note [Swap-in scheduling]: where each schedule issues a swap-in.
+TEST(SimTest, SwapInIssuePoints) {
+  const Profile p = RandomProfile(8, {.min_layers = 8, .max_layers = 8});
+  const MachineModel m = TestMachine(int64_t{1} << 40);
+  const std::vector<FeatureMapInfo> cands = FindCandidates(p);
+  Plan plan = KeepAllPlan(p);
+  for (const FeatureMapInfo& f : cands) plan.decisions[f.tensor] = Decision::kSwap;
+  std::map<TensorId, OpIndex> issued;
+  for (SwapInSchedule s : {SwapInSchedule::kWithPreviousOp, SwapInSchedule::kWithPreviousConv,
+                           SwapInSchedule::kWhenMemoryAllows}) {
+    plan.schedule = s;
+    const SimResult r = Simulate(p, m, plan);
+    ASSERT_TRUE(r.feasible) << r.failure;
+    ASSERT_EQ(r.swap_ins.size(), cands.size());
+    issued.clear();
+    for (const Plan::SwapIn& in : r.swap_ins) issued[in.tensor] = in.issue_at;
+    for (const FeatureMapInfo& f : cands) {
+      const OpIndex need = f.backward_uses.front();
+      const OpIndex earliest = f.last_forward_use + 1;
+      const OpIndex at = issued.at(f.tensor);
+      switch (s) {
+        case SwapInSchedule::kWithPreviousOp:
+          EXPECT_EQ(at, std::max(need - 1, earliest));
+          break;
+        case SwapInSchedule::kWithPreviousConv: {
+          OpIndex conv = -1;  // the last convolution before the need
+          for (OpIndex k = 0; k < need; ++k) {
+            if (p.ops[k].kind == OpKind::kConv) conv = k;
+          }
+          EXPECT_EQ(at, conv >= earliest ? conv : std::max(need - 1, earliest));
+          break;
+        }
+        case SwapInSchedule::kWhenMemoryAllows:
+          // With ample memory, as soon as the swap-out was issued and the maps needed
+          // earlier were issued.
+          EXPECT_GE(at, earliest);
+          EXPECT_LE(at, need);
+          break;
+      }
+    }
+  }
+}
+
+TEST(SimTest, WhenMemoryAllowsIsNeverSlowerThanWithPreviousOpWithAmpleMemory) {
+  for (uint64_t seed = 10; seed < 30; ++seed) {
+    const Profile p = RandomProfile(seed);
+    const MachineModel m = TestMachine(int64_t{1} << 40);
+    Plan plan = KeepAllPlan(p);
+    for (const FeatureMapInfo& f : FindCandidates(p)) plan.decisions[f.tensor] = Decision::kSwap;
+    plan.schedule = SwapInSchedule::kWithPreviousOp;
+    const double nosched = Simulate(p, m, plan).iteration_us;
+    plan.schedule = SwapInSchedule::kWhenMemoryAllows;
+    const double sched = Simulate(p, m, plan).iteration_us;
+    EXPECT_LE(sched, nosched + kEps) << "seed " << seed;
+  }
+}
+
+TEST(SimTest, NonDuplexSharesOneCopyEngine) {
+  const Profile p = RandomProfile(5);
+  const MachineModel m = TestMachine(int64_t{1} << 40, /*duplex=*/false);
+  Plan plan = KeepAllPlan(p);
+  for (const FeatureMapInfo& f : FindCandidates(p)) plan.decisions[f.tensor] = Decision::kSwap;
+  const SimResult r = Simulate(p, m, plan);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
+  const SimResult duplex = Simulate(p, TestMachine(int64_t{1} << 40, true), plan);
+  EXPECT_LE(duplex.iteration_us, r.iteration_us + kEps);
+}
+
+TEST(SimTest, RejectsMalformedPlans) {
+  ProfileBuilder b("tiny");
+  const TensorId x = b.Tensor("x", 100);
+  b.MarkInput(x);
+  const TensorId y = b.Tensor("y", 100);
+  const TensorId gy = b.Tensor("gy", 100);
+  const TensorId gx = b.Tensor("gx", 100);
+  b.Op("f", OpKind::kConv, Phase::kForward, 10, {x}, {y}, 0, /*replayable=*/false);
+  b.Op("g", OpKind::kActivation, Phase::kForward, 10, {y}, {gy});
+  b.Op("g.backward", OpKind::kActivation, Phase::kBackward, 10, {gy, y}, {gx});
+  b.Op("f.backward", OpKind::kConv, Phase::kBackward, 10, {gx, x}, {});
+  const Profile p = b.Finish();
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  const MachineModel m = TestMachine(1 << 20);
+  Plan plan = KeepAllPlan(p);
+  plan.decisions[y] = Decision::kRecompute;  // its producer f is not replayable
+  SimResult r = Simulate(p, m, plan);
+  EXPECT_FALSE(r.feasible);
+  EXPECT_THAT(r.failure, HasSubstr("cannot be recomputed"));
+  plan = KeepAllPlan(p);
+  plan.decisions[gx] = Decision::kSwap;  // a gradient, not a feature map
+  r = Simulate(p, m, plan);
+  EXPECT_FALSE(r.feasible);
+  EXPECT_THAT(r.failure, HasSubstr("not a swap/recompute candidate"));
+  plan.decisions.resize(2);
+  EXPECT_FALSE(Simulate(p, m, plan).feasible);
+}
+
+// Recomputing a chain replays every dropped map back to the kept one (Note [Recomputation]).
+TEST(SimTest, RecomputesChainsRecursively) {
+  const Profile p = RandomProfile(
+      6, {.min_layers = 6, .max_layers = 6, .skip_probability = 0, .replayable_probability = 1});
+  const MachineModel m = TestMachine(int64_t{1} << 40);
+  Plan plan = KeepAllPlan(p);
+  int recomputed = 0;
+  for (const FeatureMapInfo& f : FindCandidates(p)) {
+    if (f.recomputable) {
+      plan.decisions[f.tensor] = Decision::kRecompute;
+      ++recomputed;
+    }
+  }
+  ASSERT_GT(recomputed, 2);
+  const SimResult r = Simulate(p, m, plan);
+  ASSERT_TRUE(r.feasible) << r.failure;
+  EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
+  EXPECT_GE(r.recomputed_ops, recomputed);
+  EXPECT_GT(r.recompute_us, 0);
+  EXPECT_NEAR(r.iteration_us, TotalDuration(p) + r.recompute_us, kEps);
+}
+
+// The rules hold on random iterations, random plans, random schedules and random capacities;
+// a plan called feasible never exceeds capacity.
+TEST(SimTest, RandomPlansRespectDependenciesAndCapacity) {
+  std::mt19937_64 rng(42);
+  int feasible = 0, infeasible = 0;
+  for (uint64_t seed = 100; seed < 400; ++seed) {
+    const Profile p = RandomProfile(seed);
+    ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+    const int64_t in_core = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p)).peak_bytes;
+    const double fraction = std::uniform_real_distribution<double>(0.3, 1.1)(rng);
+    const MachineModel m =
+        TestMachine(static_cast<int64_t>(in_core * fraction), /*duplex=*/rng() % 4 != 0);
+    Simulator sim(p, m);
+    for (int k = 0; k < 4; ++k) {
+      const Plan plan = RandomPlan(p, rng);
+      const SimResult& r = sim.Run(plan);
+      (r.feasible ? feasible : infeasible)++;
+      if (!r.feasible) {
+        EXPECT_FALSE(r.failure.empty());
+        continue;
+      }
+      EXPECT_LE(r.peak_bytes, m.memory_bytes);
+      const std::vector<std::string> bad = CheckTimeline(p, m, plan, r);
+      EXPECT_THAT(bad, ::testing::IsEmpty()) << "seed " << seed << " plan " << k;
+      // The fast path predicts the same.
+      SimOptions fast;
+      fast.record = false;
+      const SimResult quick = Simulate(p, m, plan, fast);
+      EXPECT_EQ(quick.iteration_us, r.iteration_us);
+      EXPECT_EQ(quick.peak_bytes, r.peak_bytes);
+    }
+  }
+  // The generator must exercise both outcomes.
+  EXPECT_GT(feasible, 100);
+  EXPECT_GT(infeasible, 50);
+}
+
+}  // namespace
+}  // namespace pooch

@@ -1,0 +1,169 @@
+// SmallAllocator: the sub-allocator for allocations below POOCH_MIN_SWAP_BYTES. They never
+// swap, so instead of a reserved range and a 2 MiB chunk each (DESIGN.md, decision 1) they are
+// packed into slabs of device memory that stay mapped, and handed out without a device call.
+//
+// Blocks are multiples of 512 bytes (CUDA aligns cudaMalloc to at least 256; 512 is the unit
+// simgpu and CUDA charge), carved best-fit from slabs: a slab is one reservation mapped to one
+// physical chunk of max(granularity, max_bytes rounded up to it) bytes. The smallest free range
+// that holds a request is split; a freed range merges with its free neighbours in the same slab.
+// Every size shares the same slabs, so a program with a few buffers of many sizes needs few
+// slabs, and rounding wastes under 512 bytes per block. (Size classes with a slab each were
+// tried first: under a tight limit, one 2 MiB slab per class took the memory the limit leaves
+// for feature maps. A buddy allocator then rounded a 576 KiB weight up to 1 MiB, and ResNet-18's
+// weights, gradients and momenta near that size no longer fitted a 30 % limit.)
+// A slab's whole size is charged to the budget callback (the residency manager's
+// ChargeExternal) when it is created and uncharged when it is released, so the memory limit
+// still covers small allocations. A slab that becomes empty is released unless it is the last
+// one (a program that frees and allocates one small buffer per step would otherwise map and
+// unmap a slab every step).
+//
+// Note [Reuse after free]: cudaFree synchronises the device, so a program may free a buffer right
+// after queuing work that uses it, and the real allocator never hands it out while that work runs.
+// Free() here must not block (that is the cost this allocator exists to avoid), so a freed block is
+// not reusable at once: it joins a pending list. When an allocation finds no free range that holds
+// it, the pending list is sealed into a batch: one event is recorded on the legacy default stream
+// (stream 0), which on a real GPU and on simgpu waits for all work queued before it on every
+// blocking stream, hence for all work queued before each of the batch's frees. Blocks of a batch
+// become free when its event has completed (QueryEvent, never blocking). If that does not make room
+// and the batches hold at least the requested bytes, the allocation waits (SynchronizeEvent) for
+// the oldest batches, as the real cudaFree would have waited, but only once per batch instead of
+// once per free; otherwise, or if waiting did not make room, a new slab is made, and when the
+// budget or the device refuses one the allocation waits for the remaining batches. Waiting before
+// mapping matters under a limit: a new slab is charged to the budget and pushes feature maps out,
+// and freed small blocks would pile up unused (ResNet-18's small feature maps and weights took 18
+// slabs for 10 MiB of live blocks before this rule). Recording at sealing rather than at each free
+// costs one event per batch instead of one per free and only orders reuse later than needed, never
+// earlier. Alternatives rejected: synchronising the device in Free (correct, but a blocking device
+// call per free, what the pass-through cost) and an event per free (a device call per free).
+// Work on streams created with cudaStreamNonBlocking is not ordered by the legacy default stream,
+// so the batch also records an event on each such stream (SmallAllocatorOptions::
+// unordered_streams; the interposer tracks the program's streams) and is reusable when all
+// its events completed.
+//
+// Thread safety: all methods may be called from any thread; one mutex guards the state, and the
+// device and budget callbacks are called with it held (they must not call back into this object).
+#ifndef POOCH_CORE_SMALL_ALLOC_SMALL_ALLOCATOR_H_
+#define POOCH_CORE_SMALL_ALLOC_SMALL_ALLOCATOR_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/btree_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/device/device.h"
+#include "core/base/mutex.h"
+
+namespace pooch {
+
+struct SmallAllocatorOptions {
+  // Allocate accepts 1 <= bytes < max_bytes (POOCH_MIN_SWAP_BYTES).
+  int64_t max_bytes = int64_t{1} << 20;
+  // Called before a slab is made (ResourceExhausted: no room) and after one is released.
+  // Either may be empty (no budget).
+  std::function<absl::Status(int64_t)> charge;
+  std::function<void(int64_t)> uncharge;
+  // Appends the streams whose work the legacy default stream does not wait for (the program's
+  // cudaStreamNonBlocking streams); a batch of frees also waits for each (Note [Reuse after
+  // free]). Called with the allocator's lock held. Empty: none.
+  std::function<void(std::vector<StreamHandle>*)> unordered_streams;
+};
+
+struct SmallAllocatorStats {
+  int64_t slab_bytes = 0;     // mapped (and charged) slab memory
+  int64_t peak_slab_bytes = 0;
+  int64_t slabs = 0;
+  int64_t live_blocks = 0;    // allocated and not freed
+  int64_t live_bytes = 0;     // their sizes, rounded to kMinBlock
+  int64_t peak_live_bytes = 0;
+  int64_t pending_blocks = 0; // freed, waiting for their batch's event (Note [Reuse after free])
+  int64_t batches = 0;        // sealed batches whose event has not been seen complete
+  int64_t waits = 0;          // times an allocation blocked on a batch's event
+};
+
+class SmallAllocator {
+ public:
+  // The smallest block, and so the alignment of every address returned.
+  static constexpr int64_t kMinBlock = 512;
+
+  // `device` must outlive the allocator. InvalidArgument for max_bytes < 2.
+  static absl::StatusOr<std::unique_ptr<SmallAllocator>> Create(Device& device,
+                                                                SmallAllocatorOptions options);
+  // Waits for pending batches and releases every slab (uncharging it).
+  ~SmallAllocator();
+
+  // A block of at least `bytes`, aligned to kMinBlock. InvalidArgument outside [1, max_bytes);
+  // ResourceExhausted when no slab can be made.
+  absl::StatusOr<DeviceAddress> Allocate(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  // Frees a block Allocate returned; never blocks (Note [Reuse after free]). NotFound when
+  // `address` is in no slab (not this allocator's); InvalidArgument for an address inside a
+  // slab that is not an allocated block (interior pointer, double free).
+  absl::Status Free(DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
+  // The size of the block at `address` (a block's start) if it is allocated here.
+  std::optional<int64_t> BlockBytes(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Frees the blocks of batches whose event completed and releases empty slabs; never blocks.
+  absl::Status Poll() ABSL_LOCKS_EXCLUDED(mu_);
+
+  SmallAllocatorStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Block {
+    DeviceAddress address = 0;
+    int64_t bytes = 0;  // a multiple of kMinBlock
+  };
+  struct Batch {
+    std::vector<EventHandle> events;  // one per stream the batch waits for
+    std::vector<Block> blocks;
+  };
+
+  SmallAllocator(Device& device, SmallAllocatorOptions options);
+
+  // The base of the slab holding `address`, if any.
+  std::optional<DeviceAddress> SlabOfLocked(DeviceAddress address) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The lowest-addressed of the smallest free ranges that hold `bytes`, split off; nullopt when
+  // none does.
+  std::optional<DeviceAddress> TakeLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void InsertFreeLocked(DeviceAddress address, int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EraseFreeLocked(DeviceAddress address, int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SealLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Retires completed batches from the front; with `wait`, blocks for the oldest one first.
+  absl::Status CollectLocked(bool wait) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes a block free, merging it with its free neighbours; releases its slab if it became
+  // empty.
+  void ReturnBlockLocked(Block block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status NewSlabLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReleaseSlabLocked(DeviceAddress base) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Device& device_;
+  const SmallAllocatorOptions options_;
+  const int64_t slab_bytes_each_;
+
+  mutable Mutex mu_;
+  // Free ranges, disjoint and never spanning two slabs, indexed by address (to merge neighbours)
+  // and by (size, address) (for best fit). Blocks handed out are in `allocated_`.
+  absl::btree_map<DeviceAddress, int64_t> free_by_address_ ABSL_GUARDED_BY(mu_);
+  absl::btree_set<std::pair<int64_t, DeviceAddress>> free_by_size_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<DeviceAddress, int64_t> allocated_ ABSL_GUARDED_BY(mu_);
+  absl::btree_map<DeviceAddress, PhysicalHandle> slabs_ ABSL_GUARDED_BY(mu_);  // base -> chunk
+  std::vector<Block> pending_ ABSL_GUARDED_BY(mu_);
+  std::deque<Batch> batches_ ABSL_GUARDED_BY(mu_);  // oldest first
+  std::vector<EventHandle> spare_events_ ABSL_GUARDED_BY(mu_);
+  int64_t waits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t batch_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // the blocks of `batches_`
+  int64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t peak_live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t peak_slab_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_SMALL_ALLOC_SMALL_ALLOCATOR_H_

@@ -1,0 +1,125 @@
+// driver_hooks.cc: the CUDA driver hooks under a residency policy (intercept.h). The 32-bit base
+// forms (cuMemAlloc, ...) keep forwarding: their addresses cannot be the manager's.
+#include "interpose/hooks/kernel_args.h"
+#include "interpose/process/managed.h"
+#include "interpose/symbols/hook_table.h"
+#include "interpose/symbols/intercept.h"
+
+namespace pooch::interpose::intercept {
+namespace {
+
+using Mode = pooch::AccessRange::Mode;
+
+uintptr_t S(CUstream stream) { return reinterpret_cast<uintptr_t>(stream); }
+
+}  // namespace
+
+CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  return ManagedAlloc(reinterpret_cast<uintptr_t*>(dptr), bytesize, CUDA_SUCCESS,
+                      [&] { return real::cuMemAlloc_v2()(dptr, bytesize); });
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  return ManagedFree(static_cast<uintptr_t>(dptr), CUDA_SUCCESS,
+                     [&] { return real::cuMemFree_v2()(dptr); });
+}
+
+CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+  if (Process::Get().MemoryInfo(free, total)) return CUDA_SUCCESS;
+  return real::cuMemGetInfo_v2()(free, total);
+}
+
+// The synchronous copies: on the legacy default stream (0), as cudaMemcpy.
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
+  Ranges r;
+  r.Add(dstDevice, ByteCount, Mode::kWrite);
+  return RunOp<CUresult>(0, r,
+                         [&] { return real::cuMemcpyHtoD_v2()(dstDevice, srcHost, ByteCount); });
+}
+
+CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+  Ranges r;
+  r.Add(srcDevice, ByteCount, Mode::kRead);
+  return RunOp<CUresult>(0, r,
+                         [&] { return real::cuMemcpyDtoH_v2()(dstHost, srcDevice, ByteCount); });
+}
+
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+  Ranges r;
+  r.Add(dstDevice, ByteCount, Mode::kWrite);
+  r.Add(srcDevice, ByteCount, Mode::kRead);
+  return RunOp<CUresult>(0, r,
+                         [&] { return real::cuMemcpyDtoD_v2()(dstDevice, srcDevice, ByteCount); });
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+  Ranges r;
+  r.Add(dst, ByteCount, Mode::kWrite);
+  r.Add(src, ByteCount, Mode::kRead);
+  return RunOp<CUresult>(0, r, [&] { return real::cuMemcpy()(dst, src, ByteCount); });
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                              CUstream hStream) {
+  Ranges r;
+  r.Add(dstDevice, ByteCount, Mode::kWrite);
+  return RunOp<CUresult>(S(hStream), r, [&] {
+    return real::cuMemcpyHtoDAsync_v2()(dstDevice, srcHost, ByteCount, hStream);
+  });
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream) {
+  Ranges r;
+  r.Add(srcDevice, ByteCount, Mode::kRead);
+  return RunOp<CUresult>(S(hStream), r, [&] {
+    return real::cuMemcpyDtoHAsync_v2()(dstHost, srcDevice, ByteCount, hStream);
+  });
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream) {
+  Ranges r;
+  r.Add(dstDevice, ByteCount, Mode::kWrite);
+  r.Add(srcDevice, ByteCount, Mode::kRead);
+  return RunOp<CUresult>(S(hStream), r, [&] {
+    return real::cuMemcpyDtoDAsync_v2()(dstDevice, srcDevice, ByteCount, hStream);
+  });
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
+  Ranges r;
+  r.Add(dst, ByteCount, Mode::kWrite);
+  r.Add(src, ByteCount, Mode::kRead);
+  return RunOp<CUresult>(S(hStream), r,
+                         [&] { return real::cuMemcpyAsync()(dst, src, ByteCount, hStream); });
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  Ranges r;
+  r.Add(dstDevice, N, Mode::kWrite);
+  return RunOp<CUresult>(0, r, [&] { return real::cuMemsetD8_v2()(dstDevice, uc, N); });
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+  Ranges r;
+  r.Add(dstDevice, N, Mode::kWrite);
+  return RunOp<CUresult>(S(hStream), r,
+                         [&] { return real::cuMemsetD8Async()(dstDevice, uc, N, hStream); });
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void** kernelParams, void** extra) {
+  const Ranges r = DriverKernelRanges(Process::Get().manager(), f, kernelParams, extra);
+  return RunOp<CUresult>(S(hStream), r,
+                         [&] {
+                           return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+                                                         blockDimY, blockDimZ, sharedMemBytes,
+                                                         hStream, kernelParams, extra);
+                         },
+                         {.known = false});
+}
+
+}  // namespace pooch::interpose::intercept

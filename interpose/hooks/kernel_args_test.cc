@@ -1,0 +1,82 @@
+// Unit tests of kernel argument scanning (kernel_args.h) against a residency manager over core's
+// FakeDevice: which parameter words count as pointers into managed allocations.
+#include "interpose/hooks/kernel_args.h"
+
+#include <cstring>
+#include <memory>
+
+#include "core/device/fake_device.h"
+#include "core/residency/residency.h"
+#include "gtest/gtest.h"
+
+namespace pooch::interpose {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+class KernelArgsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pooch::ResidencyOptions options;
+    options.memory_limit = 64 * kMiB;
+    options.min_swap_bytes = 1;
+    auto manager = pooch::ResidencyManager::Create(device_, options);
+    ASSERT_TRUE(manager.ok()) << manager.status();
+    manager_ = *std::move(manager);
+    auto a = manager_->Allocate(4 * kMiB);
+    auto b = manager_->Allocate(4 * kMiB);
+    ASSERT_TRUE(a.ok() && b.ok());
+    a_ = *a;
+    b_ = *b;
+  }
+
+  pooch::FakeDevice device_;
+  std::unique_ptr<pooch::ResidencyManager> manager_;
+  uintptr_t a_ = 0;
+  uintptr_t b_ = 0;
+};
+
+// A parameter block as a compiler lays out (int n; float* x; float s; float* y; long junk).
+struct Params {
+  int n;
+  uintptr_t x;
+  float s;
+  uintptr_t y;
+  uintptr_t junk;
+};
+
+TEST_F(KernelArgsTest, FindsWordsInsideManagedAllocations) {
+  int host = 0;
+  const Params p{7, a_, 1.5f, b_ + 4096, reinterpret_cast<uintptr_t>(&host)};
+  Ranges ranges;
+  ScanWords(manager_.get(), &p, sizeof(p), &ranges);
+  ASSERT_EQ(ranges.get().size(), 2u);
+  EXPECT_EQ(ranges.get()[0].address, a_);
+  EXPECT_EQ(ranges.get()[1].address, b_ + 4096);
+}
+
+TEST_F(KernelArgsTest, IgnoresUnmanagedAndPartialWords) {
+  uintptr_t words[2] = {a_ - 1, 0};  // just below the allocation, and null
+  Ranges ranges;
+  ScanWords(manager_.get(), words, sizeof(words), &ranges);
+  EXPECT_TRUE(ranges.get().empty());
+  // A parameter of 4 bytes cannot hold a pointer.
+  ScanWords(manager_.get(), &a_, 4, &ranges);
+  EXPECT_TRUE(ranges.get().empty());
+  ScanWords(nullptr, &a_, sizeof(a_), &ranges);
+  EXPECT_TRUE(ranges.get().empty());
+}
+
+TEST_F(KernelArgsTest, DriverLaunchWithExtraBuffer) {
+  const Params p{1, b_, 0.0f, 0, a_ + 8};
+  size_t size = sizeof(p);
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Params*>(&p),
+                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  const Ranges ranges = DriverKernelRanges(manager_.get(), nullptr, nullptr, extra);
+  ASSERT_EQ(ranges.get().size(), 2u);
+  EXPECT_EQ(ranges.get()[0].address, b_);
+  EXPECT_EQ(ranges.get()[1].address, a_ + 8);
+}
+
+}  // namespace
+}  // namespace pooch::interpose

@@ -1,0 +1,158 @@
+// managed.h: the helpers every managed hook uses (POOCH_POLICY other than "off"): an op's
+// ranges made resident around the real call, allocations and frees routed to pooch's memory.
+// They drive the parts the Process owns (process.h).
+//
+// Small allocations (Note [Small allocations] in core/residency/residency.h): allocations below
+// POOCH_MIN_SWAP_BYTES come from a sub-allocator (core/small_alloc/small_allocator.h) over slabs
+// of device memory mapped through the VMM API; they stay resident, and each slab is charged to
+// the manager's budget (ChargeExternal) so that the limit covers everything the program holds. A
+// freed small block is reused only after the work queued before its free completed
+// (Note [Reuse after free] in core/small_alloc/small_allocator.h). Larger ones are the manager's:
+// a reserved address range, backed by a physical chunk while resident (DESIGN.md, decision 1).
+//
+// Thread safety: all functions may be called from any thread.
+#ifndef POOCH_INTERPOSE_PROCESS_MANAGED_H_
+#define POOCH_INTERPOSE_PROCESS_MANAGED_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/base/log.h"
+#include "core/exec/profiler.h"
+#include "core/exec/recomputer.h"
+#include "core/lineage/replay_recipe.h"
+#include "core/residency/residency.h"
+#include "core/small_alloc/small_allocator.h"
+#include "interpose/process/process.h"
+#include "interpose/symbols/errors.h"
+#include "interpose/symbols/hook_table.h"
+
+namespace pooch::interpose {
+
+// The ranges an op touches; entries with a null address are dropped.
+class Ranges {
+ public:
+  using Mode = pooch::AccessRange::Mode;
+  void Add(const void* address, size_t bytes, Mode mode) {
+    Add(reinterpret_cast<uintptr_t>(address), bytes, mode);
+  }
+  void Add(uintptr_t address, size_t bytes, Mode mode) {
+    if (address == 0) return;
+    ranges_.push_back({address, static_cast<int64_t>(bytes == 0 ? 1 : bytes), mode});
+  }
+  const std::vector<pooch::AccessRange>& get() const { return ranges_; }
+
+ private:
+  std::vector<pooch::AccessRange> ranges_;
+};
+
+// What a hook knows about its call beyond the ranges: whether they are all it may touch (a
+// generic kernel launch's are guessed from its parameters), and how to replay it (null when it
+// cannot be replayed; Note [Replay] in core/exec/recomputer.h).
+struct OpEffects {
+  bool known = true;
+  const ReplaySource* replay = nullptr;
+};
+
+// Makes the ranges resident on `stream`, runs `forward` (the real call), records the op's
+// use. Returns what `forward` returned, or the API's error for a failed swap-in or rebuild.
+template <typename Ret, typename Forward>
+Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects effects = {}) {
+  Process& process = Process::Get();
+  pooch::ResidencyManager* manager = process.manager();
+  if (manager == nullptr || ranges.get().empty()) return forward();
+  if (Recomputer* recomputer = process.recomputer()) {
+    // Dropped maps this op touches, or whose recipes' inputs it overwrites, are rebuilt first.
+    if (absl::Status s = recomputer->BeforeProgramOp(stream, ranges.get(), effects.known);
+        !s.ok()) {
+      POOCH_LOG_AT(kError, "cannot rebuild a dropped feature map: %.*s",
+                   static_cast<int>(s.message().size()), s.message().data());
+      return StatusTo<Ret>(s);
+    }
+  }
+  absl::StatusOr<pooch::OpTicket> ticket = manager->BeforeOp(stream, ranges.get());
+  if (!ticket.ok()) {
+    POOCH_LOG_AT(kError, "cannot make an op's memory resident: %.*s",
+                 static_cast<int>(ticket.status().message().size()),
+                 ticket.status().message().data());
+    return StatusTo<Ret>(ticket.status());
+  }
+  Profiler* profiler = process.profiler();
+  const ProfiledOp profiled =
+      profiler == nullptr ? ProfiledOp{}
+                          : profiler->OpBegin(kFunctions[Index(HookScope::Current())].name, stream,
+                                              ranges.get(), effects.replay != nullptr);
+  const Ret result = forward();
+  if (absl::Status s = manager->AfterOp(*std::move(ticket)); !s.ok()) {
+    POOCH_LOG_AT(kError, "after an op: %.*s", static_cast<int>(s.message().size()),
+                 s.message().data());
+  }
+  // The plan recomputes this op's output: keep how to replay it (after the call, which must
+  // have succeeded; the profiler's drop at the last forward use needs the recipe).
+  if (profiled.record_output != 0 && effects.replay != nullptr && result == Ret{}) {
+    profiler->OfferRecipe(profiled, (*effects.replay)());
+  }
+  // After AfterOp: the op's last use is recorded and its pins released, so a planned swap-out
+  // of what it touched can start.
+  if (profiler != nullptr) profiler->OpEnd(profiled, stream);
+  return result;
+}
+
+// cudaMalloc-like: the manager's for large sizes, the sub-allocator's for small ones (Note [Small
+// allocations]). `real_alloc()` performs the real allocation into *out and returns the API's
+// code; it is used only when pooch does not manage memory.
+template <typename Ret, typename RealAlloc>
+Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_alloc) {
+  Process& process = Process::Get();
+  pooch::ResidencyManager* manager = process.manager();
+  if (manager == nullptr || out == nullptr || bytes == 0) return real_alloc();
+  const bool swappable = static_cast<int64_t>(bytes) >= process.config().min_swap_bytes;
+  absl::StatusOr<pooch::DeviceAddress> address =
+      swappable ? manager->Allocate(static_cast<int64_t>(bytes))
+                : process.small()->Allocate(static_cast<int64_t>(bytes));
+  if (!address.ok()) {
+    POOCH_LOG_AT(kInfo, "allocation of %zu bytes failed: %.*s", bytes,
+                 static_cast<int>(address.status().message().size()),
+                 address.status().message().data());
+    return StatusTo<Ret>(address.status());
+  }
+  *out = *address;
+  if (Profiler* profiler = process.profiler()) {
+    profiler->Alloc(*out, static_cast<int64_t>(bytes), swappable);
+  }
+  return success;
+}
+
+// cudaFree-like: `real_free()` frees through the real allocator what pooch did not allocate.
+template <typename Ret, typename RealFree>
+Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
+  Process& process = Process::Get();
+  pooch::ResidencyManager* manager = process.manager();
+  if (manager == nullptr || address == 0) return real_free();
+  Profiler* profiler = process.profiler();
+  if (Recomputer* recomputer = process.recomputer()) {
+    // Recipes that read this memory rebuild their dropped maps now, or are forgotten; or the
+    // recomputer keeps it for them (Note [Kept inputs], core/exec/recomputer.h).
+    absl::StatusOr<bool> kept = recomputer->BeforeFree(address);
+    if (!kept.ok()) return StatusTo<Ret>(kept.status());
+    if (*kept) {
+      if (profiler != nullptr) profiler->Free(address);
+      return success;
+    }
+  }
+  if (profiler != nullptr) profiler->Free(address);
+  if (absl::Status s = process.small()->Free(address); !absl::IsNotFound(s)) {
+    return StatusTo<Ret>(s);  // OK, or InvalidArgument for a double free / interior pointer
+  }
+  if (std::optional<pooch::AllocationInfo> info = manager->Lookup(address);
+      info.has_value() && info->address == address) {
+    return StatusTo<Ret>(manager->Free(address));
+  }
+  return real_free();
+}
+
+}  // namespace pooch::interpose
+
+#endif  // POOCH_INTERPOSE_PROCESS_MANAGED_H_

@@ -1,0 +1,301 @@
+// The Process (process.h): start-up, the parts that manage device memory, the summary.
+#include "interpose/process/process.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/log.h"
+#include "interpose/device/cuda_device.h"
+#include "interpose/symbols/hook_table.h"
+#include "interpose/symbols/intercept.h"
+
+extern char** environ;
+
+namespace pooch::interpose {
+namespace {
+
+Severity ToSeverity(LogLevel level) {
+  switch (level) {
+    case LogLevel::kError:
+      return Severity::kError;
+    case LogLevel::kWarn:
+      return Severity::kWarn;
+    case LogLevel::kInfo:
+      return Severity::kInfo;
+    case LogLevel::kDebug:
+      return Severity::kDebug;
+  }
+  return Severity::kWarn;
+}
+
+// POOCH_ITERATION_MARKER=nvtx: NVTX loads its tool from NVTX_INJECTION64_PATH at the program's
+// first NVTX call, which comes after start-up; pooch names itself there
+// (interpose/hooks/nvtx_injection.cc). Another tool already named keeps its place.
+void UseAsNvtxInjection() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&UseAsNvtxInjection), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    LogLine("POOCH_ITERATION_MARKER=nvtx: cannot find libpooch.so's path; NVTX ranges not read");
+    return;
+  }
+  const char* current = std::getenv("NVTX_INJECTION64_PATH");
+  if (current != nullptr && *current != '\0' && std::strcmp(current, info.dli_fname) != 0) {
+    LogLine(
+        "POOCH_ITERATION_MARKER=nvtx: NVTX_INJECTION64_PATH names another tool (%s); NVTX "
+        "ranges not read, no profile will be made",
+        current);
+    return;
+  }
+  setenv("NVTX_INJECTION64_PATH", info.dli_fname, 1);
+}
+
+void LogStatus(const char* what, const absl::Status& s) {
+  LogLine("%s: %.*s; passing every call through", what, static_cast<int>(s.message().size()),
+          s.message().data());
+}
+
+}  // namespace
+
+Process& Process::Get() {
+  static Process* process = new Process();  // never destroyed: hooks may run at exit
+  return *process;
+}
+
+void Process::Start() {
+  absl::StatusOr<Config> config =
+      LoadConfig([](const char* name) -> const char* { return std::getenv(name); });
+  if (!config.ok()) {
+    LogLine("%.*s", static_cast<int>(config.status().message().size()),
+            config.status().message().data());
+    _exit(2);
+  }
+  config_ = *std::move(config);
+  SetLogThreshold(ToSeverity(config_.log_level));
+
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr && std::strncmp(*e, "POOCH_", 6) == 0) names.emplace_back(*e, eq - *e);
+  }
+  for (const std::string& unknown : UnknownPoochVariables(names)) {
+    POOCH_LOG_AT(kWarn, "unknown variable %s ignored", unknown.c_str());
+  }
+  const absl::string_view policy = PolicyText(config_);
+  POOCH_LOG_AT(kInfo, "loaded, policy %.*s", static_cast<int>(policy.size()), policy.data());
+  if (config_.iteration_marker == IterationMarker::kNvtx) UseAsNvtxInjection();
+  if (config_.mode != RunMode::kOff) {
+    // Demand swapping under every policy but off; a planner policy adds the profiler and the
+    // plan's actions on top (core/exec/profiler.h).
+    g_managed.store(true, std::memory_order_release);
+  }
+}
+
+const Process::Parts* Process::CreateParts() {
+  // The runtime's primary context, current on this thread (a driver-only program has made its
+  // own context current already, and is not made to load the runtime).
+  if (void* cudart = dlopen(Soname(Library::CUDART), RTLD_LAZY | RTLD_NOLOAD)) {
+    if (const auto cuda_free = real::cudaFree()) cuda_free(nullptr);
+    dlclose(cudart);
+  }
+  absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Create();
+  if (!device.ok()) {
+    LogStatus("cannot use the device's virtual memory API", device.status());
+    return nullptr;
+  }
+  absl::StatusOr<ResidencyOptions> options = ResidencyOptionsFromConfig(config_, **device);
+  if (!options.ok()) {
+    LogStatus("cannot read the device's memory", options.status());
+    return nullptr;
+  }
+  // Profiling measures the link from the swaps' copies (Note [Copy times]).
+  options->time_copies = Profiler::WantedBy(config_);
+  CudaDevice* raw_device = device->release();
+  auto* parts = new Parts();
+  if (const std::string& path = config_.trace_path; !path.empty()) {
+    absl::StatusOr<std::unique_ptr<TraceWriter>> writer = TraceWriter::Open(path);
+    if (writer.ok()) {
+      parts->trace = new TraceObserver(*std::move(writer));
+    } else {
+      LogLine("POOCH_TRACE: %.*s; no trace", static_cast<int>(writer.status().message().size()),
+              writer.status().message().data());
+    }
+  }
+  absl::StatusOr<std::unique_ptr<ResidencyManager>> manager =
+      ResidencyManager::Create(*raw_device, *options, parts->trace);
+  if (!manager.ok()) {
+    LogStatus("cannot start the residency manager", manager.status());
+    return nullptr;
+  }
+  // Slabs are charged to the manager, which evicts swappable data to make room for them.
+  ResidencyManager* raw_manager = manager->get();
+  SmallAllocatorOptions small_options;
+  small_options.max_bytes = options->min_swap_bytes;
+  small_options.charge = [raw_manager](int64_t bytes) {
+    return raw_manager->ChargeExternal(bytes);
+  };
+  small_options.uncharge = [raw_manager](int64_t bytes) { raw_manager->UnchargeExternal(bytes); };
+  small_options.unordered_streams = [this](std::vector<StreamHandle>* out) {
+    MutexLock lock(&streams_mu_);
+    out->insert(out->end(), non_blocking_streams_.begin(), non_blocking_streams_.end());
+  };
+  absl::StatusOr<std::unique_ptr<SmallAllocator>> small =
+      SmallAllocator::Create(*raw_device, std::move(small_options));
+  if (!small.ok()) {
+    LogStatus("cannot start the small-allocation sub-allocator", small.status());
+    return nullptr;
+  }
+  parts->small = small->release();
+  if (config_.mode == RunMode::kPlanned) {
+    parts->recomputer = new Recomputer(*raw_device, *raw_manager, *parts->small,
+                                       options->min_swap_bytes, parts->trace);
+  }
+  if (Profiler::WantedBy(config_)) {
+    parts->profiler = new Profiler(*raw_device, *raw_manager, *parts->small, config_, parts->trace,
+                                   parts->recomputer);
+  }
+  POOCH_LOG_AT(kInfo, "managing device memory: limit %lld bytes, min swap %lld bytes",
+               static_cast<long long>(options->memory_limit),
+               static_cast<long long>(options->min_swap_bytes));
+  parts->manager = manager->release();
+  return parts;
+}
+
+ResidencyManager* Process::manager() {
+  if (!g_managed.load(std::memory_order_acquire)) return nullptr;
+  if (const Parts* parts = parts_.load(std::memory_order_acquire)) return parts->manager;
+  std::call_once(create_once_, [this] {
+    const Parts* created = CreateParts();
+    if (created == nullptr) {
+      g_managed.store(false, std::memory_order_release);
+    } else {
+      parts_.store(created, std::memory_order_release);
+    }
+  });
+  const Parts* parts = parts_.load(std::memory_order_acquire);
+  return parts != nullptr ? parts->manager : nullptr;
+}
+
+ResidencyManager* Process::existing_manager() const {
+  const Parts* parts = parts_.load(std::memory_order_acquire);
+  return parts != nullptr ? parts->manager : nullptr;
+}
+
+SmallAllocator* Process::small() const {
+  const Parts* parts = parts_.load(std::memory_order_acquire);
+  return parts != nullptr ? parts->small : nullptr;
+}
+
+Recomputer* Process::recomputer() const {
+  const Parts* parts = parts_.load(std::memory_order_acquire);
+  return parts != nullptr ? parts->recomputer : nullptr;
+}
+
+Profiler* Process::profiler() const {
+  const Parts* parts = parts_.load(std::memory_order_acquire);
+  return parts != nullptr ? parts->profiler : nullptr;
+}
+
+void Process::MarkIteration() {
+  if (ResidencyManager* m = existing_manager()) m->MarkIteration();
+  if (Profiler* p = profiler()) p->SyncMarker();
+}
+
+void Process::NoteNonBlockingStream(uintptr_t stream) {
+  MutexLock lock(&streams_mu_);
+  non_blocking_streams_.insert(stream);
+}
+
+bool Process::ForgetNonBlockingStream(uintptr_t stream) {
+  MutexLock lock(&streams_mu_);
+  return non_blocking_streams_.erase(stream) > 0;
+}
+
+bool Process::MemoryInfo(size_t* free_bytes, size_t* total_bytes) {
+  ResidencyManager* m = manager();
+  if (m == nullptr) return false;
+  const int64_t limit = m->memory_limit();
+  const ResidencyStats stats = m->Stats();
+  // Cached chunks are free to the program (Note [Reuse cache]).
+  const int64_t used = stats.device_bytes - stats.cached_bytes;
+  if (free_bytes != nullptr) *free_bytes = static_cast<size_t>(std::max<int64_t>(0, limit - used));
+  if (total_bytes != nullptr) *total_bytes = static_cast<size_t>(limit);
+  return true;
+}
+
+void Process::Stop() {
+  const Parts* parts = parts_.load(std::memory_order_acquire);
+  if (parts != nullptr && parts->trace != nullptr) {
+    // The manager may still call the observer (a late hook); it stays allocated, only the file
+    // is closed (later events are dropped, core/base/trace.h).
+    if (absl::Status s = parts->trace->Close(); !s.ok()) {
+      LogLine("POOCH_TRACE: %.*s", static_cast<int>(s.message().size()), s.message().data());
+    }
+  }
+  if (!config_.lineage_out.empty()) {
+    if (const Recomputer* recomputer = this->recomputer()) {
+      if (absl::Status s = recomputer->WriteLineage(config_.lineage_out); !s.ok()) {
+        LogLine("POOCH_LINEAGE_OUT: %.*s; no lineage file", static_cast<int>(s.message().size()),
+                s.message().data());
+      }
+    } else {
+      LogLine("POOCH_LINEAGE_OUT: nothing recomputes under policy %s; no lineage file",
+              std::string(PolicyText(config_)).c_str());
+    }
+  }
+  if (config_.summary) WriteSummary();
+}
+
+// The summary: "pooch: <topic>: <figures>" lines on stderr (README, "The summary").
+void Process::WriteSummary() const {
+  const absl::string_view policy = PolicyText(config_);
+  LogLine("summary: policy %.*s", static_cast<int>(policy.size()), policy.data());
+  if (ResidencyManager* manager = existing_manager()) {
+    const ResidencyStats s = manager->Stats();
+    LogLine("memory: limit %lld peak_device_bytes %lld peak_host_bytes %lld",
+            static_cast<long long>(manager->memory_limit()),
+            static_cast<long long>(s.peak_device_bytes), static_cast<long long>(s.peak_host_bytes));
+    LogLine(
+        "swaps: out %lld (%lld bytes) in %lld (%lld bytes) demand_in %lld cancelled %lld "
+        "wait_ms %.3f oom %lld allocations %lld frees %lld",
+        static_cast<long long>(s.swap_outs), static_cast<long long>(s.bytes_swapped_out),
+        static_cast<long long>(s.swap_ins), static_cast<long long>(s.bytes_swapped_in),
+        static_cast<long long>(s.demand_swap_ins), static_cast<long long>(s.cancelled_swap_outs),
+        absl::ToDoubleMilliseconds(s.swap_wait), static_cast<long long>(s.out_of_memory),
+        static_cast<long long>(s.allocations), static_cast<long long>(s.frees));
+    // The reuse cache (Note [Reuse cache] in core/residency/residency.cc): freed chunks handed
+    // out again without a device call.
+    LogLine("reuse: hits %lld misses %lld cached_bytes %lld", static_cast<long long>(s.reuse_hits),
+            static_cast<long long>(s.reuse_misses), static_cast<long long>(s.cached_bytes));
+  }
+  if (Profiler* profiler = this->profiler()) {
+    for (const std::string& line : profiler->SummaryLines()) LogLine("%s", line.c_str());
+  }
+  if (SmallAllocator* small = this->small()) {
+    // Allocations under POOCH_MIN_SWAP_BYTES (core/small_alloc/small_allocator.h): the slabs they
+    // live in, and how often an allocation had to wait for freed blocks' work to finish.
+    const SmallAllocatorStats s = small->Stats();
+    LogLine(
+        "small: slabs %lld slab_bytes %lld peak_slab_bytes %lld live_blocks %lld "
+        "live_bytes %lld peak_live_bytes %lld waits %lld",
+        static_cast<long long>(s.slabs), static_cast<long long>(s.slab_bytes),
+        static_cast<long long>(s.peak_slab_bytes), static_cast<long long>(s.live_blocks),
+        static_cast<long long>(s.live_bytes), static_cast<long long>(s.peak_live_bytes),
+        static_cast<long long>(s.waits));
+  }
+  for (int i = 0; i < kHookCount; ++i) {
+    const CallCounts calls = Calls(static_cast<FunctionId>(i));
+    if (calls.top == 0 && calls.nested == 0) continue;
+    LogLine("calls: %s %llu (+%llu nested)", kFunctions[i].name,
+            static_cast<unsigned long long>(calls.top),
+            static_cast<unsigned long long>(calls.nested));
+  }
+}
+
+}  // namespace pooch::interpose

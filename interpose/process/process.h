@@ -1,0 +1,100 @@
+// process.h: pooch's state inside the host program, in one object created in one place.
+//
+// The Process holds the configuration read at start-up and, under a residency policy (every
+// POOCH_POLICY but off), the parts that manage device memory: core's ResidencyManager over a
+// CudaDevice with the configured limit (unset: the device's free memory), the sub-allocator of
+// small allocations (Note [Small allocations] in core/residency/residency.h), the Recomputer (a
+// planner policy), the Profiler (a planner policy or POOCH_PROFILE_OUT) and the POOCH_TRACE observer. The parts
+// are created together on the first call that needs the manager (an allocation or an op on the
+// program's own path): the runtime is initialised first (a real cudaFree(nullptr), which makes
+// the primary context current). If that fails, pooch says so once and passes every call through
+// from then on. At exit the Process closes the trace and writes the summary.
+//
+//   Start (libpooch.cc, before main)  ->  hooks: Process::Get().manager(), ...  ->  Stop (exit)
+//
+// Nothing is ever destroyed: hooks may run during and after exit, when the runtime may already
+// have torn the context down.
+//
+// Thread safety: every method may be called from any thread; the configuration is immutable
+// after Start, the parts after their creation.
+#ifndef POOCH_INTERPOSE_PROCESS_PROCESS_H_
+#define POOCH_INTERPOSE_PROCESS_PROCESS_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "absl/container/flat_hash_set.h"
+#include "core/base/mutex.h"
+#include "core/config/config.h"
+#include "core/exec/profiler.h"
+#include "core/exec/recomputer.h"
+#include "core/exec/trace_observer.h"
+#include "core/residency/residency.h"
+#include "core/small_alloc/small_allocator.h"
+
+namespace pooch::interpose {
+
+class Process {
+ public:
+  // The one instance.
+  static Process& Get();
+
+  // Start-up, before the program's main: reads the POOCH_* variables (a bad value prints one
+  // "pooch: ..." line and exits with status 2), warns of unknown ones, and turns interception
+  // on unless the policy is off.
+  void Start();
+  // At exit: closes the trace, writes POOCH_LINEAGE_OUT's file and, unless POOCH_SUMMARY=0, the
+  // summary to stderr.
+  void Stop();
+
+  // The configuration read at Start (defaults if a hook runs before Start did).
+  const Config& config() const { return config_; }
+
+  // The manager, its parts created on first use; nullptr when the policy is off or creation
+  // failed.
+  ResidencyManager* manager();
+  // The parts if they were created (for synchronisation hooks and the summary); else null.
+  // small() is non-null whenever manager() is; recomputer() and profiler() may be null.
+  ResidencyManager* existing_manager() const;
+  SmallAllocator* small() const;
+  Recomputer* recomputer() const;
+  Profiler* profiler() const;
+
+  // An iteration ends here (POOCH_ITERATION_MARKER sync or nvtx).
+  void MarkIteration();
+
+  // The program's streams created with cudaStreamNonBlocking, which the sub-allocator must order
+  // reuse after (Note [Reuse after free] in core/small_alloc/small_allocator.h). Forget returns
+  // whether the stream was one.
+  void NoteNonBlockingStream(uintptr_t stream);
+  bool ForgetNonBlockingStream(uintptr_t stream);
+
+  // The limit and what is in use, for cudaMemGetInfo/cuMemGetInfo. False when unmanaged.
+  bool MemoryInfo(size_t* free_bytes, size_t* total_bytes);
+
+ private:
+  struct Parts {
+    ResidencyManager* manager = nullptr;
+    SmallAllocator* small = nullptr;
+    Recomputer* recomputer = nullptr;
+    Profiler* profiler = nullptr;
+    TraceObserver* trace = nullptr;
+  };
+
+  Process() = default;
+  // Creates the parts (Parts' comment); null when a part cannot be made (said on stderr).
+  const Parts* CreateParts();
+  void WriteSummary() const;
+
+  Config config_;
+  std::once_flag create_once_;
+  std::atomic<const Parts*> parts_{nullptr};
+  mutable Mutex streams_mu_;
+  absl::flat_hash_set<uintptr_t> non_blocking_streams_ ABSL_GUARDED_BY(streams_mu_);
+};
+
+}  // namespace pooch::interpose
+
+#endif  // POOCH_INTERPOSE_PROCESS_PROCESS_H_

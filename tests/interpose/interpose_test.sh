@@ -1,0 +1,459 @@
+#!/bin/sh
+# Checks of libpooch.so, registered by CMakeLists.txt here (which says what each case checks).
+#   interpose_test.sh CASE LIBPOOCH SIMGPU_LIB_DIR [ARG]
+# Exit 0 on success; otherwise prints what failed and exits 1.
+set -u
+case_name=$1
+libpooch=$2
+libdir=$3
+arg=${4:-}
+work=$(mktemp -d "${TMPDIR:-/tmp}/interpose_test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../../tests/case_helpers.sh"
+
+# The POOCH_* variables of the caller must not change what a case checks.
+for v in $(env | sed -n 's/^\(POOCH_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+
+# top_calls FILE HOOK: the program's own calls of HOOK from the summary (0 if not listed).
+top_calls() {
+  awk -v hook="$2" '$1 == "pooch:" && $2 == "calls:" && $3 == hook { n = $4 } END { print n + 0 }' "$1"
+}
+
+# incore_reference ARGS...: cnn_train ($bin) in core with the hazard checker at error (which
+# stays set for the runs after it); sets peak and sum, its peak_device_bytes and params_checksum.
+incore_reference() {
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run incore "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "in-core run: exit $rc"
+  peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
+  sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
+  [ -n "$peak" ] && [ -n "$sum" ] || fail "in-core run: no peak or checksum"
+}
+
+# same_checksum NAME: run NAME's params_checksum is the in-core one, with no hazard reported.
+same_checksum() {
+  got=$(awk '$1 == "params_checksum" { print $2 }' "$work/$1.out")
+  [ "$got" = "$sum" ] || fail "$1: params_checksum $got, $sum in-core"
+  grep -i 'hazard' "$work/$1.err" && fail "$1: simgpu reported a hazard"
+  return 0
+}
+
+# check_recompute NAME: if run NAME's plan recomputes maps, the recompute: line shows maps
+# dropped and rebuilt by replay, and no replay failed; prints the line's counts.
+check_recompute() {
+  planned_rc=$(awk '$2 == "plan:" && $3 == "policy" && $9 == "recompute" { print $10 }' "$work/$1.err")
+  [ "${planned_rc:-0}" -gt 0 ] || return 0
+  line=$(grep '^pooch: recompute:' "$work/$1.err") || fail "$1: the plan recomputes but no recompute line"
+  drops=$(echo "$line" | awk '{ print $10 }')
+  replays=$(echo "$line" | awk '{ print $12 }')
+  failures=$(echo "$line" | awk '{ print $20 }')
+  [ "${drops:-0}" -gt 0 ] && [ "${replays:-0}" -gt 0 ] || fail "$1: nothing dropped or replayed: $line"
+  [ "${failures:-1}" -eq 0 ] || fail "$1: replays failed: $line"
+}
+
+case $case_name in
+exports)
+  names=$arg
+  [ -s "$names" ] || fail "no list of hooks at $names"
+  tr -s ' \t' '\n\n' <"$names" | grep . | sort >"$work/want.txt"
+  nm -D --defined-only "$libpooch" | awk '{ print $NF }' | sort >"$work/have.txt"
+  [ -s "$work/have.txt" ] || fail "nm found no exported symbols in $libpooch"
+  if ! diff "$work/want.txt" "$work/have.txt" >"$work/diff.out"; then
+    fail "exports differ from hooked_symbols.def (< missing, > unexpected)"
+  fi
+  # Every export is a function, and none carries a version (an unversioned definition is what
+  # a program's versioned reference cudaMalloc@libcudart.so.13 binds to).
+  objdump -T "$libpooch" | awk '$2 == "g" && $NF !~ /^_/ && $(NF-1) != "Base" && $3 == "DF" { print }' \
+    >"$work/versioned.out"
+  [ -s "$work/versioned.out" ] && fail "exports with a version node"
+  readelf -d "$libpooch" | grep NEEDED >"$work/needed.out"
+  if grep -E 'libcuda|libcudart|libcudnn|libcublas|libnvidia' "$work/needed.out" >/dev/null; then
+    fail "libpooch.so has a NEEDED entry on a CUDA library"
+  fi
+  n=$(wc -l <"$work/want.txt")
+  echo "ok: $n exported hooks, no CUDA library needed"
+  ;;
+
+startup_config)
+  # A bad value stops the program before main: one line, exit 2, nothing from the program.
+  run bad env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMIT=12QB sh -c 'echo main-ran'
+  [ "$rc" -eq 2 ] || fail "bad POOCH_MEMORY_LIMIT: exit $rc, want 2"
+  [ "$(wc -l <"$work/bad.err")" -eq 1 ] || fail "bad POOCH_MEMORY_LIMIT: want exactly one stderr line"
+  grep -q "^pooch: POOCH_MEMORY_LIMIT='12QB': " "$work/bad.err" || fail "bad line: $(cat "$work/bad.err")"
+  [ -s "$work/bad.out" ] && fail "the program ran despite the bad configuration"
+  run policy env LD_PRELOAD="$libpooch" POOCH_POLICY=sometimes true
+  [ "$rc" -eq 2 ] || fail "bad POOCH_POLICY: exit $rc, want 2"
+  grep -q "^pooch: POOCH_POLICY='sometimes'" "$work/policy.err" || fail "bad POOCH_POLICY line"
+  # Good values: the program runs, and with POOCH_SUMMARY=0 pooch prints nothing.
+  run good env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMIT=1GiB POOCH_POLICY=off POOCH_SUMMARY=0 \
+    sh -c 'echo main-ran'
+  [ "$rc" -eq 0 ] || fail "good configuration: exit $rc"
+  [ "$(cat "$work/good.out")" = main-ran ] || fail "good configuration: the program did not run"
+  [ -s "$work/good.err" ] && fail "good configuration: unexpected stderr"
+  # A misspelt variable is warned about, not fatal.
+  run typo env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMT=1GiB POOCH_SUMMARY=0 true
+  [ "$rc" -eq 0 ] || fail "misspelt variable: exit $rc"
+  grep -q "POOCH_MEMORY_LIMT" "$work/typo.err" || fail "misspelt variable not reported"
+  echo "ok"
+  ;;
+
+missing_real)
+  run probe env -u LD_LIBRARY_PATH POOCH_SUMMARY=0 "$arg" "$libpooch"
+  [ "$rc" -eq 0 ] || fail "probe exit $rc"
+  # CUDA_ERROR_NOT_INITIALIZED = 3.
+  [ "$(grep -c '^cuMemAlloc_v2 3$' "$work/probe.out")" -eq 2 ] || fail "cuMemAlloc_v2 codes"
+  [ "$(grep -c '^cuMemFree_v2 3$' "$work/probe.out")" -eq 2 ] || fail "cuMemFree_v2 codes"
+  [ "$(grep -c '^pooch: cannot find the real cuMemAlloc_v2 ' "$work/probe.err")" -eq 1 ] ||
+    fail "want one line about cuMemAlloc_v2"
+  [ "$(grep -c '^pooch: cannot find the real cuMemFree_v2 ' "$work/probe.err")" -eq 1 ] ||
+    fail "want one line about cuMemFree_v2"
+  echo "ok"
+  ;;
+
+driver_lookup)
+  need_simgpu
+  probe=$arg
+  run plain "$probe" byname
+  [ "$rc" -eq 0 ] || fail "probe without pooch: exit $rc"
+  grep -q '^pooch:' "$work/plain.err" && fail "pooch output without the preload"
+  for mode in byname proc proc_v2 entry entry_rt; do
+    run "$mode" env LD_PRELOAD="$libpooch" POOCH_POLICY=off "$probe" "$mode"
+    [ "$rc" -eq 0 ] || fail "$mode: exit $rc"
+    grep -q '^probe ok$' "$work/$mode.out" || fail "$mode: probe did not finish"
+    for hook in cuMemAlloc_v2 cuMemFree_v2 cuMemcpyHtoDAsync_v2; do
+      n=$(top_calls "$work/$mode.err" "$hook")
+      [ "$n" -eq 3 ] || fail "$mode: $hook intercepted $n times, want 3 (as by name)"
+    done
+  done
+  # The version argument selects the form: 2000 is the 32-bit cuMemAlloc.
+  run legacy env LD_PRELOAD="$libpooch" POOCH_POLICY=off "$probe" legacy
+  [ "$rc" -eq 0 ] || fail "legacy: exit $rc"
+  [ "$(top_calls "$work/legacy.err" cuMemAlloc)" -eq 1 ] || fail "legacy: cuMemAlloc not intercepted"
+  [ "$(top_calls "$work/legacy.err" cuMemAlloc_v2)" -eq 0 ] || fail "legacy: got cuMemAlloc_v2"
+  # Under a policy, cuMemGetInfo reports the limit and what the manager holds (4 MiB here).
+  run meminfo env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=64MiB "$probe" meminfo
+  [ "$rc" -eq 0 ] || fail "meminfo: exit $rc"
+  [ "$(cat "$work/meminfo.out")" = "meminfo $((60 << 20)) $((64 << 20))" ] ||
+    fail "meminfo under POOCH_MEMORY_LIMIT=64MiB: $(cat "$work/meminfo.out")"
+  # A probe MODE that moves more data than an 8 MiB limit holds, through the calls HOOKS...:
+  # every byte must come back, each hook must have been intercepted, and something must have
+  # been swapped out (so the calls met swapped-out memory).
+  check_swapping_probe() {
+    mode=$1
+    shift
+    run "$mode" env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=8MiB "$probe" "$mode"
+    [ "$rc" -eq 0 ] || fail "$mode: exit $rc: $(cat "$work/$mode.out" "$work/$mode.err" | head -3)"
+    grep -q "^$mode ok\$" "$work/$mode.out" || fail "$mode: $(cat "$work/$mode.out")"
+    for hook in "$@"; do
+      [ "$(top_calls "$work/$mode.err" "$hook")" -gt 0 ] || fail "$mode: $hook not intercepted"
+    done
+    grep -q '^pooch: swaps: out [1-9]' "$work/$mode.err" ||
+      fail "$mode: nothing was swapped out: $(grep 'swaps:' "$work/$mode.err")"
+  }
+  # The synchronous driver copies (24 one-MiB buffers), and the runtime's 2D copies and memsets
+  # (16).
+  check_swapping_probe synccopy cuMemcpyHtoD_v2 cuMemcpyDtoD_v2 cuMemcpy cuMemcpyDtoH_v2
+  check_swapping_probe copy2d cudaMemcpy2D cudaMemcpy2DAsync cudaMemset2D cudaMemset2DAsync
+  # POOCH_LOG=debug names each substitution.
+  run debug env LD_PRELOAD="$libpooch" POOCH_POLICY=off POOCH_LOG=debug "$probe" proc_v2
+  grep -q '^pooch: debug: cuGetProcAddress_v2(cuMemAlloc, 12000) -> pooch' "$work/debug.err" ||
+    fail "no debug line for the substitution"
+  echo "ok"
+  ;;
+
+passthrough)
+  need_simgpu
+  bin=$arg
+  run plain "$bin" --model tiny --iters 5
+  [ "$rc" -eq 0 ] || fail "cnn_train without pooch: exit $rc"
+  run pooch env LD_PRELOAD="$libpooch" POOCH_POLICY=off "$bin" --model tiny --iters 5
+  [ "$rc" -eq 0 ] || fail "cnn_train under pooch: exit $rc"
+  cmp -s "$work/plain.out" "$work/pooch.out" || fail "output differs under POOCH_POLICY=off"
+  grep -q '^params_checksum ' "$work/pooch.out" || fail "no params_checksum"
+  # The preload was really in the path: the summary counts the program's calls.
+  for hook in cudaMalloc cudnnConvolutionForward cublasSgemm_v2; do
+    [ "$(top_calls "$work/pooch.err" "$hook")" -gt 0 ] || fail "$hook not intercepted"
+  done
+  echo "ok"
+  ;;
+
+threads)
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run plain "$arg" 4 3
+  [ "$rc" -eq 0 ] || fail "without pooch: exit $rc"
+  run pooch env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=24MiB "$arg" 4 3
+  [ "$rc" -eq 0 ] || fail "under pooch: exit $rc"
+  grep -q '^threads ok$' "$work/pooch.out" || fail "under pooch: no 'threads ok'"
+  grep -i 'hazard' "$work/pooch.err" && fail "simgpu reported a hazard"
+  outs=$(awk '$2 == "swaps:" { print $4 }' "$work/pooch.err")
+  [ "${outs:-0}" -gt 0 ] || fail "no swapping happened"
+  echo "ok: $outs swap-outs"
+  ;;
+
+run_command)
+  pooch=$arg
+  # pooch run finds libpooch.so at ../lib/libpooch.so from its own directory.
+  [ "$(cd "$(dirname "$pooch")/../lib" 2>/dev/null && pwd)/libpooch.so" = \
+    "$(cd "$(dirname "$libpooch")" && pwd)/libpooch.so" ] || fail "pooch and libpooch.so not in bin/ and lib/"
+  run usage "$pooch" run
+  [ "$rc" -eq 2 ] || fail "missing command: exit $rc, want 2"
+  grep -q '^usage: pooch run' "$work/usage.err" || fail "missing command: no usage"
+  run usage2 "$pooch" run --policy off --
+  [ "$rc" -eq 2 ] || fail "missing command after --: exit $rc, want 2"
+  for bad in "--memory-limit 12QB" "--policy sometimes" "--log loud" "--min-swap-bytes -1" \
+             "--bogus 1" "--policy"; do
+    # shellcheck disable=SC2086
+    run bad "$pooch" run $bad -- sh -c 'echo ran'
+    [ "$rc" -eq 2 ] || fail "'$bad': exit $rc, want 2"
+    [ "$(wc -l <"$work/bad.err")" -eq 1 ] || fail "'$bad': want one stderr line"
+    grep -q '^pooch: ' "$work/bad.err" || fail "'$bad': line not prefixed pooch:"
+    [ -s "$work/bad.out" ] && fail "'$bad': the command ran"
+  done
+  run missing "$pooch" run -- /nonexistent/command
+  [ "$rc" -eq 127 ] || fail "unrunnable command: exit $rc, want 127"
+  [ "$(wc -l <"$work/missing.err")" -eq 1 ] || fail "unrunnable command: want one line"
+  # The variables, the preload (first, existing entries kept) and the command's exit status.
+  run env env LD_PRELOAD=/lib/other.so "$pooch" run --policy off --memory-limit 1GiB \
+    --min-swap-bytes 4MiB --log warn --trace "$work/t.json" --no-summary -- \
+    sh -c 'echo "$LD_PRELOAD|$POOCH_POLICY|$POOCH_MEMORY_LIMIT|$POOCH_MIN_SWAP_BYTES|$POOCH_LOG|$POOCH_TRACE|$POOCH_SUMMARY|$PYTORCH_NO_CUDA_MEMORY_CACHING"; exit 5'
+  [ "$rc" -eq 5 ] || fail "command's exit status not passed on: $rc"
+  want="$(cd "$(dirname "$libpooch")" && pwd)/libpooch.so:/lib/other.so|off|1GiB|4MiB|warn|$work/t.json|0|1"
+  [ "$(cat "$work/env.out")" = "$want" ] || fail "environment: got '$(cat "$work/env.out")', want '$want'"
+  # Without "--": the first argument that is not a flag (or a flag's value) is the command.
+  run nodash "$pooch" run --policy off --no-summary sh -c 'echo "$POOCH_POLICY"'
+  [ "$rc" -eq 0 ] && [ "$(cat "$work/nodash.out")" = off ] || fail "command without --"
+  # With simgpu: the preload is really in the program.
+  if [ -e "$libdir/libcudart.so.13" ]; then
+    need_simgpu
+    run summary "$pooch" run --policy off --log info -- true
+    grep -q '^pooch: loaded, policy off' "$work/summary.err" || fail "libpooch.so not loaded"
+  fi
+  echo "ok"
+  ;;
+
+demand)
+  # Demand swapping on simgpu (issue 4, point 1): args POOCH CNN_TRAIN MODEL PERCENT.
+  #   tiny      --batch 64 (so that every feature map is >= 1 MiB, POOCH_MIN_SWAP_BYTES'
+  #             default, and can be swapped), 20 iterations
+  #   resnet18  --batch 8 --image 64 --classes 10, 3 iterations: its peak is mostly the
+  #             parameters, gradients and momentum, one tensor each, and the feature maps are
+  #             below 1 MiB, so this is the optimizer's and the small tensors' case
+  # The in-core run gives the peak and the checksum; with the device (SIMGPU_MEMORY) at
+  # PERCENT % of that peak, cnn_train alone must exit 3 (OOM), and under `pooch run --policy
+  # demand` at pooch's default limit (what the device reports free) must train every iteration
+  # to the same params_checksum, bit for bit, with the hazard checker at error.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  model=${6:-tiny}
+  percent=${7:-40}
+  case $model in
+    tiny) iters=20; set -- --model tiny --batch 64 --iters $iters ;;
+    resnet18) iters=3; set -- --model resnet18 --batch 8 --image 64 --classes 10 --iters $iters ;;
+    *) fail "unknown model $model" ;;
+  esac
+  incore_reference "$@"
+  SIMGPU_MEMORY=$((peak * percent / 100))
+  export SIMGPU_MEMORY
+  run alone "$bin" "$@"
+  [ "$rc" -eq 3 ] || fail "without pooch at $percent % ($SIMGPU_MEMORY bytes): exit $rc, want 3 (OOM)"
+  run pooch "$pooch" run --policy demand --trace "$work/trace.json" -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "under pooch at $percent % ($SIMGPU_MEMORY bytes): exit $rc"
+  n=$(grep -c '^iter ' "$work/pooch.out")
+  [ "$n" -eq $iters ] || fail "under pooch: $n iterations, want $iters"
+  same_checksum pooch
+  outs=$(awk '$2 == "swaps:" { print $4 }' "$work/pooch.err")
+  ins=$(awk '$2 == "swaps:" { print $8 }' "$work/pooch.err")
+  [ "${outs:-0}" -gt 0 ] && [ "${ins:-0}" -gt 0 ] || fail "no swapping happened (out ${outs:-?}, in ${ins:-?})"
+  limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
+  used=$(awk '$2 == "memory:" { print $6 }' "$work/pooch.err")
+  [ "$used" -le "$limit" ] || fail "peak $used above the limit $limit"
+  [ "$limit" -le "$SIMGPU_MEMORY" ] || fail "limit $limit above the device's $SIMGPU_MEMORY bytes"
+  # POOCH_TRACE: a terminated document with the swaps in it.
+  tail -c 200 "$work/trace.json" | grep -q '"displayTimeUnit"' || fail "trace not terminated"
+  grep -q '"name":"swap out"' "$work/trace.json" || fail "no swap-out in the trace"
+  echo "ok: $model at $percent % of $peak bytes (device $SIMGPU_MEMORY, limit $limit, peak $used)," \
+    "checksum $sum, $outs swap-outs, $ins swap-ins"
+  ;;
+
+profile)
+  # Profiling and planning under a planner policy (issue 5): args POOCH CNN_TRAIN [VARY].
+  # cnn_train tiny at batch 64 on a device at 50 % of its in-core peak, under
+  # `pooch run --policy pooch` with POOCH_PROFILE_OUT: the iteration is found, profiled and
+  # planned (the summary's iterations and plan lines, the trace's runtime track), the profile
+  # file is one that `pooch plan --profile` plans from, the plan's swaps are carried out
+  # (planned swap-outs and prefetches in the summary), its recomputations too (maps dropped and
+  # rebuilt by replay, none failed), and the parameters are the in-core run's, bit for bit.
+  # (At 40 % the half batch of --vary-batch does not fit even under demand swapping: its maps
+  # are below POOCH_MIN_SWAP_BYTES, so unswappable.)
+  # With VARY=vary the batch halves every third iteration (--vary-batch): those iterations
+  # depart from the profile, are counted, and the result is still the in-core twin's.
+  # With VARY=nvtx iterations come from the program's NVTX ranges (below). Without VARY, the
+  # profile is the swap-all iteration (every feature map's swap-out measured), and a run with
+  # POOCH_PROFILE_SWAP=demand profiles under demand swapping, bit for bit too.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  vary=${6:-}
+  set -- --model tiny --batch 64 --iters 12
+  [ "$vary" = vary ] && set -- "$@" --vary-batch
+  # With VARY=nvtx cnn_train marks each iteration with an NVTX range "pooch:iteration" and pooch
+  # reads those (POOCH_ITERATION_MARKER=nvtx); first, with another NVTX tool named, pooch says
+  # it cannot read them, makes no profile, and the result is still the in-core one.
+  [ "$vary" = nvtx ] && set -- "$@" --nvtx
+  incore_reference "$@"
+  if [ "$vary" = nvtx ]; then
+    SIMGPU_MEMORY=$((peak * 50 / 100))
+    export SIMGPU_MEMORY
+    run othertool env POOCH_ITERATION_MARKER=nvtx NVTX_INJECTION64_PATH=/nonexistent/libtool.so \
+      "$pooch" run --policy pooch -- "$bin" "$@"
+    [ "$rc" -eq 0 ] || fail "with another NVTX tool: exit $rc"
+    same_checksum othertool
+    grep -q 'NVTX_INJECTION64_PATH names another tool' "$work/othertool.err" ||
+      fail "with another NVTX tool: no line saying so"
+    grep -q '^pooch: iterations: marker nvtx profiles 0 ' "$work/othertool.err" ||
+      fail "with another NVTX tool: $(grep 'iterations:' "$work/othertool.err")"
+    POOCH_ITERATION_MARKER=nvtx
+    export POOCH_ITERATION_MARKER
+  fi
+  SIMGPU_MEMORY=$((peak * 50 / 100))
+  export SIMGPU_MEMORY
+  POOCH_PROFILE_OUT=$work/profile.json
+  export POOCH_PROFILE_OUT
+  run pooch "$pooch" run --policy pooch --trace "$work/trace.json" -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "under pooch: exit $rc"
+  same_checksum pooch
+  # The trace shows the plan and the followed iterations on the runtime's track.
+  grep -q '"name":"plan"' "$work/trace.json" || fail "no plan in the trace"
+  grep -q '"name":"iteration"' "$work/trace.json" || fail "no iteration in the trace"
+  profiles=$(awk '$2 == "iterations:" { print $6 }' "$work/pooch.err")
+  departures=$(awk '$2 == "iterations:" { print $10 }' "$work/pooch.err")
+  [ "${profiles:-0}" -ge 1 ] || fail "no profile was made: $(grep 'iterations:' "$work/pooch.err")"
+  grep -q '^pooch: plan: policy pooch keep [0-9]* swap [0-9]* recompute [0-9]* predicted_iteration_ms [0-9.]* feasible yes' \
+    "$work/pooch.err" || fail "no feasible plan in the summary"
+  if [ "$vary" = vary ]; then
+    [ "${departures:-0}" -ge 1 ] || fail "a varying batch never departed from the profile"
+  fi
+  if [ "$vary" = nvtx ]; then
+    grep -q '^pooch: iterations: marker nvtx ' "$work/pooch.err" ||
+      fail "the NVTX marker was not used: $(grep 'iterations:' "$work/pooch.err")"
+  fi
+  # The plan's swaps were carried out: planned swap-outs and prefetches happened.
+  swapped=$(awk '$2 == "plan_run:" { print $4 }' "$work/pooch.err")
+  planned=$(awk '$2 == "plan_run:" { print $6 }' "$work/pooch.err")
+  prefetched=$(awk '$2 == "plan_run:" { print $8 }' "$work/pooch.err")
+  [ "${swapped:-0}" -gt 0 ] || fail "the plan swaps no map: $(grep 'plan' "$work/pooch.err")"
+  [ "${planned:-0}" -gt 0 ] && [ "${prefetched:-0}" -gt 0 ] ||
+    fail "the plan was not carried out: $(grep 'plan_run:' "$work/pooch.err")"
+  check_recompute pooch
+  [ -s "$work/profile.json" ] || fail "POOCH_PROFILE_OUT was not written"
+  # Maps swapped while profiled carry their measured copy times (Note [Copy times]).
+  timed=$(python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))
+print(sum(1 for t in p["tensors"] if t.get("swap_out_us", -1) > 0 and t.get("swap_in_us", -1) > 0))' \
+    "$work/profile.json") || fail "cannot read the profile"
+  [ "${timed:-0}" -gt 0 ] || fail "no tensor of the profile has measured copy times"
+  if [ -z "$vary" ]; then
+    # Note [Swap-all profiling]: the profile is an iteration with every feature map swapped, so
+    # each one's swap-out was measured; with POOCH_PROFILE_SWAP=demand it is a demand-swapped one.
+    grep -q '^pooch: iterations: .* profiled_under swap-all ' "$work/pooch.err" ||
+      fail "not profiled under swap-all: $(grep 'iterations:' "$work/pooch.err")"
+    untimed=$(python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))
+print(sum(1 for t in p["tensors"] if t["feature_map"] and t.get("swap_out_us", -1) <= 0))' \
+      "$work/profile.json") || fail "cannot read the profile"
+    [ "$untimed" = 0 ] || fail "$untimed feature maps of the swap-all profile have no swap-out time"
+  fi
+  unset POOCH_PROFILE_OUT
+  limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
+  run replan "$pooch" plan --profile "$work/profile.json" --memory "$limit" --policy pooch
+  [ "$rc" -eq 0 ] || fail "pooch plan --profile on the written profile: exit $rc"
+  if [ -z "$vary" ]; then
+    run demandprofile env POOCH_PROFILE_SWAP=demand "$pooch" run --policy pooch -- "$bin" "$@"
+    [ "$rc" -eq 0 ] || fail "POOCH_PROFILE_SWAP=demand: exit $rc"
+    same_checksum demandprofile
+    grep -q '^pooch: iterations: .* profiled_under demand ' "$work/demandprofile.err" ||
+      fail "POOCH_PROFILE_SWAP=demand: $(grep 'iterations:' "$work/demandprofile.err")"
+  fi
+  echo "ok: profiled ($profiles), departures ${departures:-0}, checksum $sum;" \
+    "$(grep '^pooch: plan:' "$work/pooch.err" | cut -c1-90)"
+  ;;
+
+policies)
+  # Every policy gives the in-core parameters (issue 5, point 1): args POOCH CNN_TRAIN MODEL
+  # PERCENT. The device is at PERCENT % of the in-core peak; each policy runs under
+  # `pooch run --policy P` (the first iterations profiled, the plan carried out after) with the
+  # hazard checker at error, and must end with the in-core params_checksum, bit for bit. A
+  # policy whose plan does not fit runs under demand swapping and must match all the same.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  model=${6:-tiny}
+  percent=${7:-50}
+  case $model in
+    tiny) set -- --model tiny --batch 64 --iters 8 ;;
+    # 4 iterations: two to find the iteration, one with every feature map swapped (the profile,
+    # Note [Swap-all profiling]), one under the plan (CI time: 4 s per iteration).
+    resnet18) set -- --model resnet18 --batch 8 --image 64 --classes 10 --iters 4 ;;
+    *) fail "unknown model $model" ;;
+  esac
+  incore_reference "$@"
+  SIMGPU_MEMORY=$((peak * percent / 100))
+  export SIMGPU_MEMORY
+  report=""
+  for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal; do
+    run "$policy" "$pooch" run --policy "$policy" -- "$bin" "$@"
+    [ "$rc" -eq 0 ] || fail "$policy: exit $rc"
+    same_checksum "$policy"
+    grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
+    check_recompute "$policy"
+    report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
+  done
+  echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"
+  ;;
+
+lineage)
+  # POOCH_LINEAGE_OUT (core/lineage/lineage.h): args POOCH CNN_TRAIN. tiny at 80 % of its
+  # in-core peak under checkpoint, which recomputes: the file is a pooch-lineage document whose
+  # replays equal the summary's, the training still bit for bit; under demand (nothing
+  # recomputes) one line says so and no file is written.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  set -- --model tiny --batch 64 --iters 8
+  incore_reference "$@"
+  SIMGPU_MEMORY=$((peak * 80 / 100))
+  export SIMGPU_MEMORY
+  POOCH_LINEAGE_OUT=$work/lineage.json
+  export POOCH_LINEAGE_OUT
+  run checkpoint "$pooch" run --policy checkpoint -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "checkpoint: exit $rc"
+  same_checksum checkpoint
+  replays=$(grep '^pooch: recompute:' "$work/checkpoint.err" | awk '{ print $12 }')
+  [ "${replays:-0}" -gt 0 ] || fail "checkpoint: no replay, nothing to check"
+  python3 - "$work/lineage.json" "$replays" <<'PY' || fail "lineage file: see above"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["format"] == "pooch-lineage" and doc["version"] == 1, doc.get("format")
+assert isinstance(doc["recipes"], list), "no recipes list"
+for r in doc["recipes"]:
+    assert r["output"].startswith("0x") and r["output_bytes"] > 0 and r["name"], r
+assert doc["stats"]["replays"] == int(sys.argv[2]), (doc["stats"], sys.argv[2])
+PY
+  POOCH_LINEAGE_OUT=$work/none.json
+  run demand "$pooch" run --policy demand -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "demand: exit $rc"
+  grep -q '^pooch: POOCH_LINEAGE_OUT: nothing recomputes under policy demand' "$work/demand.err" ||
+    fail "demand: no line about the lineage file"
+  [ ! -e "$work/none.json" ] || fail "demand: a lineage file was written"
+  echo "ok: lineage file with $replays replays"
+  ;;
+
+*)
+  fail "unknown case"
+  ;;
+esac
+exit 0
