@@ -11,6 +11,10 @@
 namespace pooch {
 namespace {
 
+// Note [Waiting for pins]: what MakeRoomLocked returns to an op that must give way.
+absl::Status BackOff() { return absl::AbortedError("an older op waits for memory: give way"); }
+bool IsBackOff(const absl::Status& s) { return s == BackOff(); }
+
 int64_t RoundUp(int64_t bytes, int64_t granularity) {
   return (bytes + granularity - 1) / granularity * granularity;
 }
@@ -81,10 +85,22 @@ ResidencyManager::~ResidencyManager() {
 // swap-outs or frees in flight will release enough, it waits for their events (dropping the
 // lock); otherwise it starts swap-outs of the least recently used unpinned candidates, just
 // enough to cover the shortfall, and loops. When even every candidate would not be enough, the
-// missing bytes are pinned by ops in progress: it waits for another thread's AfterOp, unless
-// every other op in progress is itself waiting (then nobody would ever unpin: fail), and fails
-// after options_.pinned_wait.
-absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, bool self_active) {
+// missing bytes are pinned by ops in progress: it waits for another thread's AfterOp, or for a
+// younger op to give way (Note [Waiting for pins]), and fails after options_.pinned_wait.
+//
+// Note [Waiting for pins]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// An op pins everything it touches before it makes any of it resident (Note [Budget]), so two
+// threads whose ops each fit the limit alone can each hold part of what the other waits for:
+// neither would ever unpin. Ops are ordered by their sequence number (BeforeOp's `op`), oldest
+// first: an op that must wait for pinned memory while an older op is waiting too gives way:
+// MakeRoomLocked returns kBackOff, and BeforeOp releases the op's pins, waits until no older op
+// is waiting, pins again and starts over. The oldest waiting op never gives way, so it gets its
+// memory once the younger ones have unpinned and the ops running now have ended (an op whose
+// own working set exceeds the limit fails at once); then the next oldest, and so on: every op
+// whose working set fits is served in order, none starves, and the wait is bounded by
+// options_.pinned_wait. An op that gave way keeps its number, so it only grows older.
+absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op) {
   const int64_t limit = options_.memory_limit;
   if (bytes > limit - external_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -96,6 +112,18 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, bool self_active) {
   }
   const absl::Time deadline = absl::Now() + options_.pinned_wait;
   absl::Status last_swap_error;
+  // Note [Waiting for pins]: an op stays among the waiting from its first wait for pins until it
+  // returns, so that younger ops keep giving way meanwhile; they may go on once it is done.
+  struct Waiting {
+    ResidencyManager* manager;
+    uint64_t op;
+    bool registered = false;
+    ~Waiting() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      if (!registered) return;
+      manager->waiting_ops_.erase(op);
+      manager->unpinned_.SignalAll();
+    }
+  } waiting{this, op};
   while (true) {
     if (absl::Status s = PollLocked(); !s.ok()) return s;
     if (device_bytes_ + bytes <= limit) return absl::OkStatus();
@@ -138,12 +166,18 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, bool self_active) {
                                                        ": ", last_swap_error.message()));
     }
 
-    // What is missing is pinned by ops in progress (or was just freed by nobody).
-    const int others_active = active_ops_ - (self_active ? 1 : 0);
-    if (others_active > waiting_active_ops_ && absl::Now() < deadline) {
-      if (self_active) ++waiting_active_ops_;
+    // What is missing is pinned by ops in progress (or was just freed by nobody): Note [Waiting
+    // for pins].
+    if (op != 0 && !waiting_ops_.empty() && *waiting_ops_.begin() < op) return BackOff();
+    const int others_active = active_ops_ - (op != 0 ? 1 : 0);
+    if (others_active > 0 && absl::Now() < deadline) {
+      if (op != 0 && !waiting.registered) {
+        // Waiting from now until this call returns (`waiting` then unregisters it).
+        waiting.registered = true;
+        waiting_ops_.insert(op);
+        unpinned_.SignalAll();  // younger ops waiting for pins give way now
+      }
       unpinned_.WaitWithDeadline(&mu_, std::min(deadline, absl::Now() + absl::Milliseconds(20)));
-      if (self_active) --waiting_active_ops_;
       continue;
     }
     if (pending_event != nullptr) {
@@ -205,7 +239,7 @@ absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes) {
   if (!address.ok()) return address.status();
 
   MutexLock lock(&mu_);
-  absl::Status s = MakeRoomLocked(mapped, /*self_active=*/false);
+  absl::Status s = MakeRoomLocked(mapped, /*op=*/0);
   absl::StatusOr<PhysicalHandle> chunk =
       s.ok() ? MapChunkLocked(*address, mapped) : absl::StatusOr<PhysicalHandle>(s);
   if (s.ok() && !chunk.ok() && absl::IsResourceExhausted(chunk.status()) && !cache_.empty()) {
@@ -303,13 +337,12 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
   ticket.stream_ = stream;
   // Note [Planned residency]: dropped allocations this op reads (an error) or only writes.
   std::vector<AllocationId> dropped_read;
-  std::vector<AllocationId> dropped_written;
   for (const AccessRange& range : touched) {
     table_.ForEachOverlapping(
         range.address, range.bytes, [&](Allocation& a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          if (a.state == ResidencyState::kDropped) {
-            auto& list = range.mode == AccessRange::Mode::kWrite ? dropped_written : dropped_read;
-            if (std::find(list.begin(), list.end(), a.id) == list.end()) list.push_back(a.id);
+          if (a.state == ResidencyState::kDropped && range.mode != AccessRange::Mode::kWrite &&
+              std::find(dropped_read.begin(), dropped_read.end(), a.id) == dropped_read.end()) {
+            dropped_read.push_back(a.id);
           }
           if (std::find(ticket.ids_.begin(), ticket.ids_.end(), a.id) != ticket.ids_.end()) return;
           ticket.ids_.push_back(a.id);
@@ -334,35 +367,69 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
         absl::StrCat("allocation 0x", absl::Hex(a->address), " (", FormatBytes(a->bytes),
                      ") was dropped and must be recomputed before it is read")));
   }
-  if (absl::Status s = PollLocked(); !s.ok()) return fail(s);
+  // An op whose own working set exceeds the limit can never run: no waiting for others.
+  int64_t working_set = 0;
+  for (AllocationId id : ticket.ids_) working_set += table_.Find(id)->mapped_bytes;
+  if (working_set > options_.memory_limit - external_bytes_) {
+    return fail(absl::ResourceExhaustedError(absl::StrCat(
+        "an op touches ", FormatBytes(working_set), " of allocations, more than the memory limit ",
+        FormatBytes(options_.memory_limit), " less ", FormatBytes(external_bytes_),
+        " of small allocations")));
+  }
+  const absl::Time deadline = absl::Now() + options_.pinned_wait;
+  while (true) {
+    absl::Status s = MakeResidentLocked(ticket, op);
+    if (s.ok()) return ticket;
+    if (!IsBackOff(s)) return fail(s);
+    // Note [Waiting for pins]: give way to the older ops waiting, then pin again and start over.
+    ++stats_.pin_backoffs;
+    UnpinLocked(ticket.ids_);
+    unpinned_.SignalAll();
+    while (!waiting_ops_.empty() && *waiting_ops_.begin() < op && absl::Now() < deadline) {
+      unpinned_.WaitWithDeadline(&mu_, std::min(deadline, absl::Now() + absl::Milliseconds(20)));
+    }
+    for (AllocationId id : ticket.ids_) {
+      Allocation* a = table_.Find(id);
+      if (a == nullptr) {
+        std::erase_if(ticket.ids_, [&](AllocationId other) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return table_.Find(other) == nullptr;
+        });
+        return fail(absl::FailedPreconditionError(
+            "an allocation an op touches was freed while the op waited for memory"));
+      }
+      ++a->pins;
+    }
+  }
+}
 
+absl::Status ResidencyManager::MakeResidentLocked(const OpTicket& ticket, uint64_t op) {
+  if (absl::Status s = PollLocked(); !s.ok()) return s;
   for (AllocationId id : ticket.ids_) {
     Allocation* a = table_.Find(id);  // pinned, so still in the table
     if (a->state == ResidencyState::kDropped) {
-      // Only written by this op (reads failed above): the replay that recomputes it.
-      if (absl::Status s = RestoreLocked(*a, stream); !s.ok()) return fail(s);
+      // Only written by this op (reads failed in BeforeOp): the replay that recomputes it.
+      if (absl::Status s = RestoreLocked(*a, ticket.stream_, op); !s.ok()) return s;
     }
     if (a->state == ResidencyState::kSwappingOut) CancelSwapOutLocked(*a);
     if (a->state == ResidencyState::kOnHost) {
-      if (absl::Status s = MakeRoomLocked(a->mapped_bytes, /*self_active=*/true); !s.ok()) {
-        return fail(s);
-      }
+      if (absl::Status s = MakeRoomLocked(a->mapped_bytes, op); !s.ok()) return s;
       // MakeRoomLocked may have dropped the lock: another op that touches `a` may have swapped
       // it in meanwhile.
       if (a->state == ResidencyState::kOnHost) {
-        if (absl::Status s = StartSwapInLocked(*a); !s.ok()) return fail(s);
+        if (absl::Status s = StartSwapInLocked(*a); !s.ok()) return s;
         ++stats_.demand_swap_ins;
       }
     }
     // Note [Op ordering]: the op runs after the copy that brought the data (or the cancelled
     // copy that still reads it).
     if (a->transfer != nullptr && !a->transfer->known_complete()) {
-      if (absl::Status s = device_.StreamWaitEvent(stream, a->transfer->handle()); !s.ok()) {
-        return fail(s);
+      if (absl::Status s = device_.StreamWaitEvent(ticket.stream_, a->transfer->handle());
+          !s.ok()) {
+        return s;
       }
     }
   }
-  return ticket;
+  return absl::OkStatus();
 }
 
 absl::Status ResidencyManager::AfterOp(OpTicket ticket) {
@@ -401,7 +468,7 @@ void ResidencyManager::UnpinLocked(absl::Span<const AllocationId> ids) {
 
 absl::Status ResidencyManager::ChargeExternal(int64_t bytes) {
   MutexLock lock(&mu_);
-  if (absl::Status s = MakeRoomLocked(bytes, /*self_active=*/false); !s.ok()) {
+  if (absl::Status s = MakeRoomLocked(bytes, /*op=*/0); !s.ok()) {
     if (absl::IsResourceExhausted(s)) ++stats_.out_of_memory;
     return s;
   }

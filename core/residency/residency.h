@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -136,6 +137,7 @@ struct ResidencyStats {
   int64_t allocations = 0;
   int64_t frees = 0;
   int64_t out_of_memory = 0;  // Allocate/BeforeOp that returned ResourceExhausted
+  int64_t pin_backoffs = 0;   // ops that gave way to an older one (Note [Waiting for pins])
   // Note [Reuse cache]: swappable Allocate calls served from the cache without a device call,
   // and those that were not (cache disabled or no completed entry of the size).
   int64_t reuse_hits = 0;
@@ -283,8 +285,12 @@ class ResidencyManager {
 
   // Budget (residency.cc). Returns with mu_ held and device_bytes_ + bytes <= limit, so that
   // the caller can create the chunk before anyone else takes the room. May drop mu_ while it
-  // waits. `self_active`: the caller is an op between BeforeOp and AfterOp.
-  absl::Status MakeRoomLocked(int64_t bytes, bool self_active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // waits. `op`: the caller's op sequence number between BeforeOp and AfterOp, or 0 for a caller
+  // that is no op; an op may be told to give way (Note [Waiting for pins]).
+  absl::Status MakeRoomLocked(int64_t bytes, uint64_t op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // BeforeOp's work once the op's allocations are pinned: each made resident on the op's stream.
+  absl::Status MakeResidentLocked(const OpTicket& ticket, uint64_t op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates and maps a chunk at `address` and counts it. REQUIRES: room was made.
   absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -295,7 +301,8 @@ class ResidencyManager {
   // Note [Planned residency]: gives a dropped allocation touched only by writes a chunk again
   // (the pending one if its release has not happened yet), and orders `stream` after the
   // chunk's previous users. May drop mu_ (MakeRoomLocked). (residency_plan.cc)
-  absl::Status RestoreLocked(Allocation& a, StreamHandle stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RestoreLocked(Allocation& a, StreamHandle stream, uint64_t op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Releases the chunks of dropped allocations whose last uses completed. (residency_plan.cc)
   absl::Status ReleaseDroppedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Note [Reuse cache] (residency.cc).
@@ -382,8 +389,9 @@ class ResidencyManager {
   uint64_t iteration_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t device_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // physical created + external
   int64_t external_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int active_ops_ ABSL_GUARDED_BY(mu_) = 0;          // between BeforeOp and AfterOp
-  int waiting_active_ops_ ABSL_GUARDED_BY(mu_) = 0;  // of those, waiting for pins to drop
+  int active_ops_ ABSL_GUARDED_BY(mu_) = 0;  // between BeforeOp and AfterOp
+  // Of those, the ops waiting for pins to drop, by sequence number (Note [Waiting for pins]).
+  absl::btree_set<uint64_t> waiting_ops_ ABSL_GUARDED_BY(mu_);
   ResidencyStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

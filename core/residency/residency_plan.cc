@@ -95,8 +95,9 @@ absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {
         CancelSwapOutLocked(a);
         return true;
       case ResidencyState::kDropped:
-        return absl::FailedPreconditionError(absl::StrCat(
-            "Prefetch: 0x", absl::Hex(base), " was dropped and must be recomputed, not prefetched"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("Prefetch: 0x", absl::Hex(base),
+                         " was dropped and must be recomputed, not prefetched"));
       case ResidencyState::kOnHost:
         break;
     }
@@ -130,7 +131,7 @@ absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {
   }
 }
 
-absl::Status ResidencyManager::RestoreLocked(Allocation& a, StreamHandle stream) {
+absl::Status ResidencyManager::RestoreLocked(Allocation& a, StreamHandle stream, uint64_t op) {
   if (a.physical != 0) {
     // The old chunk's release is still pending: keep it. Its content is garbage, which a
     // write-only op does not mind, but the op must not overwrite it before the chunk's previous
@@ -145,7 +146,7 @@ absl::Status ResidencyManager::RestoreLocked(Allocation& a, StreamHandle stream)
     ++stats_.restores;
     return absl::OkStatus();
   }
-  if (absl::Status s = MakeRoomLocked(a.mapped_bytes, /*self_active=*/true); !s.ok()) return s;
+  if (absl::Status s = MakeRoomLocked(a.mapped_bytes, op); !s.ok()) return s;
   // MakeRoomLocked may have dropped the lock: another op that writes `a` may have restored it.
   if (a.state != ResidencyState::kDropped) return absl::OkStatus();
   absl::StatusOr<PhysicalHandle> chunk = MapChunkLocked(a.address, a.mapped_bytes);

@@ -193,6 +193,27 @@ threads)
   echo "ok: $outs swap-outs"
   ;;
 
+threads_tight)
+  # Issue 13, point 1: 2, 4 and 8 threads whose largest op (a device-to-device copy) needs
+  # 8 MiB, under an 8 MiB limit, 20 runs each: no op may fail because of the other threads, and
+  # every byte comes back (simgpu, hazard checker at error).
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  report=""
+  for threads in 2 4 8; do
+    for i in $(seq 1 20); do
+      run tight env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=8MiB \
+        "$arg" "$threads" 1 d2d
+      [ "$rc" -eq 0 ] || fail "$threads threads, run $i: exit $rc: $(head -n 3 "$work/tight.err")"
+      grep -q '^threads ok$' "$work/tight.out" || fail "$threads threads, run $i: no 'threads ok'"
+      grep -i 'hazard' "$work/tight.err" && fail "$threads threads, run $i: simgpu reported a hazard"
+    done
+    report="$report $threads:$(awk '$2 == "swaps:" { print $4 }' "$work/tight.err")"
+  done
+  echo "ok: 20 runs each; swap-outs of the last run by threads:$report"
+  ;;
+
 run_command)
   pooch=$arg
   # pooch run finds libpooch.so at ../lib/libpooch.so from its own directory.
