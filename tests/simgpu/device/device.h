@@ -5,13 +5,17 @@
 // libraries translate Err into their own codes. Design notes:
 //
 //   Memory. At first use the device reserves a large PROT_NONE range (max(1 TiB, 4 x capacity),
-//   MAP_NORESERVE). Device addresses are host addresses inside it. MemAlloc maps anonymous
-//   memory there (MAP_FIXED|MAP_NORESERVE) with a guard page after each allocation; freeing
-//   maps PROT_NONE back, which drops the pages. VMM physical handles are ranges of one memfd
-//   (MAP_SHARED), mapped with MAP_FIXED by Map and returned to PROT_NONE by Unmap; a handle's
-//   pages are punched out when it is both released and unmapped. Capacity counts physical
-//   bytes: MemAlloc sizes rounded up to 512 bytes, VMM handles at their size (2 MiB granules).
-//   Pinned host memory is anonymous NORESERVE memory remembered so copies know their direction.
+//   MAP_NORESERVE). Device addresses are host addresses inside it. MemAlloc cuts page-aligned
+//   blocks from slabs, runs of the range mapped read-write (MAP_FIXED|MAP_NORESERVE) once for
+//   many blocks (Note [Malloc slabs] in device_memory.cc); freeing drops a block's pages and a
+//   slab goes back to PROT_NONE when its last block goes. A stream-ordered free keeps the block
+//   in the pool until the free is known to have happened (Note [Stream-ordered reuse]). VMM
+//   physical handles are ranges of one memfd (MAP_SHARED), mapped with MAP_FIXED by Map and
+//   returned to PROT_NONE by Unmap; a handle's pages are punched out when it is both released
+//   and unmapped. Capacity counts physical bytes: MemAlloc sizes rounded up to 512 bytes, VMM
+//   handles at their size (2 MiB granules). Pinned host memory is anonymous NORESERVE memory
+//   remembered so copies know their direction. What is mapped where, for ops, is mapped_, exact
+//   to the byte: a touch outside a live block is an illegal address whatever the kernel maps.
 //
 //   Time. See timeline.h. Kernel ops (Launch) and memsets and device-to-device copies run on
 //   the compute engine, for max(flops / (tflops * efficiency), bytes / memory bandwidth) plus
@@ -37,7 +41,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "tests/simgpu/device/config.h"
 #include "tests/simgpu/device/hazards.h"
@@ -78,12 +84,16 @@ class Device {
   Err Sticky();
 
   // --- Memory (cudaMalloc / cuMemAlloc). ---
+  // Never takes a block whose stream-ordered free has not yet happened in host time.
   Err MemAlloc(uint64_t bytes, void** out);
   // Host-synchronous, as cudaFree is: waits for all device work, then frees.
   Err MemFree(void* ptr);
+  // Reuses a pending free only when `stream` is ordered after it; with no memory left, makes
+  // `stream` wait for the earliest such free (Note [Stream-ordered reuse]).
   Err MemAllocAsync(uint64_t bytes, void* stream, void** out);
   // Stream-ordered: the memory is released when `stream` reaches this point.
   Err MemFreeAsync(void* ptr, void* stream);
+  // Memory held by frees that have not happened in host time counts as used.
   void MemInfo(uint64_t* free_bytes, uint64_t* total_bytes);
 
   // --- Pinned host memory. ---
@@ -133,8 +143,23 @@ class Device {
  private:
   struct Alloc {
     uint64_t bytes;       // requested
-    uint64_t va_bytes;    // reserved address range, with the guard
+    uint64_t va_bytes;    // its block in a slab: bytes rounded up to pages
     uint64_t phys_bytes;  // counted against capacity
+  };
+  // A block freed by MemFreeAsync whose free the host has not seen happen: still in the pool
+  // (Note [Stream-ordered reuse]).
+  struct PendingFree {
+    uint64_t va_bytes;
+    uint64_t phys_bytes;  // capacity it still holds (0 once given to an allocation)
+    uint64_t stream;      // the freeing stream's id
+    double free_ns;       // when that stream reaches the free
+  };
+  // A run of the reserved range mapped read-write once, from which MemAlloc blocks are cut
+  // (Note [Malloc slabs]).
+  struct Slab {
+    uint64_t bytes;
+    uint64_t blocks;       // live and pending blocks in it; unmapped at 0
+    RangeAllocator space;  // offsets from the slab's base
   };
   struct Phys {
     uint64_t bytes;
@@ -172,6 +197,27 @@ class Device {
   double ComputeNs(double flops, double bytes) const;
   double LinkNs(Engine engine, double bytes) const;
   void DropPhysLocked(uint64_t handle);
+  // MemAlloc (s == nullptr) and MemAllocAsync on `s`.
+  Err AllocLocked(uint64_t bytes, StreamClock* s, void** out);
+  // Gives the capacity and blocks of frees that happened by the host's time back to the device.
+  void RetireFreesLocked();
+  // True when `s` may take the pending block `f`: it is the freeing stream, or it is ordered
+  // after the free (an event wait, the legacy stream, the host's synchronisation).
+  bool ReusableLocked(const PendingFree& f, const StreamClock& s) const;
+  // The base of the smallest pending block `s` may take that holds `va_bytes` at `align`.
+  std::optional<uint64_t> FindReusableLocked(const StreamClock& s, uint64_t va_bytes,
+                                             uint64_t align) const;
+  // Frees `need` bytes of capacity from pending blocks `s` may take, first without waiting,
+  // else by making `s` wait for the earliest other frees. False (nothing changed) if the pool
+  // does not hold that much.
+  bool MakeRoomLocked(StreamClock& s, uint64_t need);
+  void AddPendingLocked(uint64_t base, const PendingFree& f);
+  PendingFree TakePendingLocked(uint64_t base);
+  // A block of `va_bytes` aligned to `align` from a slab (a new one if none has room).
+  std::optional<uint64_t> CarveLocked(uint64_t va_bytes, uint64_t align);
+  // Returns a block to its slab; an empty slab goes back to PROT_NONE.
+  void ReturnBlockLocked(uint64_t base, uint64_t va_bytes);
+  Slab& SlabOfLocked(uint64_t addr);
 
   // Constant after construction.
   const Config config_;
@@ -189,6 +235,12 @@ class Device {
   std::map<uint64_t, Alloc> allocs_;       // by base address
   std::map<uint64_t, uint64_t> reserved_;  // VMM reservations: base -> bytes
   std::map<uint64_t, Phys> phys_handles_;  // by handle
+  // MemAlloc's slabs by base address (Note [Malloc slabs]).
+  std::map<uint64_t, Slab> slabs_;
+  // The pool's pending frees by base address, and by time and size (Note [Stream-ordered reuse]).
+  std::map<uint64_t, PendingFree> pending_;
+  std::set<std::pair<double, uint64_t>> pending_by_time_;    // (free_ns, base)
+  std::set<std::pair<uint64_t, uint64_t>> pending_by_size_;  // (va_bytes, base)
   uint64_t next_handle_ = 1;
   std::map<uint64_t, uint64_t> pinned_;  // pinned host allocations: base -> bytes
   IntervalMap<Mapping> mapped_;          // device bytes that are backed

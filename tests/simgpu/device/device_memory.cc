@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 #include "tests/simgpu/device/device.h"
 
@@ -18,6 +19,8 @@ namespace {
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kTiB = uint64_t{1} << 40;
 constexpr uint64_t kMallocGranule = 512;  // MemAlloc sizes count against capacity in these
+// A slab's size unless its first block needs more (Note [Malloc slabs]).
+constexpr uint64_t kSlabBytes = uint64_t{64} << 20;
 
 uint64_t RoundUp(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
@@ -41,8 +44,8 @@ Err Device::EnsureReservedLocked() {
   int mmap_errno = 0;
   for (;;) {
     // Over-reserve by one granule so the base can be aligned to it.
-    p = mmap(nullptr, want + kGranularity, PROT_NONE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    p = mmap(nullptr, want + kGranularity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+             -1, 0);
     if (p != MAP_FAILED) break;
     mmap_errno = errno;
     if (want / 2 < smallest) break;
@@ -75,43 +78,201 @@ Err Device::EnsureReservedLocked() {
   return Err::kOk;
 }
 
-Err Device::MemAlloc(uint64_t bytes, void** out) {
-  if (bytes == 0 || out == nullptr) return Err::kInvalidValue;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (sticky_ != Err::kOk) return sticky_;
-  if (Err e = EnsureReservedLocked(); e != Err::kOk) return e;
-  uint64_t phys = RoundUp(bytes, kMallocGranule);
-  if (phys < bytes || phys > config_.machine.capacity_bytes - used_bytes_) {
-    return Err::kOutOfMemory;
+// Note [Malloc slabs]: MemAlloc blocks are cut from slabs, runs of the reserved range mapped
+// read-write once (kSlabBytes, or the block's size rounded up to 2 MiB when larger), rather than
+// mapped one by one. The kernel caps a process's mappings (vm.max_map_count, 65530 by default):
+// a mapping per block plus the PROT_NONE guard page after it cost two, so cudaMalloc failed
+// after about 32,700 live blocks, fewer than a framework without a caching allocator holds.
+// Slabs make the count grow with the memory held, not with the number of blocks: first fit
+// packs blocks into the lowest slab with room, and a slab is mapped PROT_NONE again (its pages
+// dropped, its addresses back to va_) as soon as its last block goes. Blocks are whole pages, so
+// freeing one drops exactly its pages (madvise MADV_DONTNEED): the memory is given back and reads
+// as zeros again, as a fresh mapping did, without splitting the slab's mapping.
+// What is given up is the guard page, and that is not what catches bad accesses: every op's
+// ranges are checked against mapped_, exact to the byte (CheckAccessLocked), so an overrun or a
+// use after free is the sticky illegal address it was, by any op; a guard page only made the host
+// itself fault on the page after a block. VMM keeps a real mapping per cuMemMap, since unmapping
+// is what pooch does there and what simgpu must judge.
+//
+// Note [Stream-ordered reuse]: MemFreeAsync on stream A takes effect when A reaches the free, at
+// virtual time t. Until the host's clock reaches t the block stays in the pool, a PendingFree that
+// still holds its capacity and addresses. CUDA's default pool hands such a block to
+// cudaMallocAsync on stream S only when it knows that S runs after the free:
+//   - S is A: A's own order puts every later use after the free;
+//   - S is ordered after t through an event or the legacy stream
+//     (cudaMemPoolReuseFollowEventDependencies): here, S's ready time (Timeline::ReadyTime) is
+//     at or past t. The race checker (hazards.h) judges order by the same time, so a reuse this
+//     allows is never a race there;
+//   - the free has completed (cudaMemPoolReuseAllowOpportunistic): here, the host's clock is at
+//     or past t, which it reaches by synchronising. Such a block leaves the pool for good
+//     (RetireFreesLocked), as the default pool (release threshold 0) gives memory back at
+//     synchronisation.
+// Otherwise S gets fresh memory. When the device has none, the pool makes S wait for the earliest
+// frees that make room (cudaMemPoolReuseAllowInternalDependencies: Timeline::Wait), then reuses
+// them. cudaMalloc and cuMemCreate take nothing from the pool: while unfinished frees hold the
+// memory they fail with out of memory, as on a GPU until the program synchronises. A pending block
+// larger than the request is split; the rest stays pending with the same stream and time.
+// Before this rule a freed block went to any stream at once, and simgpu then blamed the program
+// for a race at its first use on another stream (the free's hazard record, kept as a check).
+
+bool Device::ReusableLocked(const PendingFree& f, const StreamClock& s) const {
+  return f.stream == s.id || f.free_ns <= timeline_.ReadyTime(s);
+}
+
+void Device::AddPendingLocked(uint64_t base, const PendingFree& f) {
+  pending_.emplace(base, f);
+  pending_by_time_.emplace(f.free_ns, base);
+  pending_by_size_.emplace(f.va_bytes, base);
+}
+
+Device::PendingFree Device::TakePendingLocked(uint64_t base) {
+  auto it = pending_.find(base);
+  PendingFree f = it->second;
+  pending_by_time_.erase({f.free_ns, base});
+  pending_by_size_.erase({f.va_bytes, base});
+  pending_.erase(it);
+  return f;
+}
+
+void Device::RetireFreesLocked() {
+  while (!pending_by_time_.empty() && pending_by_time_.begin()->first <= timeline_.host_ns()) {
+    uint64_t base = pending_by_time_.begin()->second;
+    PendingFree f = TakePendingLocked(base);
+    used_bytes_ -= f.phys_bytes;
+    ReturnBlockLocked(base, f.va_bytes);
   }
-  uint64_t va_bytes = RoundUp(bytes, kPage) + kPage;  // one guard page
-  uint64_t align = bytes >= kGranularity ? kGranularity : kPage;
-  std::optional<uint64_t> off = va_->Allocate(va_bytes, align);
-  if (!off) return Err::kOutOfMemory;
-  uint64_t base = va_base_ + *off;
-  void* p = mmap(reinterpret_cast<void*>(base), RoundUp(bytes, kPage), PROT_READ | PROT_WRITE,
+}
+
+std::optional<uint64_t> Device::FindReusableLocked(const StreamClock& s, uint64_t va_bytes,
+                                                   uint64_t align) const {
+  for (auto it = pending_by_size_.lower_bound({va_bytes, 0}); it != pending_by_size_.end(); ++it) {
+    uint64_t base = it->second;
+    if (base % align == 0 && ReusableLocked(pending_.at(base), s)) return base;
+  }
+  return std::nullopt;
+}
+
+bool Device::MakeRoomLocked(StreamClock& s, uint64_t need) {
+  uint64_t now = 0;
+  for (const auto& [base, f] : pending_) {
+    if (ReusableLocked(f, s)) now += f.phys_bytes;
+  }
+  if (now < need) {
+    // Not enough without waiting: the earliest frees on other streams that make room.
+    uint64_t later = 0;
+    double wait_ns = 0;
+    for (const auto& [free_ns, base] : pending_by_time_) {
+      const PendingFree& f = pending_.at(base);
+      if (f.phys_bytes == 0 || ReusableLocked(f, s)) continue;
+      later += f.phys_bytes;
+      wait_ns = free_ns;
+      if (now + later >= need) break;
+    }
+    if (now + later < need) return false;
+    timeline_.Wait(s, wait_ns);
+  }
+  // The capacity passes to this allocation; the blocks' addresses stay pending until reused or
+  // retired, since other streams are not ordered after their frees.
+  uint64_t freed = 0;
+  for (auto& [base, f] : pending_) {
+    if (freed >= need) break;
+    if (f.phys_bytes == 0 || !ReusableLocked(f, s)) continue;
+    freed += f.phys_bytes;
+    used_bytes_ -= f.phys_bytes;
+    f.phys_bytes = 0;
+  }
+  return true;
+}
+
+Device::Slab& Device::SlabOfLocked(uint64_t addr) {
+  return std::prev(slabs_.upper_bound(addr))->second;
+}
+
+std::optional<uint64_t> Device::CarveLocked(uint64_t va_bytes, uint64_t align) {
+  for (auto& [base, slab] : slabs_) {
+    if (std::optional<uint64_t> off = slab.space.Allocate(va_bytes, align)) {
+      ++slab.blocks;
+      return base + *off;
+    }
+  }
+  const uint64_t slab_bytes = std::max(kSlabBytes, RoundUp(va_bytes, kGranularity));
+  std::optional<uint64_t> off = va_->Allocate(slab_bytes, kGranularity);
+  if (!off) return std::nullopt;
+  const uint64_t base = va_base_ + *off;
+  void* p = mmap(reinterpret_cast<void*>(base), slab_bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
-    va_->Free(*off, va_bytes);
-    return Err::kOutOfMemory;
+    va_->Free(*off, slab_bytes);
+    return std::nullopt;
+  }
+  Slab& slab = slabs_.emplace(base, Slab{slab_bytes, 1, RangeAllocator(slab_bytes)}).first->second;
+  return base + *slab.space.Allocate(va_bytes, align);  // a new slab holds it: aligned, big enough
+}
+
+void Device::ReturnBlockLocked(uint64_t base, uint64_t va_bytes) {
+  auto it = std::prev(slabs_.upper_bound(base));
+  Slab& slab = it->second;
+  slab.space.Free(base - it->first, va_bytes);
+  if (--slab.blocks > 0) return;
+  MakeInaccessible(it->first, slab.bytes);
+  va_->Free(it->first - va_base_, slab.bytes);
+  slabs_.erase(it);
+}
+
+Err Device::AllocLocked(uint64_t bytes, StreamClock* s, void** out) {
+  if (bytes == 0 || out == nullptr) return Err::kInvalidValue;
+  if (sticky_ != Err::kOk) return sticky_;
+  if (Err e = EnsureReservedLocked(); e != Err::kOk) return e;
+  RetireFreesLocked();
+  const uint64_t phys = RoundUp(bytes, kMallocGranule);
+  const uint64_t va_bytes = RoundUp(bytes, kPage);
+  if (phys < bytes || va_bytes < bytes) return Err::kOutOfMemory;
+  const uint64_t align = bytes >= kGranularity ? kGranularity : kPage;
+  auto held_by = [&](const std::optional<uint64_t>& base) {
+    return base ? pending_.at(*base).phys_bytes : 0;
+  };
+  std::optional<uint64_t> reuse;
+  if (s != nullptr) reuse = FindReusableLocked(*s, va_bytes, align);
+  const uint64_t room = config_.machine.capacity_bytes - used_bytes_;
+  if (phys > room + held_by(reuse)) {
+    if (s == nullptr || !MakeRoomLocked(*s, phys - room)) return Err::kOutOfMemory;
+    reuse = FindReusableLocked(*s, va_bytes, align);  // a wait may have made more blocks usable
+  }
+  uint64_t base = 0;
+  if (reuse) {
+    base = *reuse;
+    PendingFree f = TakePendingLocked(base);
+    used_bytes_ -= f.phys_bytes;  // the block's capacity passes to this allocation
+    if (f.va_bytes > va_bytes) {
+      f.va_bytes -= va_bytes;
+      f.phys_bytes = 0;
+      AddPendingLocked(base + va_bytes, f);
+      ++SlabOfLocked(base).blocks;
+    }
+  } else {
+    std::optional<uint64_t> at = CarveLocked(va_bytes, align);
+    if (!at) return Err::kOutOfMemory;
+    base = *at;
   }
   used_bytes_ += phys;
   allocs_[base] = Alloc{bytes, va_bytes, phys};
   mapped_.Assign(base, base + bytes, Mapping{Mapping::Kind::kMalloc, base, true, true});
-  // No hazard reset here: a stream-ordered free of these addresses that has not happened yet
-  // (MemFreeAsync) must still be seen by the first use.
-  *out = p;
+  // No hazard reset here: the record a stream-ordered free left (MemFreeAsync) still checks that
+  // the block was handed out only after its free.
+  *out = reinterpret_cast<void*>(base);
   return Err::kOk;
 }
 
+Err Device::MemAlloc(uint64_t bytes, void** out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return AllocLocked(bytes, nullptr, out);
+}
+
 Err Device::MemAllocAsync(uint64_t bytes, void* stream, void** out) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ResolveStreamLocked(stream) == nullptr) return Err::kInvalidHandle;
-  }
-  // Memory from a stream-ordered allocation is usable by the stream at once; a use on another
-  // stream before the previous owner's free completes is caught as a race (MemFreeAsync).
-  return MemAlloc(bytes, out);
+  std::lock_guard<std::mutex> lock(mu_);
+  StreamClock* s = ResolveStreamLocked(stream);
+  if (s == nullptr) return Err::kInvalidHandle;
+  return AllocLocked(bytes, s, out);
 }
 
 Err Device::MemFree(void* ptr) {
@@ -138,20 +299,26 @@ Err Device::MemFreeAsync(void* ptr, void* stream) {
       return e;
     }
   }
-  MakeInaccessible(base, RoundUp(a.bytes, kPage));
-  va_->Free(base - va_base_, a.va_bytes);
-  used_bytes_ -= a.phys_bytes;
+  // Ops run when issued, so nothing will touch the pages again: drop them now.
+  madvise(ptr, a.va_bytes, MADV_DONTNEED);
   mapped_.Erase(base, base + a.bytes);
   // A later use of these addresses on another stream that may start before t is a use of
   // memory that is not yet free in stream order.
   hazards_.Reset(base, base + a.bytes,
                  t > timeline_.host_ns() ? Use{"cudaFreeAsync", s->id, t} : Use{});
   allocs_.erase(it);
+  if (t > timeline_.host_ns()) {
+    AddPendingLocked(base, PendingFree{a.va_bytes, a.phys_bytes, s->id, t});
+  } else {
+    used_bytes_ -= a.phys_bytes;
+    ReturnBlockLocked(base, a.va_bytes);
+  }
   return Err::kOk;
 }
 
 void Device::MemInfo(uint64_t* free_bytes, uint64_t* total_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
+  RetireFreesLocked();
   *free_bytes = config_.machine.capacity_bytes - used_bytes_;
   *total_bytes = config_.machine.capacity_bytes;
 }
@@ -190,6 +357,7 @@ Err Device::PhysCreate(uint64_t bytes, uint64_t* handle) {
   std::lock_guard<std::mutex> lock(mu_);
   if (sticky_ != Err::kOk) return sticky_;
   if (Err e = EnsureReservedLocked(); e != Err::kOk) return e;
+  RetireFreesLocked();  // the pool's unfinished frees still hold their memory
   if (bytes > config_.machine.capacity_bytes - used_bytes_) return Err::kOutOfMemory;
   std::optional<uint64_t> off = phys_->Allocate(bytes, kGranularity);
   if (!off) return Err::kOutOfMemory;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace simgpu {
@@ -202,9 +204,11 @@ TEST(Device, UnmapAfterSynchronizeIsFine) {
   EXPECT_EQ(d.Unmap(va, g), Err::kOk);
 }
 
-TEST(Device, ReuseBeforeAStreamOrderedFreeIsARace) {
+// Note [Stream-ordered reuse] in device_memory.cc: a block freed on one stream goes to an
+// allocation on another only once that stream is ordered after the free.
+TEST(Device, StreamOrderedFreeIsNotReusedByAnUnorderedStream) {
   Device d(TestConfig());
-  void *s1 = nullptr, *s2 = nullptr, *p = nullptr, *q = nullptr;
+  void *s1 = nullptr, *s2 = nullptr, *p = nullptr, *q = nullptr, *r = nullptr;
   ASSERT_EQ(d.StreamCreate(true, &s1), Err::kOk);
   ASSERT_EQ(d.StreamCreate(true, &s2), Err::kOk);
   ASSERT_EQ(d.MemAllocAsync(4096, s1, &p), Err::kOk);
@@ -212,9 +216,132 @@ TEST(Device, ReuseBeforeAStreamOrderedFreeIsARace) {
   ASSERT_EQ(d.Launch("long", s1, &a, 1, 1e10, 0, nullptr), Err::kOk);
   ASSERT_EQ(d.MemFreeAsync(p, s1), Err::kOk);  // freed when s1 gets there, long after now
   ASSERT_EQ(d.MemAllocAsync(4096, s2, &q), Err::kOk);
-  ASSERT_EQ(q, p);  // first fit hands the same addresses out again
+  EXPECT_NE(q, p);  // s2 is not ordered after the free: fresh memory
   Access b{q, 4096, true};
-  EXPECT_EQ(d.Launch("too-early", s2, &b, 1, 0, 0, nullptr), Err::kHazard);
+  EXPECT_EQ(d.Launch("other-stream", s2, &b, 1, 0, 0, nullptr), Err::kOk);
+  // The freeing stream itself reuses the block at once: its own order makes that safe.
+  ASSERT_EQ(d.MemAllocAsync(4096, s1, &r), Err::kOk);
+  EXPECT_EQ(r, p);
+  Access c{r, 4096, true};
+  EXPECT_EQ(d.Launch("same-stream", s1, &c, 1, 0, 0, nullptr), Err::kOk);
+  EXPECT_EQ(d.Sticky(), Err::kOk);
+}
+
+TEST(Device, StreamOrderedFreeIsReusedOnceAnotherStreamIsOrderedAfterIt) {
+  enum class Order { kEventWait, kLegacyStream, kCompleted };
+  for (Order order : {Order::kEventWait, Order::kLegacyStream, Order::kCompleted}) {
+    SCOPED_TRACE(static_cast<int>(order));
+    Device d(TestConfig());
+    void *s1 = nullptr, *s2 = nullptr, *p = nullptr, *q = nullptr, *ev = nullptr;
+    // A blocking s1 for the legacy stream's implicit order; non-blocking otherwise.
+    ASSERT_EQ(d.StreamCreate(order != Order::kLegacyStream, &s1), Err::kOk);
+    ASSERT_EQ(d.StreamCreate(true, &s2), Err::kOk);
+    ASSERT_EQ(d.EventCreate(false, &ev), Err::kOk);
+    ASSERT_EQ(d.MemAllocAsync(4096, s1, &p), Err::kOk);
+    Access a{p, 4096, true};
+    ASSERT_EQ(d.Launch("long", s1, &a, 1, 1e10, 0, nullptr), Err::kOk);
+    ASSERT_EQ(d.MemFreeAsync(p, s1), Err::kOk);
+    void* stream = s2;
+    switch (order) {
+      case Order::kEventWait:  // cudaMemPoolReuseFollowEventDependencies
+        ASSERT_EQ(d.EventRecord(ev, s1), Err::kOk);
+        ASSERT_EQ(d.StreamWaitEvent(s2, ev), Err::kOk);
+        break;
+      case Order::kLegacyStream:  // the legacy stream waits for blocking streams
+        stream = nullptr;
+        break;
+      case Order::kCompleted:  // cudaMemPoolReuseAllowOpportunistic: the host saw the free
+        ASSERT_EQ(d.StreamSynchronize(s1), Err::kOk);
+        break;
+    }
+    ASSERT_EQ(d.MemAllocAsync(4096, stream, &q), Err::kOk);
+    EXPECT_EQ(q, p);
+    Access b{q, 4096, true};
+    EXPECT_EQ(d.Launch("reuse", stream, &b, 1, 0, 0, nullptr), Err::kOk);
+  }
+}
+
+// A pending block larger than the request is split; the rest keeps the free's stream and time.
+TEST(Device, SplitPendingBlockKeepsItsFreesOrder) {
+  Device d(TestConfig());
+  void *s1 = nullptr, *s2 = nullptr, *p = nullptr, *q = nullptr, *r = nullptr, *u = nullptr;
+  ASSERT_EQ(d.StreamCreate(true, &s1), Err::kOk);
+  ASSERT_EQ(d.StreamCreate(true, &s2), Err::kOk);
+  ASSERT_EQ(d.MemAllocAsync(kMiB, s1, &p), Err::kOk);
+  Access a{p, kMiB, true};
+  ASSERT_EQ(d.Launch("long", s1, &a, 1, 1e10, 0, nullptr), Err::kOk);
+  ASSERT_EQ(d.MemFreeAsync(p, s1), Err::kOk);
+  ASSERT_EQ(d.MemAllocAsync(4096, s1, &q), Err::kOk);
+  EXPECT_EQ(q, p);
+  ASSERT_EQ(d.MemAllocAsync(4096, s2, &u), Err::kOk);
+  char* lo = static_cast<char*>(p);
+  EXPECT_FALSE(static_cast<char*>(u) >= lo && static_cast<char*>(u) < lo + kMiB);
+  Access b{u, 4096, true};
+  EXPECT_EQ(d.Launch("unordered", s2, &b, 1, 0, 0, nullptr), Err::kOk);
+  ASSERT_EQ(d.MemAllocAsync(4096, s1, &r), Err::kOk);
+  EXPECT_EQ(r, lo + 4096);
+}
+
+// cudaMemPoolReuseAllowInternalDependencies: with no memory left, an allocation on another stream
+// takes the block by waiting for its free rather than failing.
+TEST(Device, FullDeviceReusesAnotherStreamsFreeByWaitingForIt) {
+  Device d(TestConfig());  // 64 MiB
+  void *s1 = nullptr, *s2 = nullptr, *p = nullptr, *q = nullptr;
+  ASSERT_EQ(d.StreamCreate(true, &s1), Err::kOk);
+  ASSERT_EQ(d.StreamCreate(true, &s2), Err::kOk);
+  ASSERT_EQ(d.MemAllocAsync(48 * kMiB, s1, &p), Err::kOk);
+  Access a{p, 48 * kMiB, true};
+  ASSERT_EQ(d.Launch("long", s1, &a, 1, 1e10, 0, nullptr), Err::kOk);
+  ASSERT_EQ(d.MemFreeAsync(p, s1), Err::kOk);
+  const double freed_at = *d.StreamTimeNs(s1);
+  EXPECT_EQ(*d.StreamTimeNs(s2), 0.0);
+  // The pool still holds the block until its free happens: cudaMalloc cannot have it.
+  void* m = nullptr;
+  EXPECT_EQ(d.MemAlloc(48 * kMiB, &m), Err::kOutOfMemory);
+  ASSERT_EQ(d.MemAllocAsync(48 * kMiB, s2, &q), Err::kOk);
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(*d.StreamTimeNs(s2), freed_at);  // s2 now waits for s1's free
+  Access b{q, 48 * kMiB, true};
+  EXPECT_EQ(d.Launch("after-the-wait", s2, &b, 1, 0, 0, nullptr), Err::kOk);
+  ASSERT_EQ(d.MemFreeAsync(q, s2), Err::kOk);
+  ASSERT_EQ(d.Synchronize(), Err::kOk);  // the pool gives completed frees back
+  uint64_t free_bytes = 0, total = 0;
+  d.MemInfo(&free_bytes, &total);
+  EXPECT_EQ(free_bytes, total);
+  EXPECT_EQ(d.MemAlloc(48 * kMiB, &m), Err::kOk);
+}
+
+// Note [Malloc slabs] in device_memory.cc: allocations share mappings, so that a framework
+// without a caching allocator can hold as many as it likes under vm.max_map_count (65530).
+TEST(Device, HundredThousandLiveAllocationsFitInAFewMappings) {
+  auto mappings = [] {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    int n = 0;
+    while (std::getline(maps, line)) ++n;
+    return n;
+  };
+  Config c = TestConfig();
+  c.machine.capacity_bytes = uint64_t{4} << 30;
+  Device d(c);
+  constexpr int kAllocs = 100000;
+  std::vector<void*> p(kAllocs);
+  const int before = mappings();
+  for (int i = 0; i < kAllocs; ++i) {
+    ASSERT_EQ(d.MemAlloc(4096, &p[i]), Err::kOk) << "allocation " << i;
+  }
+  EXPECT_LT(mappings() - before, 100);
+  for (int i : {0, kAllocs / 2, kAllocs - 1}) {
+    ASSERT_EQ(d.Memset("memset", p[i], static_cast<uint8_t>(i), 4096, nullptr, true), Err::kOk);
+    EXPECT_EQ(static_cast<unsigned char*>(p[i])[4095], static_cast<unsigned char>(i));
+  }
+  for (int i = 0; i < kAllocs; ++i) ASSERT_EQ(d.MemFree(p[i]), Err::kOk) << "free " << i;
+  uint64_t free_bytes = 0, total = 0;
+  d.MemInfo(&free_bytes, &total);
+  EXPECT_EQ(free_bytes, total);
+  EXPECT_LT(mappings() - before, 10);
+  Access a{p[kAllocs / 2], 4, false};  // freed memory is still caught
+  EXPECT_EQ(d.Launch("use-after-free", nullptr, &a, 1, 0, 0, nullptr), Err::kIllegalAddress);
 }
 
 TEST(Device, LegacyStreamOrdersBlockingStreamsButNotNonBlockingOnes) {

@@ -121,9 +121,9 @@ TEST(Runtime, Copy2DMovesRowsAndRejectsBadPitches) {
         CHECK_EQ_OR_RETURN(back[row * kPitch + col], want);
       }
     }
-    CHECK_EQ_OR_RETURN(Name(cudaMemcpy2D(b, kWidth - 1, a, kPitch, kWidth, kRows,
-                                         cudaMemcpyDeviceToDevice)),
-                       Name(cudaErrorInvalidPitchValue));
+    CHECK_EQ_OR_RETURN(
+        Name(cudaMemcpy2D(b, kWidth - 1, a, kPitch, kWidth, kRows, cudaMemcpyDeviceToDevice)),
+        Name(cudaErrorInvalidPitchValue));
     // A 2D memset of columns [8, 16) of every row.
     CUDA_OK(cudaMemset2DAsync(static_cast<char*>(b) + 8, kPitch, 0xEE, 8, kRows, s));
     CUDA_OK(cudaStreamSynchronize(s));
@@ -228,6 +228,68 @@ TEST(Runtime, OverCapacityAllocationFails) {
       },
       {{"SIMGPU_MEMORY", "64MiB"}});
   EXPECT_EQ(o.exit_code, 0);
+  EXPECT_EQ(o.result, "") << o.err;
+}
+
+// A block cudaFreeAsync released on one stream goes to cudaMallocAsync on another only once that
+// stream is ordered after the free (Note [Stream-ordered reuse] in device/device_memory.cc), as
+// CUDA's default pool does; before, simgpu handed it out at once and then reported its own race.
+TEST(Runtime, MallocAsyncReusesAnotherStreamsFreeOnlyAfterIt) {
+  Outcome o = Scenario(
+      [] {
+        const size_t n = 64 * kMiB;
+        cudaStream_t s1, s2;
+        cudaEvent_t freed;
+        CUDA_OK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+        CUDA_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+        CUDA_OK(cudaEventCreateWithFlags(&freed, cudaEventDisableTiming));
+        void *p = nullptr, *q = nullptr, *r = nullptr;
+        CUDA_OK(cudaMallocAsync(&p, n, s1));
+        CUDA_OK(cudaMemsetAsync(p, 1, n, s1));
+        CUDA_OK(cudaFreeAsync(p, s1));  // s1 gets there after the memset, long after now
+        CUDA_OK(cudaMallocAsync(&q, n, s2));
+        CUDA_OK(cudaMemsetAsync(q, 2, n, s2));
+        CHECK_OR_RETURN(q != p);
+        // An event recorded after the free orders s2 after it: now the block may go to s2.
+        CUDA_OK(cudaEventRecord(freed, s1));
+        CUDA_OK(cudaStreamWaitEvent(s2, freed, 0));
+        CUDA_OK(cudaMallocAsync(&r, n, s2));
+        CHECK_EQ_OR_RETURN(r, p);
+        CUDA_OK(cudaMemsetAsync(r, 3, n, s2));
+        CUDA_OK(cudaFreeAsync(q, s2));
+        CUDA_OK(cudaFreeAsync(r, s2));
+        CUDA_OK(cudaDeviceSynchronize());
+        return std::string();
+      },
+      {{"SIMGPU_HAZARDS", "error"}});
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_EQ(o.result, "") << o.err;
+  EXPECT_EQ(o.err, "");
+}
+
+// A framework without a caching allocator holds one allocation per tensor: 100,000 live ones
+// must not run into vm.max_map_count (65530 mappings; Note [Malloc slabs] in
+// device/device_memory.cc).
+TEST(Runtime, HundredThousandLiveAllocations) {
+  Outcome o = Scenario(
+      [] {
+        std::vector<void*> p(100000);
+        for (size_t i = 0; i < p.size(); ++i) {
+          cudaError_t e = cudaMalloc(&p[i], 4096);
+          if (e != cudaSuccess) return "cudaMalloc number " + std::to_string(i) + ": " + Name(e);
+        }
+        CUDA_OK(cudaMemset(p.back(), 0x5A, 4096));
+        unsigned char last = 0;
+        CUDA_OK(cudaMemcpy(&last, static_cast<char*>(p.back()) + 4095, 1, cudaMemcpyDeviceToHost));
+        CHECK_EQ_OR_RETURN(last, 0x5A);
+        for (void* q : p) CUDA_OK(cudaFree(q));
+        size_t free_bytes = 0, total = 0;
+        CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+        CHECK_EQ_OR_RETURN(free_bytes, total);
+        return std::string();
+      },
+      {{"SIMGPU_MEMORY", "4GiB"}});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.result, "") << o.err;
 }
 
