@@ -134,7 +134,11 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op) {
     }
 
     EventRef pending_event;
-    const int64_t pending = PendingReleaseBytesLocked(&pending_event);
+    int64_t pending = PendingReleaseBytesLocked(&pending_event);
+    // Bytes whose release waits for no event still pending were not reclaimed by the poll
+    // above (a release that is not the poll's to make: a pinned drop, a failed finish): they
+    // cannot make room by waiting, so they are no room; count on eviction instead.
+    if (pending_event == nullptr) pending = 0;
     if (pending_event != nullptr && device_bytes_ - pending + bytes <= limit) {
       if (absl::Status s = WaitUnlocked(pending_event); !s.ok()) return s;
       continue;
@@ -182,6 +186,12 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op) {
     }
     if (pending_event != nullptr) {
       if (absl::Status s = WaitUnlocked(pending_event); !s.ok()) return s;
+      continue;
+    }
+    // A swap-in in flight holds memory no op pins that becomes evictable once it lands (another
+    // thread's op started it and ended): wait for it rather than fail.
+    if (EventRef in_flight = AnyPendingEventLocked(); in_flight != nullptr) {
+      if (absl::Status s = WaitUnlocked(in_flight); !s.ok()) return s;
       continue;
     }
     return absl::ResourceExhaustedError(absl::StrCat(
