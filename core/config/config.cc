@@ -113,7 +113,8 @@ struct Variable {
 const Variable kVariables[] = {
     {{"POOCH_MEMORY_LIMIT", "device's free memory", "size",
       "Device memory pooch may use for the program's allocations; beyond it, data is swapped to "
-      "host memory. An allocation larger than the limit fails as an ordinary out-of-memory error."},
+      "host memory. An allocation larger than the limit fails as an ordinary out-of-memory error. "
+      "A limit above the device's free memory at start-up is lowered to it, with one line."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int64_t> bytes = ParseSize(name, value);
        if (!bytes.ok()) return bytes.status();
@@ -123,7 +124,7 @@ const Variable kVariables[] = {
      }},
     {{"POOCH_MIN_SWAP_BYTES", "1MiB", "size",
       "Allocations smaller than this always stay on the device, packed into slabs of "
-      "max(2 MiB, this size)."},
+      "max(2 MiB, this size); 0 or 1 makes every allocation swappable."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int64_t> bytes = ParseSize(name, value);
        if (!bytes.ok()) return bytes.status();
@@ -298,14 +299,21 @@ absl::string_view IterationMarkerName(IterationMarker marker) {
   return ChoiceName(marker, kMarkers);
 }
 
-absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(const Config& config, Device& device) {
+absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(const Config& config, Device& device,
+                                                            std::optional<int64_t>* clamped_from) {
   ResidencyOptions options;
-  if (config.memory_limit.has_value()) {
-    options.memory_limit = *config.memory_limit;
-  } else {
-    absl::StatusOr<DeviceMemoryInfo> info = device.MemoryInfo();
-    if (!info.ok()) return info.status();
-    options.memory_limit = info->free_bytes;
+  absl::StatusOr<DeviceMemoryInfo> info = device.MemoryInfo();
+  if (!info.ok()) {
+    return absl::Status(info.status().code(),
+                        absl::StrCat("cannot read the device's memory: ", info.status().message()));
+  }
+  // No limit could hold anything, and the manager needs one above 0.
+  if (info->free_bytes <= 0) return absl::ResourceExhaustedError("the device has no free memory");
+  options.memory_limit = std::min(config.memory_limit.value_or(info->free_bytes), info->free_bytes);
+  if (clamped_from != nullptr) {
+    *clamped_from = config.memory_limit.has_value() && *config.memory_limit > info->free_bytes
+                        ? config.memory_limit
+                        : std::nullopt;
   }
   options.min_swap_bytes = config.min_swap_bytes;
   options.host_memory_limit = config.host_memory_limit;

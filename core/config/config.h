@@ -96,9 +96,14 @@ std::string ConfigMarkdownTable();
 // POOCH_MEMORY_LIMT), for a start-up warning. The interposer passes the names from environ.
 std::vector<std::string> UnknownPoochVariables(absl::Span<const std::string> names);
 
-// The residency manager's options from the configuration; an unset POOCH_MEMORY_LIMIT becomes
-// the device's free memory.
-absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(const Config& config, Device& device);
+// The residency manager's options from the configuration. The limit is the device's free memory
+// (cuMemGetInfo, read now) when POOCH_MEMORY_LIMIT is unset, and never more than that when it is
+// set: a limit the device cannot reach would never make pooch swap, and allocations would fail
+// with the device's out-of-memory instead. `clamped_from`, when given, is set to the configured
+// limit if it was lowered (the interposer says so once), else to nullopt. ResourceExhausted when
+// the device has no free memory at all.
+absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(
+    const Config& config, Device& device, std::optional<int64_t>* clamped_from = nullptr);
 
 // The text a variable accepts for each enum value ("swap-all-nosched", "debug", ...).
 // POOCH_POLICY as text: "off", "demand", or the planner policy's name.

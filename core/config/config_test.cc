@@ -5,9 +5,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
 #include "core/device/fake_device.h"
 #include "core/residency/residency.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace pooch {
@@ -233,6 +233,31 @@ TEST(ResidencyOptionsTest, FromConfig) {
   EXPECT_EQ(r->host_memory_limit, 678);
   EXPECT_EQ(r->min_swap_bytes, 9);
   EXPECT_FALSE(ResidencyManager::Create(device, ResidencyOptions{}).ok());
+}
+
+// A limit the device cannot reach is lowered to its free memory (and said, by the caller).
+TEST(ResidencyOptionsTest, LimitAboveTheDeviceIsClamped) {
+  FakeDevice::Options o;
+  o.capacity = 1 << 30;
+  FakeDevice device(o);
+  Config config;
+  std::optional<int64_t> clamped_from = 1;
+  config.memory_limit = int64_t{3} << 30;
+  absl::StatusOr<ResidencyOptions> r = ResidencyOptionsFromConfig(config, device, &clamped_from);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->memory_limit, 1 << 30);
+  EXPECT_EQ(clamped_from, int64_t{3} << 30);
+  config.memory_limit = 1 << 30;  // exactly what is free: kept
+  r = ResidencyOptionsFromConfig(config, device, &clamped_from);
+  EXPECT_EQ(r->memory_limit, 1 << 30);
+  EXPECT_EQ(clamped_from, std::nullopt);
+  config.memory_limit.reset();  // unset: the free memory, nothing to say
+  r = ResidencyOptionsFromConfig(config, device, &clamped_from);
+  EXPECT_EQ(r->memory_limit, 1 << 30);
+  EXPECT_EQ(clamped_from, std::nullopt);
+  // A full device: no limit can hold anything.
+  ASSERT_TRUE(device.CreatePhysical(1 << 30).ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(ResidencyOptionsFromConfig(config, device).status()));
 }
 
 }  // namespace

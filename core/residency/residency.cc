@@ -218,6 +218,16 @@ absl::StatusOr<PhysicalHandle> ResidencyManager::MapChunkLocked(DeviceAddress ad
 
 absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes) {
   if (bytes <= 0) return absl::InvalidArgumentError(absl::StrCat("Allocate(", bytes, ")"));
+  if (bytes > options_.memory_limit) {
+    // Nothing evicted could make room, so no device call: reserving the range first would fail
+    // with whatever code the driver gives a huge size, and rounding one near INT64_MAX
+    // overflows; the API answers out-of-memory.
+    MutexLock lock(&mu_);
+    ++stats_.out_of_memory;
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", FormatBytes(bytes),
+                                                     ": larger than the memory limit ",
+                                                     FormatBytes(options_.memory_limit)));
+  }
   const int64_t mapped = RoundUp(bytes, granularity_);
   const bool swappable = bytes >= options_.min_swap_bytes;
   auto insert = [&](DeviceAddress address, PhysicalHandle physical)

@@ -15,9 +15,12 @@ int64_t RoundUp(int64_t x, int64_t unit) { return (x + unit - 1) / unit * unit; 
 
 absl::StatusOr<std::unique_ptr<SmallAllocator>> SmallAllocator::Create(
     Device& device, SmallAllocatorOptions options) {
-  if (options.max_bytes < 2) {
+  // max_bytes 0 or 1 (POOCH_MIN_SWAP_BYTES 0 or 1: every allocation is swappable) is an
+  // allocator that serves nothing and so never maps a slab; it must still exist, since the
+  // interposer asks it about every free and pointer before the manager.
+  if (options.max_bytes < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("small allocator: max_bytes ", options.max_bytes, " < 2"));
+        absl::StrCat("small allocator: max_bytes ", options.max_bytes, " < 0"));
   }
   const int64_t g = device.Granularity();
   if (g < kMinBlock || !std::has_single_bit(static_cast<uint64_t>(g))) {
@@ -65,7 +68,7 @@ void SmallAllocator::EraseFreeLocked(DeviceAddress address, int64_t bytes) {
   free_by_size_.erase({bytes, address});
 }
 
-std::optional<DeviceAddress> SmallAllocator::TakeLocked(int64_t bytes) {
+std::optional<DeviceAddress> SmallAllocator::TakeLocked(int64_t bytes, int64_t requested) {
   auto it = free_by_size_.lower_bound({bytes, 0});
   if (it == free_by_size_.end()) return std::nullopt;
   const auto [range_bytes, address] = *it;
@@ -73,7 +76,7 @@ std::optional<DeviceAddress> SmallAllocator::TakeLocked(int64_t bytes) {
   if (range_bytes > bytes) {
     InsertFreeLocked(address + static_cast<DeviceAddress>(bytes), range_bytes - bytes);
   }
-  allocated_.emplace(address, bytes);
+  allocated_.emplace(address, Allocated{bytes, requested});
   live_bytes_ += bytes;
   peak_live_bytes_ = std::max(peak_live_bytes_, live_bytes_);
   return address;
@@ -86,18 +89,18 @@ absl::StatusOr<DeviceAddress> SmallAllocator::Allocate(int64_t bytes) {
   }
   const int64_t block = RoundUp(bytes, kMinBlock);
   MutexLock lock(&mu_);
-  if (std::optional<DeviceAddress> b = TakeLocked(block)) return *b;
+  if (std::optional<DeviceAddress> b = TakeLocked(block, bytes)) return *b;
   // Nothing free is large enough: see whether earlier frees became reusable
   // (Note [Reuse after free]).
   if (absl::Status s = SealLocked(); !s.ok()) return s;
   if (absl::Status s = CollectLocked(/*wait=*/false); !s.ok()) return s;
-  if (std::optional<DeviceAddress> b = TakeLocked(block)) return *b;
+  if (std::optional<DeviceAddress> b = TakeLocked(block, bytes)) return *b;
   // Freed memory that could hold the request is still pending: wait for it rather than map a
   // new slab, which under a memory limit would push feature maps out (Note [Reuse after free]).
   while (batch_bytes_ >= block && !batches_.empty()) {
     ++waits_;
     if (absl::Status s = CollectLocked(/*wait=*/true); !s.ok()) return s;
-    if (std::optional<DeviceAddress> b = TakeLocked(block)) return *b;
+    if (std::optional<DeviceAddress> b = TakeLocked(block, bytes)) return *b;
   }
   for (;;) {
     absl::Status made = NewSlabLocked();
@@ -107,9 +110,9 @@ absl::StatusOr<DeviceAddress> SmallAllocator::Allocate(int64_t bytes) {
     // oldest batch.
     ++waits_;
     if (absl::Status s = CollectLocked(/*wait=*/true); !s.ok()) return s;
-    if (std::optional<DeviceAddress> b = TakeLocked(block)) return *b;
+    if (std::optional<DeviceAddress> b = TakeLocked(block, bytes)) return *b;
   }
-  return *TakeLocked(block);
+  return *TakeLocked(block, bytes);
 }
 
 absl::Status SmallAllocator::Free(DeviceAddress address) {
@@ -120,8 +123,8 @@ absl::Status SmallAllocator::Free(DeviceAddress address) {
     return absl::InvalidArgumentError(
         absl::StrCat("free of 0x", absl::Hex(address), ", which is not an allocated block"));
   }
-  pending_.push_back(Block{address, it->second});
-  live_bytes_ -= it->second;
+  pending_.push_back(Block{address, it->second.bytes});
+  live_bytes_ -= it->second.bytes;
   allocated_.erase(it);
   return absl::OkStatus();
 }
@@ -130,7 +133,22 @@ std::optional<int64_t> SmallAllocator::BlockBytes(DeviceAddress address) const {
   MutexLock lock(&mu_);
   auto it = allocated_.find(address);
   if (it == allocated_.end()) return std::nullopt;
-  return it->second;
+  return it->second.bytes;
+}
+
+std::optional<SmallAllocator::Requested> SmallAllocator::BlockContaining(
+    DeviceAddress address) const {
+  MutexLock lock(&mu_);
+  auto it = allocated_.upper_bound(address);
+  if (it == allocated_.begin()) return std::nullopt;
+  --it;
+  if (address - it->first >= static_cast<DeviceAddress>(it->second.requested)) return std::nullopt;
+  return Requested{it->first, it->second.requested};
+}
+
+bool SmallAllocator::InSlab(DeviceAddress address) const {
+  MutexLock lock(&mu_);
+  return SlabOfLocked(address).has_value();
 }
 
 absl::Status SmallAllocator::Poll() {

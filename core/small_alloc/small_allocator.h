@@ -55,17 +55,16 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/device/device.h"
 #include "core/base/mutex.h"
+#include "core/device/device.h"
 
 namespace pooch {
 
 struct SmallAllocatorOptions {
-  // Allocate accepts 1 <= bytes < max_bytes (POOCH_MIN_SWAP_BYTES).
+  // Allocate accepts 1 <= bytes < max_bytes (POOCH_MIN_SWAP_BYTES); 0 or 1: none.
   int64_t max_bytes = int64_t{1} << 20;
   // Called before a slab is made (ResourceExhausted: no room) and after one is released.
   // Either may be empty (no budget).
@@ -78,15 +77,15 @@ struct SmallAllocatorOptions {
 };
 
 struct SmallAllocatorStats {
-  int64_t slab_bytes = 0;     // mapped (and charged) slab memory
+  int64_t slab_bytes = 0;  // mapped (and charged) slab memory
   int64_t peak_slab_bytes = 0;
   int64_t slabs = 0;
-  int64_t live_blocks = 0;    // allocated and not freed
-  int64_t live_bytes = 0;     // their sizes, rounded to kMinBlock
+  int64_t live_blocks = 0;  // allocated and not freed
+  int64_t live_bytes = 0;   // their sizes, rounded to kMinBlock
   int64_t peak_live_bytes = 0;
-  int64_t pending_blocks = 0; // freed, waiting for their batch's event (Note [Reuse after free])
-  int64_t batches = 0;        // sealed batches whose event has not been seen complete
-  int64_t waits = 0;          // times an allocation blocked on a batch's event
+  int64_t pending_blocks = 0;  // freed, waiting for their batch's event (Note [Reuse after free])
+  int64_t batches = 0;         // sealed batches whose event has not been seen complete
+  int64_t waits = 0;           // times an allocation blocked on a batch's event
 };
 
 class SmallAllocator {
@@ -94,7 +93,7 @@ class SmallAllocator {
   // The smallest block, and so the alignment of every address returned.
   static constexpr int64_t kMinBlock = 512;
 
-  // `device` must outlive the allocator. InvalidArgument for max_bytes < 2.
+  // `device` must outlive the allocator. InvalidArgument for max_bytes < 0.
   static absl::StatusOr<std::unique_ptr<SmallAllocator>> Create(Device& device,
                                                                 SmallAllocatorOptions options);
   // Waits for pending batches and releases every slab (uncharging it).
@@ -109,6 +108,17 @@ class SmallAllocator {
   absl::Status Free(DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
   // The size of the block at `address` (a block's start) if it is allocated here.
   std::optional<int64_t> BlockBytes(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  // The allocated block whose requested bytes hold `address` (its start or inside it): its
+  // start and the bytes Allocate was asked for, for pointer queries that must answer about the
+  // allocation the program made. nullopt past them (the rounding to kMinBlock), or when no block
+  // holds it.
+  struct Requested {
+    DeviceAddress address = 0;
+    int64_t bytes = 0;
+  };
+  std::optional<Requested> BlockContaining(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `address` lies in one of this allocator's slabs (a block, its rounding, free space).
+  bool InSlab(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
   // Frees the blocks of batches whose event completed and releases empty slabs; never blocks.
   absl::Status Poll() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -118,6 +128,10 @@ class SmallAllocator {
   struct Block {
     DeviceAddress address = 0;
     int64_t bytes = 0;  // a multiple of kMinBlock
+  };
+  struct Allocated {
+    int64_t bytes = 0;      // the block, a multiple of kMinBlock
+    int64_t requested = 0;  // what Allocate was asked for
   };
   struct Batch {
     std::vector<EventHandle> events;  // one per stream the batch waits for
@@ -129,9 +143,10 @@ class SmallAllocator {
   // The base of the slab holding `address`, if any.
   std::optional<DeviceAddress> SlabOfLocked(DeviceAddress address) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The lowest-addressed of the smallest free ranges that hold `bytes`, split off; nullopt when
-  // none does.
-  std::optional<DeviceAddress> TakeLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The lowest-addressed of the smallest free ranges that hold `bytes`, split off and recorded
+  // as a block asked for `requested` bytes; nullopt when none does.
+  std::optional<DeviceAddress> TakeLocked(int64_t bytes, int64_t requested)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void InsertFreeLocked(DeviceAddress address, int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EraseFreeLocked(DeviceAddress address, int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SealLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -152,7 +167,8 @@ class SmallAllocator {
   // and by (size, address) (for best fit). Blocks handed out are in `allocated_`.
   absl::btree_map<DeviceAddress, int64_t> free_by_address_ ABSL_GUARDED_BY(mu_);
   absl::btree_set<std::pair<int64_t, DeviceAddress>> free_by_size_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<DeviceAddress, int64_t> allocated_ ABSL_GUARDED_BY(mu_);
+  // Ordered, so that BlockContaining finds the block below an interior address.
+  absl::btree_map<DeviceAddress, Allocated> allocated_ ABSL_GUARDED_BY(mu_);
   absl::btree_map<DeviceAddress, PhysicalHandle> slabs_ ABSL_GUARDED_BY(mu_);  // base -> chunk
   std::vector<Block> pending_ ABSL_GUARDED_BY(mu_);
   std::deque<Batch> batches_ ABSL_GUARDED_BY(mu_);  // oldest first

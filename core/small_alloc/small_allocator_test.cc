@@ -284,6 +284,50 @@ TEST(SmallAllocatorTest, SlabHoldsTheLargestBlock) {
   EXPECT_EQ(budget.charged, int64_t{1} << 20);
 }
 
+// Pointer queries answer about the allocation the program asked for: its start and requested
+// bytes, from any address inside them, and nothing past them or once freed.
+TEST(SmallAllocatorTest, BlockContainingIsTheRequestedRange) {
+  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  Budget budget;
+  auto alloc = *SmallAllocator::Create(device, budget.Options(int64_t{1} << 20));
+  const DeviceAddress a = *alloc->Allocate(1000);
+  const DeviceAddress b = *alloc->Allocate(512);
+  for (DeviceAddress p : {a, a + 1, a + 999}) {
+    std::optional<SmallAllocator::Requested> r = alloc->BlockContaining(p);
+    ASSERT_TRUE(r.has_value()) << p - a;
+    EXPECT_EQ(r->address, a);
+    EXPECT_EQ(r->bytes, 1000);
+  }
+  EXPECT_FALSE(alloc->BlockContaining(a + 1000).has_value());  // the block's rounding
+  EXPECT_FALSE(alloc->BlockContaining(a - 1).has_value());
+  ASSERT_TRUE(alloc->BlockContaining(b + 511).has_value());
+  EXPECT_EQ(alloc->BlockContaining(b + 511)->address, b);
+  EXPECT_FALSE(alloc->BlockContaining(b + 512).has_value());
+  EXPECT_TRUE(alloc->InSlab(a + 1000));
+  EXPECT_FALSE(alloc->InSlab(a + 64 * kG));
+  ASSERT_TRUE(alloc->Free(a).ok());
+  EXPECT_FALSE(alloc->BlockContaining(a).has_value());
+}
+
+// POOCH_MIN_SWAP_BYTES 0 or 1 makes every allocation swappable: the allocator exists (the
+// interposer asks it about every free) but serves nothing and maps nothing.
+TEST(SmallAllocatorTest, MaxBytesZeroOrOneServesNothing) {
+  for (int64_t max_bytes : {0, 1}) {
+    FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+    Budget budget;
+    absl::StatusOr<std::unique_ptr<SmallAllocator>> alloc =
+        SmallAllocator::Create(device, budget.Options(max_bytes));
+    ASSERT_TRUE(alloc.ok()) << max_bytes << ": " << alloc.status();
+    EXPECT_TRUE(absl::IsInvalidArgument((*alloc)->Allocate(1).status())) << max_bytes;
+    EXPECT_TRUE(absl::IsNotFound((*alloc)->Free(4096))) << max_bytes;
+    EXPECT_EQ((*alloc)->Stats().slabs, 0);
+    EXPECT_EQ(budget.charged, 0);
+    EXPECT_EQ(device.mapped_bytes(), 0);
+  }
+  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  EXPECT_FALSE(SmallAllocator::Create(device, Budget().Options(-1)).ok());
+}
+
 TEST(SmallAllocatorTest, ConcurrentThreadsGetDisjointBlocks) {
   FakeDevice device(Opts(FakeDevice::Mode::kWorker));
   auto alloc = *SmallAllocator::Create(device, SmallAllocatorOptions{});

@@ -25,6 +25,7 @@ CUevent Event(EventHandle e) { return reinterpret_cast<CUevent>(e); }
 
 absl::Status DriverStatus(CUresult result, const char* call) {
   if (result == CUDA_SUCCESS) return absl::OkStatus();
+  NoteResult(result);  // Note [Sticky errors] in interpose/symbols/errors.h
   const std::string message =
       absl::StrCat(call, " failed with CUresult ", static_cast<int>(result));
   if (result == CUDA_ERROR_OUT_OF_MEMORY) return absl::ResourceExhaustedError(message);

@@ -25,6 +25,10 @@ class CudaDevice final : public pooch::Device {
  public:
   static absl::StatusOr<std::unique_ptr<CudaDevice>> Create();
 
+  // The context and device the memory lives on.
+  CUcontext context() const { return context_; }
+  CUdevice device() const { return device_; }
+
   int64_t Granularity() const override { return granularity_; }
   absl::StatusOr<DeviceMemoryInfo> MemoryInfo() override;
   absl::StatusOr<DeviceAddress> ReserveAddress(int64_t bytes) override;

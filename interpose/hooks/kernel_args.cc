@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "interpose/symbols/errors.h"
 #include "interpose/symbols/hook_table.h"
 
 namespace pooch::interpose {
@@ -30,6 +31,9 @@ Ranges RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* f
   if (manager == nullptr || args == nullptr) return ranges;
   const auto param_info = real::cudaFuncGetParamInfo();
   if (param_info == nullptr) return ranges;
+  // An error of the program's own still pending must survive the one pooch causes below.
+  const auto peek = real::cudaPeekAtLastError();
+  const cudaError_t pending = peek != nullptr ? peek() : cudaSuccess;
   for (size_t i = 0; i < kMaxParams; ++i) {
     size_t offset = 0, size = 0;
     if (param_info(func, i, &offset, &size) != cudaSuccess) break;
@@ -37,6 +41,7 @@ Ranges RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* f
   }
   // The call past the last parameter left an error behind; the program must not see it.
   if (const auto get_last = real::cudaGetLastError()) get_last();
+  if (pending != cudaSuccess) RecordRuntimeError(pending);  // Note [Last error]
   return ranges;
 }
 

@@ -146,6 +146,7 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
 // With POOCH_ITERATION_MARKER=sync, each device-wide synchronisation also ends an iteration.
 cudaError_t cudaDeviceSynchronize() {
   const cudaError_t result = real::cudaDeviceSynchronize()();
+  NoteResult(result);  // an asynchronous fault surfaces here (Note [Sticky errors])
   if (pooch::ResidencyManager* m = Process::Get().existing_manager()) {
     m->Poll().IgnoreError();
     if (Process::Get().config().iteration_marker == pooch::IterationMarker::kSync) {
@@ -157,6 +158,7 @@ cudaError_t cudaDeviceSynchronize() {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   const cudaError_t result = real::cudaStreamSynchronize()(stream);
+  NoteResult(result);
   if (pooch::ResidencyManager* m = Process::Get().existing_manager()) m->Poll().IgnoreError();
   return result;
 }

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -69,7 +70,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
         !s.ok()) {
       POOCH_LOG_AT(kError, "cannot rebuild a dropped feature map: %.*s",
                    static_cast<int>(s.message().size()), s.message().data());
-      return StatusTo<Ret>(s);
+      return HookFailure<Ret>(s);
     }
   }
   absl::StatusOr<pooch::OpTicket> ticket = manager->BeforeOp(stream, ranges.get());
@@ -77,7 +78,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
     POOCH_LOG_AT(kError, "cannot make an op's memory resident: %.*s",
                  static_cast<int>(ticket.status().message().size()),
                  ticket.status().message().data());
-    return StatusTo<Ret>(ticket.status());
+    return HookFailure<Ret>(ticket.status());
   }
   Profiler* profiler = process.profiler();
   const ProfiledOp profiled =
@@ -85,6 +86,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
                           : profiler->OpBegin(kFunctions[Index(HookScope::Current())].name, stream,
                                               ranges.get(), effects.replay != nullptr);
   const Ret result = forward();
+  NoteResult(result);  // Note [Sticky errors] in interpose/symbols/errors.h
   if (absl::Status s = manager->AfterOp(*std::move(ticket)); !s.ok()) {
     POOCH_LOG_AT(kError, "after an op: %.*s", static_cast<int>(s.message().size()),
                  s.message().data());
@@ -102,26 +104,33 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
 
 // cudaMalloc-like: the manager's for large sizes, the sub-allocator's for small ones (Note [Small
 // allocations]). `real_alloc()` performs the real allocation into *out and returns the API's
-// code; it is used only when pooch does not manage memory.
+// code; it is used only when pooch does not manage memory. When the parts could not be made
+// under a policy, the allocation fails rather than escape the limit (process.h).
 template <typename Ret, typename RealAlloc>
 Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_alloc) {
   Process& process = Process::Get();
   pooch::ResidencyManager* manager = process.manager();
-  if (manager == nullptr || out == nullptr || bytes == 0) return real_alloc();
-  const bool swappable = static_cast<int64_t>(bytes) >= process.config().min_swap_bytes;
+  if (out == nullptr || bytes == 0) return real_alloc();
+  if (manager == nullptr) {
+    return process.parts_failed() ? HookFailure(NotInitialized<Ret>()) : real_alloc();
+  }
+  if (const Ret sticky = StickyError<Ret>(); sticky != Ret{}) return HookFailure(sticky);
+  // A size beyond int64 (SIZE_MAX, 1 << 63) is beyond any limit too: the manager answers
+  // out-of-memory, as the real allocator does, instead of seeing a negative size.
+  const int64_t size = bytes > static_cast<size_t>(std::numeric_limits<int64_t>::max())
+                           ? std::numeric_limits<int64_t>::max()
+                           : static_cast<int64_t>(bytes);
+  const bool swappable = size >= process.config().min_swap_bytes;
   absl::StatusOr<pooch::DeviceAddress> address =
-      swappable ? manager->Allocate(static_cast<int64_t>(bytes))
-                : process.small()->Allocate(static_cast<int64_t>(bytes));
+      swappable ? manager->Allocate(size) : process.small()->Allocate(size);
   if (!address.ok()) {
     POOCH_LOG_AT(kInfo, "allocation of %zu bytes failed: %.*s", bytes,
                  static_cast<int>(address.status().message().size()),
                  address.status().message().data());
-    return StatusTo<Ret>(address.status());
+    return HookFailure<Ret>(address.status());
   }
   *out = *address;
-  if (Profiler* profiler = process.profiler()) {
-    profiler->Alloc(*out, static_cast<int64_t>(bytes), swappable);
-  }
+  if (Profiler* profiler = process.profiler()) profiler->Alloc(*out, size, swappable);
   return success;
 }
 
@@ -131,12 +140,13 @@ Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
   Process& process = Process::Get();
   pooch::ResidencyManager* manager = process.manager();
   if (manager == nullptr || address == 0) return real_free();
+  if (const Ret sticky = StickyError<Ret>(); sticky != Ret{}) return HookFailure(sticky);
   Profiler* profiler = process.profiler();
   if (Recomputer* recomputer = process.recomputer()) {
     // Recipes that read this memory rebuild their dropped maps now, or are forgotten; or the
     // recomputer keeps it for them (Note [Kept inputs], core/exec/recomputer.h).
     absl::StatusOr<bool> kept = recomputer->BeforeFree(address);
-    if (!kept.ok()) return StatusTo<Ret>(kept.status());
+    if (!kept.ok()) return HookFailure<Ret>(kept.status());
     if (*kept) {
       if (profiler != nullptr) profiler->Free(address);
       return success;
@@ -144,13 +154,50 @@ Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
   }
   if (profiler != nullptr) profiler->Free(address);
   if (absl::Status s = process.small()->Free(address); !absl::IsNotFound(s)) {
-    return StatusTo<Ret>(s);  // OK, or InvalidArgument for a double free / interior pointer
+    return HookFailure<Ret>(s);  // OK, or InvalidArgument for a double free / interior pointer
   }
   if (std::optional<pooch::AllocationInfo> info = manager->Lookup(address);
       info.has_value() && info->address == address) {
-    return StatusTo<Ret>(manager->Free(address));
+    return HookFailure<Ret>(manager->Free(address));
   }
   return real_free();
+}
+
+// Note [Pointer queries]: cudaPointerGetAttributes, cuPointerGetAttribute(s) and
+// cuMemGetAddressRange must answer about the allocation the program asked for, as they would
+// for memory cudaMalloc returned. Asked of the driver, pooch's memory would answer about pooch's
+// mappings instead: a swapped-out or dropped allocation is a reserved range with nothing mapped
+// ("not CUDA memory"), a resident one is its chunk rounded up to the granularity (4 MiB for
+// 3 MiB + 5 bytes), a small block is its whole slab. So the query hooks (interpose/hooks/
+// query_hooks.cc) ask OwnerOf first: an address inside the requested bytes of one of pooch's
+// allocations is that allocation (whatever its state); one in pooch's memory past them (the
+// rounding, a slab's free space) is memory the program was never given, answered as the API
+// answers for an address that is no allocation; anything else goes to the real function.
+struct PointerOwner {
+  enum class Kind { kNone, kAllocation, kUnallocated };
+  Kind kind = Kind::kNone;
+  uintptr_t base = 0;  // kAllocation: the allocation's address and requested bytes
+  size_t bytes = 0;
+  bool mapped = false;  // kAllocation: resident, so the driver can answer about its memory
+};
+
+inline PointerOwner OwnerOf(uintptr_t address) {
+  Process& process = Process::Get();
+  const pooch::ResidencyManager* manager = process.existing_manager();
+  if (manager == nullptr || address == 0) return {};
+  if (std::optional<pooch::AllocationInfo> info = manager->Lookup(address)) {
+    if (address - info->address < static_cast<uintptr_t>(info->bytes)) {
+      return {PointerOwner::Kind::kAllocation, info->address, static_cast<size_t>(info->bytes),
+              info->state == pooch::ResidencyState::kResident};
+    }
+    return {PointerOwner::Kind::kUnallocated};
+  }
+  if (std::optional<SmallAllocator::Requested> block = process.small()->BlockContaining(address)) {
+    return {PointerOwner::Kind::kAllocation, block->address, static_cast<size_t>(block->bytes),
+            true};
+  }
+  if (process.small()->InSlab(address)) return {PointerOwner::Kind::kUnallocated};
+  return {};
 }
 
 }  // namespace pooch::interpose

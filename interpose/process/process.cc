@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/base/log.h"
 #include "interpose/device/cuda_device.h"
 #include "interpose/symbols/hook_table.h"
@@ -56,9 +58,9 @@ void UseAsNvtxInjection() {
   setenv("NVTX_INJECTION64_PATH", info.dli_fname, 1);
 }
 
-void LogStatus(const char* what, const absl::Status& s) {
-  LogLine("%s: %.*s; passing every call through", what, static_cast<int>(s.message().size()),
-          s.message().data());
+// The reason a part cannot be made, for the one line Process::manager() prints.
+absl::Status Why(const char* what, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
 }
 
 }  // namespace
@@ -97,27 +99,40 @@ void Process::Start() {
   }
 }
 
-const Process::Parts* Process::CreateParts() {
+absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   // The runtime's primary context, current on this thread (a driver-only program has made its
   // own context current already, and is not made to load the runtime).
   if (void* cudart = dlopen(Soname(Library::CUDART), RTLD_LAZY | RTLD_NOLOAD)) {
     if (const auto cuda_free = real::cudaFree()) cuda_free(nullptr);
     dlclose(cudart);
   }
-  absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Create();
-  if (!device.ok()) {
-    LogStatus("cannot use the device's virtual memory API", device.status());
+  // No context (a driver-only program's call before cuInit or cuCtxCreate, or no device at
+  // all): the program's call fails by itself, with the driver's own code, and a later call
+  // tries again. This is not a failure to manage memory; nothing has been allocated.
+  CUcontext current = nullptr;
+  if (const auto get_current = real::cuCtxGetCurrent();
+      get_current == nullptr || get_current(&current) != CUDA_SUCCESS || current == nullptr) {
     return nullptr;
   }
-  absl::StatusOr<ResidencyOptions> options = ResidencyOptionsFromConfig(config_, **device);
-  if (!options.ok()) {
-    LogStatus("cannot read the device's memory", options.status());
-    return nullptr;
+  absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Create();
+  if (!device.ok()) return Why("cannot use the device's virtual memory API", device.status());
+  std::optional<int64_t> clamped_from;
+  absl::StatusOr<ResidencyOptions> options =
+      ResidencyOptionsFromConfig(config_, **device, &clamped_from);
+  if (!options.ok()) return options.status();
+  if (clamped_from.has_value()) {
+    POOCH_LOG_AT(kWarn,
+                 "POOCH_MEMORY_LIMIT %lld bytes is more than the device has free (%lld bytes); "
+                 "the limit is %lld bytes",
+                 static_cast<long long>(*clamped_from),
+                 static_cast<long long>(options->memory_limit),
+                 static_cast<long long>(options->memory_limit));
   }
   // Profiling measures the link from the swaps' copies (Note [Copy times]).
   options->time_copies = Profiler::WantedBy(config_);
   CudaDevice* raw_device = device->release();
   auto* parts = new Parts();
+  parts->device = raw_device;
   if (const std::string& path = config_.trace_path; !path.empty()) {
     absl::StatusOr<std::unique_ptr<TraceWriter>> writer = TraceWriter::Open(path);
     if (writer.ok()) {
@@ -129,10 +144,7 @@ const Process::Parts* Process::CreateParts() {
   }
   absl::StatusOr<std::unique_ptr<ResidencyManager>> manager =
       ResidencyManager::Create(*raw_device, *options, parts->trace);
-  if (!manager.ok()) {
-    LogStatus("cannot start the residency manager", manager.status());
-    return nullptr;
-  }
+  if (!manager.ok()) return Why("cannot start the residency manager", manager.status());
   // Slabs are charged to the manager, which evicts swappable data to make room for them.
   ResidencyManager* raw_manager = manager->get();
   SmallAllocatorOptions small_options;
@@ -148,8 +160,7 @@ const Process::Parts* Process::CreateParts() {
   absl::StatusOr<std::unique_ptr<SmallAllocator>> small =
       SmallAllocator::Create(*raw_device, std::move(small_options));
   if (!small.ok()) {
-    LogStatus("cannot start the small-allocation sub-allocator", small.status());
-    return nullptr;
+    return Why("cannot start the small-allocation sub-allocator", small.status());
   }
   parts->small = small->release();
   if (config_.mode == RunMode::kPlanned) {
@@ -170,16 +181,25 @@ const Process::Parts* Process::CreateParts() {
 ResidencyManager* Process::manager() {
   if (!g_managed.load(std::memory_order_acquire)) return nullptr;
   if (const Parts* parts = parts_.load(std::memory_order_acquire)) return parts->manager;
-  std::call_once(create_once_, [this] {
-    const Parts* created = CreateParts();
-    if (created == nullptr) {
-      g_managed.store(false, std::memory_order_release);
-    } else {
-      parts_.store(created, std::memory_order_release);
-    }
-  });
-  const Parts* parts = parts_.load(std::memory_order_acquire);
-  return parts != nullptr ? parts->manager : nullptr;
+  if (parts_failed()) return nullptr;
+  MutexLock lock(&create_mu_);
+  if (const Parts* parts = parts_.load(std::memory_order_acquire)) return parts->manager;
+  if (parts_failed()) return nullptr;
+  absl::StatusOr<const Parts*> created = CreateParts();
+  if (!created.ok()) {
+    // Loud, and allocations fail from now on (ManagedAlloc): the limit is never lost quietly.
+    const absl::string_view policy = PolicyText(config_);
+    LogLine(
+        "cannot manage device memory under POOCH_POLICY=%.*s: %.*s; every allocation fails "
+        "(POOCH_POLICY=off runs the program without pooch)",
+        static_cast<int>(policy.size()), policy.data(),
+        static_cast<int>(created.status().message().size()), created.status().message().data());
+    parts_failed_.store(true, std::memory_order_release);
+    return nullptr;
+  }
+  if (*created == nullptr) return nullptr;  // no context yet: this call passes through
+  parts_.store(*created, std::memory_order_release);
+  return (*created)->manager;
 }
 
 ResidencyManager* Process::existing_manager() const {
@@ -190,6 +210,11 @@ ResidencyManager* Process::existing_manager() const {
 SmallAllocator* Process::small() const {
   const Parts* parts = parts_.load(std::memory_order_acquire);
   return parts != nullptr ? parts->small : nullptr;
+}
+
+CudaDevice* Process::device() const {
+  const Parts* parts = parts_.load(std::memory_order_acquire);
+  return parts != nullptr ? parts->device : nullptr;
 }
 
 Recomputer* Process::recomputer() const {

@@ -2,13 +2,18 @@
 //
 // The Process holds the configuration read at start-up and, under a residency policy (every
 // POOCH_POLICY but off), the parts that manage device memory: core's ResidencyManager over a
-// CudaDevice with the configured limit (unset: the device's free memory), the sub-allocator of
+// CudaDevice with the configured limit (the device's free memory when unset, never more than
+// that; ResidencyOptionsFromConfig in core/config/config.h), the sub-allocator of
 // small allocations (Note [Small allocations] in core/residency/residency.h), the Recomputer (a
-// planner policy), the Profiler (a planner policy or POOCH_PROFILE_OUT) and the POOCH_TRACE observer. The parts
-// are created together on the first call that needs the manager (an allocation or an op on the
-// program's own path): the runtime is initialised first (a real cudaFree(nullptr), which makes
-// the primary context current). If that fails, pooch says so once and passes every call through
-// from then on. At exit the Process closes the trace and writes the summary.
+// planner policy), the Profiler (a planner policy or POOCH_PROFILE_OUT) and the POOCH_TRACE
+// observer. The parts are created together on the first call that needs the manager (an allocation
+// or an op on the program's own path): the runtime is initialised first (a real cudaFree(nullptr),
+// which makes the primary context current). If they cannot be made, pooch says so in one line and
+// every allocation fails with the API's "not initialized" code from then on: passing calls through
+// would run the program without the limit it was given, and a configuration must never do that
+// quietly. (A call made before any context is current, by a driver-only program, passes
+// through and fails by itself; the next call tries again.) At exit the Process closes the trace
+// and writes the summary.
 //
 //   Start (libpooch.cc, before main)  ->  hooks: Process::Get().manager(), ...  ->  Stop (exit)
 //
@@ -23,7 +28,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 
 #include "absl/container/flat_hash_set.h"
 #include "core/base/mutex.h"
@@ -35,6 +39,8 @@
 #include "core/small_alloc/small_allocator.h"
 
 namespace pooch::interpose {
+
+class CudaDevice;
 
 class Process {
  public:
@@ -53,12 +59,17 @@ class Process {
   const Config& config() const { return config_; }
 
   // The manager, its parts created on first use; nullptr when the policy is off or creation
-  // failed.
+  // failed (parts_failed() tells which).
   ResidencyManager* manager();
+  // True once the parts could not be created under a policy that needs them: allocations then
+  // fail instead of passing through (the class comment says why).
+  bool parts_failed() const { return parts_failed_.load(std::memory_order_acquire); }
   // The parts if they were created (for synchronisation hooks and the summary); else null.
   // small() is non-null whenever manager() is; recomputer() and profiler() may be null.
   ResidencyManager* existing_manager() const;
   SmallAllocator* small() const;
+  // The device the parts manage memory on (its context and ordinal answer pointer queries).
+  CudaDevice* device() const;
   Recomputer* recomputer() const;
   Profiler* profiler() const;
 
@@ -76,6 +87,7 @@ class Process {
 
  private:
   struct Parts {
+    CudaDevice* device = nullptr;
     ResidencyManager* manager = nullptr;
     SmallAllocator* small = nullptr;
     Recomputer* recomputer = nullptr;
@@ -84,13 +96,15 @@ class Process {
   };
 
   Process() = default;
-  // Creates the parts (Parts' comment); null when a part cannot be made (said on stderr).
-  const Parts* CreateParts();
+  // Creates the parts (Parts' comment). nullptr when no context is current yet (the class
+  // comment); an error says why a part cannot be made.
+  absl::StatusOr<const Parts*> CreateParts();
   void WriteSummary() const;
 
   Config config_;
-  std::once_flag create_once_;
+  Mutex create_mu_;  // held while the parts are created
   std::atomic<const Parts*> parts_{nullptr};
+  std::atomic<bool> parts_failed_{false};
   mutable Mutex streams_mu_;
   absl::flat_hash_set<uintptr_t> non_blocking_streams_ ABSL_GUARDED_BY(streams_mu_);
 };
