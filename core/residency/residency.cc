@@ -459,6 +459,46 @@ std::optional<AllocationInfo> ResidencyManager::Lookup(DeviceAddress address) co
                         a->state, a->first_use_op, a->last_use_op, a->use_count};
 }
 
+// Note [Range checks]
+// ~~~~~~~~~~~~~~~~~~~
+// A copy or memset that runs past the end of an allocation, or lands in one already freed, is
+// the program's bug; simgpu (and often a GPU) faults on it, but under pooch the neighbouring
+// address range or a freed chunk kept for reuse is mapped, so it succeeded and silently
+// overwrote another tensor, or wrote bytes a swap-out would not keep (the rounding after
+// `bytes` is never copied). pooch knows every allocation's size, so the interposer checks the
+// exact ranges of copies and memsets here and in the sub-allocator (SmallAllocator::CheckRange)
+// before anything runs, and fails the call with its API's invalid-value error
+// (interpose/process/managed.h). Only ranges that start in pooch's memory are judged: a range
+// that starts elsewhere (host memory, another allocator) is not pooch's business. A range that
+// starts in a freed allocation's range is caught while the manager still holds that range (in
+// the reuse cache, or retired until its queued work completes); once the range is given back,
+// the address is no longer pooch's, and reusing it for a new allocation makes it a live one.
+// Ranges of kernels and library calls are not checked: a kernel's are guesses from its
+// arguments, and a library call may be given a larger workspace size than it uses.
+absl::Status ResidencyManager::CheckRange(DeviceAddress address, int64_t bytes) const {
+  MutexLock lock(&mu_);
+  if (const Allocation* a = table_.FindContaining(address); a != nullptr) {
+    const DeviceAddress end = a->address + static_cast<DeviceAddress>(a->bytes);
+    if (address >= end || bytes < 0 || static_cast<uint64_t>(bytes) > end - address) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          bytes, " bytes at 0x", absl::Hex(address), " run past the end of the allocation at 0x",
+          absl::Hex(a->address), " of ", a->bytes, " bytes"));
+    }
+    return absl::OkStatus();
+  }
+  for (const std::vector<Retired>* list : {&cache_, &retired_}) {
+    for (const Retired& r : *list) {
+      if (address >= r.address &&
+          address - r.address < static_cast<DeviceAddress>(r.mapped_bytes)) {
+        return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes at 0x", absl::Hex(address),
+                                                       " start in the allocation at 0x",
+                                                       absl::Hex(r.address), ", which was freed"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 ResidencyStats ResidencyManager::Stats() const {
   MutexLock lock(&mu_);
   ResidencyStats s = stats_;

@@ -253,6 +253,11 @@ class ResidencyManager {
 
   // The allocation containing `address`, if any.
   std::optional<AllocationInfo> Lookup(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Note [Range checks] (residency.cc): InvalidArgument when [address, address + bytes) starts
+  // inside an allocation (or the rounding after its end) and runs past the bytes it was allocated
+  // with, or starts in a freed allocation's range that the manager still holds (the reuse cache,
+  // a release waiting for queued work). Ok otherwise, also for memory that is not the manager's.
+  absl::Status CheckRange(DeviceAddress address, int64_t bytes) const ABSL_LOCKS_EXCLUDED(mu_);
   ResidencyStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
   // The timings of the swap copies that completed since the last call, in the order they were
   // queued; copies still in flight are kept for a later call. Never blocks. Empty unless copies

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/device/fake_device.h"
@@ -165,6 +166,47 @@ TEST_F(ResidencyTest, HostBudgetExhaustedFailsCleanlyAndLosesNothing) {
   ASSERT_TRUE(manager_->Free(a).ok());
   ASSERT_TRUE(manager_->Free(b).ok());
   EXPECT_EQ(manager_->Stats().host_bytes, 0);
+}
+
+// Note [Range checks]: a range may not run past the bytes an allocation was made with (its
+// rounding included) nor start in a freed one the manager still holds; other memory is not its
+// business.
+TEST_F(ResidencyTest, CheckRangeRejectsRangesPastTheEndOrInFreedMemory) {
+  reuse_cache_bytes_ = 8 * kG;
+  Init(8 * kG);
+  DeviceAddress a = *manager_->Allocate(kG + 100);  // mapped as 2 granules
+  EXPECT_TRUE(manager_->CheckRange(a, kG + 100).ok());
+  EXPECT_TRUE(manager_->CheckRange(a + kG, 100).ok());
+  EXPECT_TRUE(manager_->CheckRange(0x1234, 8).ok());
+  for (auto [offset, bytes] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, kG + 101}, {kG, 101}, {kG + 100, 1}, {2 * kG - 1, 1}, {0, int64_t{1} << 62}}) {
+    absl::Status s = manager_->CheckRange(a + offset, bytes);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << offset << " " << bytes << ": " << s;
+  }
+  EXPECT_THAT(manager_->CheckRange(a, kG + 101).message(), HasSubstr("past the end"));
+  // Freed into the reuse cache: still mapped, no longer the program's.
+  DeviceAddress b = *manager_->Allocate(kG);
+  ASSERT_TRUE(manager_->Free(b).ok());
+  EXPECT_GT(manager_->Stats().cached_bytes, 0);
+  absl::Status freed = manager_->CheckRange(b + 10, 10);
+  EXPECT_TRUE(absl::IsInvalidArgument(freed)) << freed;
+  EXPECT_THAT(freed.message(), HasSubstr("freed"));
+  // Handed out again, it is a live allocation.
+  ASSERT_EQ(*manager_->Allocate(kG), b);
+  EXPECT_TRUE(manager_->CheckRange(b + 10, 10).ok());
+  ASSERT_TRUE(manager_->Free(a).ok());
+  ASSERT_TRUE(manager_->Free(b).ok());
+}
+
+TEST_F(ResidencyTest, CheckRangeRejectsAFreedAllocationWhoseWorkIsQueued) {
+  Init(4 * kG, std::nullopt, FakeDevice::Mode::kManual);
+  DeviceAddress a = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());  // queued, not run
+  ASSERT_TRUE(manager_->Free(a).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(manager_->CheckRange(a, 1)));
+  device_->RunPending();
+  ASSERT_TRUE(manager_->Poll().ok());
+  EXPECT_TRUE(manager_->CheckRange(a, 1).ok());  // given back: not the manager's any more
 }
 
 TEST_F(ResidencyTest, PinnedHostAllocationFailureLeavesDataResident) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -131,6 +132,28 @@ std::optional<int64_t> SmallAllocator::BlockBytes(DeviceAddress address) const {
   auto it = allocated_.find(address);
   if (it == allocated_.end()) return std::nullopt;
   return it->second;
+}
+
+absl::Status SmallAllocator::CheckRange(DeviceAddress address, int64_t bytes) const {
+  MutexLock lock(&mu_);
+  if (!SlabOfLocked(address).has_value()) return absl::OkStatus();
+  // The block at or before `address`; `address` is in it unless past its end.
+  auto next = allocated_.upper_bound(address);
+  const bool in_block =
+      next != allocated_.begin() &&
+      address - std::prev(next)->first < static_cast<DeviceAddress>(std::prev(next)->second);
+  if (!in_block) {
+    return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes at 0x", absl::Hex(address),
+                                                   " start in freed small-allocation memory"));
+  }
+  const auto [block, block_bytes] = *std::prev(next);
+  const DeviceAddress end = block + static_cast<DeviceAddress>(block_bytes);
+  if (bytes < 0 || static_cast<uint64_t>(bytes) > end - address) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        bytes, " bytes at 0x", absl::Hex(address), " run past the end of the block at 0x",
+        absl::Hex(block), " of ", block_bytes, " bytes"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SmallAllocator::Poll() {

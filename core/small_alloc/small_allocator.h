@@ -55,7 +55,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -109,6 +108,11 @@ class SmallAllocator {
   absl::Status Free(DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
   // The size of the block at `address` (a block's start) if it is allocated here.
   std::optional<int64_t> BlockBytes(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Note [Range checks] (core/residency/residency.cc): InvalidArgument when [address, address +
+  // bytes) starts in a slab but in no allocated block (freed, or never handed out), or runs past
+  // the end of the block it starts in. A block is its size rounded up to kMinBlock, as CUDA's
+  // allocator rounds too: its rounding reaches no other block. Ok outside every slab.
+  absl::Status CheckRange(DeviceAddress address, int64_t bytes) const ABSL_LOCKS_EXCLUDED(mu_);
   // Frees the blocks of batches whose event completed and releases empty slabs; never blocks.
   absl::Status Poll() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -152,7 +156,8 @@ class SmallAllocator {
   // and by (size, address) (for best fit). Blocks handed out are in `allocated_`.
   absl::btree_map<DeviceAddress, int64_t> free_by_address_ ABSL_GUARDED_BY(mu_);
   absl::btree_set<std::pair<int64_t, DeviceAddress>> free_by_size_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<DeviceAddress, int64_t> allocated_ ABSL_GUARDED_BY(mu_);
+  // Ordered, so that CheckRange finds the block an address falls in.
+  absl::btree_map<DeviceAddress, int64_t> allocated_ ABSL_GUARDED_BY(mu_);
   absl::btree_map<DeviceAddress, PhysicalHandle> slabs_ ABSL_GUARDED_BY(mu_);  // base -> chunk
   std::vector<Block> pending_ ABSL_GUARDED_BY(mu_);
   std::deque<Batch> batches_ ABSL_GUARDED_BY(mu_);  // oldest first

@@ -34,8 +34,8 @@ Ranges Copy2DRanges(void* dst, size_t dpitch, const void* src, size_t spitch, si
   const size_t dst_span = Span2D(dpitch, width, height);
   const size_t src_span = Span2D(spitch, width, height);
   if (dst_span == 0 || src_span == 0) return r;
-  r.Add(dst, dst_span, Mode::kWrite);
-  r.Add(src, src_span, Mode::kRead);
+  r.AddExact(dst, dst_span, Mode::kWrite);
+  r.AddExact(src, src_span, Mode::kRead);
   return r;
 }
 
@@ -70,16 +70,16 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   Ranges r;
-  r.Add(dst, count, Mode::kWrite);
-  r.Add(src, count, Mode::kRead);
+  r.AddExact(dst, count, Mode::kWrite);
+  r.AddExact(src, count, Mode::kRead);
   return RunOp<cudaError_t>(0, r, [&] { return real::cudaMemcpy()(dst, src, count, kind); });
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream) {
   Ranges r;
-  r.Add(dst, count, Mode::kWrite);
-  r.Add(src, count, Mode::kRead);
+  r.AddExact(dst, count, Mode::kWrite);
+  r.AddExact(src, count, Mode::kRead);
   return RunOp<cudaError_t>(S(stream), r,
                             [&] { return real::cudaMemcpyAsync()(dst, src, count, kind, stream); });
 }
@@ -102,13 +102,13 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
   Ranges r;
-  r.Add(devPtr, count, Mode::kWrite);
+  r.AddExact(devPtr, count, Mode::kWrite);
   return RunOp<cudaError_t>(0, r, [&] { return real::cudaMemset()(devPtr, value, count); });
 }
 
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
   Ranges r;
-  r.Add(devPtr, count, Mode::kWrite);
+  r.AddExact(devPtr, count, Mode::kWrite);
   return RunOp<cudaError_t>(S(stream), r,
                             [&] { return real::cudaMemsetAsync()(devPtr, value, count, stream); });
 }
@@ -116,7 +116,7 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
 cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
   Ranges r;
   if (const size_t span = Span2D(pitch, width, height); span > 0) {
-    r.Add(devPtr, span, Mode::kWrite);
+    r.AddExact(devPtr, span, Mode::kWrite);
   }
   return RunOp<cudaError_t>(
       0, r, [&] { return real::cudaMemset2D()(devPtr, pitch, value, width, height); });
@@ -126,7 +126,7 @@ cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t widt
                               cudaStream_t stream) {
   Ranges r;
   if (const size_t span = Span2D(pitch, width, height); span > 0) {
-    r.Add(devPtr, span, Mode::kWrite);
+    r.AddExact(devPtr, span, Mode::kWrite);
   }
   return RunOp<cudaError_t>(S(stream), r, [&] {
     return real::cudaMemset2DAsync()(devPtr, pitch, value, width, height, stream);

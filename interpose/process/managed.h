@@ -35,18 +35,48 @@ namespace pooch::interpose {
 class Ranges {
  public:
   using Mode = pooch::AccessRange::Mode;
+  // A range the call may touch (a library call's operands, a kernel's guessed arguments).
   void Add(const void* address, size_t bytes, Mode mode) {
     Add(reinterpret_cast<uintptr_t>(address), bytes, mode);
   }
   void Add(uintptr_t address, size_t bytes, Mode mode) {
     if (address == 0) return;
     ranges_.push_back({address, static_cast<int64_t>(bytes == 0 ? 1 : bytes), mode});
+    exact_.push_back(false);
+  }
+  // A range a copy or a memset touches byte for byte: RunOp fails the call with its API's
+  // invalid-value error when the range starts in pooch's memory but runs past the end of the
+  // allocation it starts in, or starts in freed memory (Note [Range checks] in
+  // core/residency/residency.cc). Empty ranges touch nothing and are not checked.
+  void AddExact(const void* address, size_t bytes, Mode mode) {
+    AddExact(reinterpret_cast<uintptr_t>(address), bytes, mode);
+  }
+  void AddExact(uintptr_t address, size_t bytes, Mode mode) {
+    Add(address, bytes, mode);
+    if (address != 0 && bytes > 0) exact_.back() = true;
   }
   const std::vector<pooch::AccessRange>& get() const { return ranges_; }
+  bool exact(size_t i) const { return exact_[i]; }
 
  private:
   std::vector<pooch::AccessRange> ranges_;
+  std::vector<bool> exact_;  // per range: AddExact
 };
+
+// Note [Range checks] (core/residency/residency.cc): the first exact range of `ranges` that
+// starts in the manager's or the sub-allocator's memory and runs past its allocation or block, or
+// starts in freed memory, as InvalidArgument; Ok when there is none.
+inline absl::Status CheckExactRanges(const pooch::ResidencyManager& manager,
+                                     const pooch::SmallAllocator* small, const Ranges& ranges) {
+  for (size_t i = 0; i < ranges.get().size(); ++i) {
+    if (!ranges.exact(i)) continue;
+    const pooch::AccessRange& r = ranges.get()[i];
+    absl::Status s = manager.CheckRange(r.address, r.bytes);
+    if (s.ok() && small != nullptr) s = small->CheckRange(r.address, r.bytes);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
 
 // What a hook knows about its call beyond the ranges: whether they are all it may touch (a
 // generic kernel launch's are guessed from its parameters), and how to replay it (null when it
@@ -57,12 +87,20 @@ struct OpEffects {
 };
 
 // Makes the ranges resident on `stream`, runs `forward` (the real call), records the op's
-// use. Returns what `forward` returned, or the API's error for a failed swap-in or rebuild.
+// use. Returns what `forward` returned, or the API's error for an exact range that fails its
+// check, a failed swap-in or rebuild.
 template <typename Ret, typename Forward>
 Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects effects = {}) {
   Process& process = Process::Get();
   pooch::ResidencyManager* manager = process.manager();
   if (manager == nullptr || ranges.get().empty()) return forward();
+  // Note [Range checks]: before anything is made resident, rebuilt or written.
+  if (absl::Status s = CheckExactRanges(*manager, process.small(), ranges); !s.ok()) {
+    POOCH_LOG_AT(kError, "%s: %.*s: returning the invalid-value error",
+                 kFunctions[Index(HookScope::Current())].name, static_cast<int>(s.message().size()),
+                 s.message().data());
+    return StatusTo<Ret>(s);
+  }
   if (Recomputer* recomputer = process.recomputer()) {
     // Dropped maps this op touches, or whose recipes' inputs it overwrites, are rebuilt first.
     if (absl::Status s = recomputer->BeforeProgramOp(stream, ranges.get(), effects.known);

@@ -193,6 +193,28 @@ threads)
   echo "ok: $outs swap-outs"
   ;;
 
+bounds)
+  # Issue 13, point 6: copies and memsets that run past an allocation or a small block, or start
+  # in freed memory, fail with the invalid-value error before they write anything, with one
+  # "pooch:" line each naming the call; exact ones and memory that is not pooch's still work.
+  # Every byte of every buffer is checked, under the hazard checker.
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run probe env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=64MiB "$arg" bounds
+  [ "$rc" -eq 0 ] || fail "probe: exit $rc: $(head -3 "$work/probe.out")"
+  line=$(grep '^data_probe bounds ok ' "$work/probe.out") || fail "no result: $(cat "$work/probe.out")"
+  rejected=$(echo "$line" | awk '{ print $5 }')
+  [ "$rejected" -eq 19 ] || fail "$rejected calls rejected, want 19"
+  grep -i 'hazard' "$work/probe.err" && fail "simgpu reported a hazard"
+  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|calls\): ' "$work/probe.err" \
+    >"$work/other.txt"
+  n=$(grep -c '^pooch: error: cu[A-Za-z0-9_]*: .*: returning the invalid-value error$' "$work/other.txt")
+  [ "$n" -eq "$rejected" ] || fail "$n lines about rejected calls, want $rejected"
+  [ "$(wc -l <"$work/other.txt")" -eq "$rejected" ] || fail "unexpected stderr: $(cat "$work/other.txt")"
+  echo "ok: $line"
+  ;;
+
 run_command)
   pooch=$arg
   # pooch run finds libpooch.so at ../lib/libpooch.so from its own directory.
