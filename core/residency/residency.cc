@@ -254,8 +254,11 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
     r.allocation = a->id;
   }
   for (auto& [stream, event] : a->last_uses) r.events.push_back(event);
+  // Note [Reading the host copy]: the host buffer goes back only after the reads of it.
+  for (const EventRef& event : a->host_reads) r.events.push_back(event);
   in_flight_.erase(a->id);
   dropping_.erase(a->id);
+  host_held_.erase(a->id);
   table_.Remove(a->id);  // `a` is gone from here on
   ++stats_.frees;
   if (cacheable && CacheLocked(r)) return absl::OkStatus();
@@ -294,6 +297,55 @@ absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
   return status;
 }
 
+// Note [Reading the host copy]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Under POOCH_HOST_MEMORY_LIMIT, once the host pool is full nothing more can be swapped out, so
+// an allocation on the host cannot come back either (its swap-in needs room that only an
+// eviction, which needs host space, would make): without this, every read of it failed with an
+// out-of-memory error until the program freed something. A copy can do without the swap-in:
+// its source pointer is the interposer's to change, and the pinned host copy holds exactly the
+// allocation's bytes (kOnHost is entered only after the D2H copy completed, and any write swaps
+// the allocation in first). So when BeforeOp finds no room (ResourceExhausted) for an allocation
+// on the host that the op only reads, through ranges marked host_copy_ok that lie inside its
+// bytes, it leaves the allocation on the host and hands out the host address instead
+// (OpTicket::HostSource); the interposer points the copy at it (interpose/process/managed.h).
+// The op needs no wait: the copy that filled the host buffer has completed.
+// This is the fallback only: with room, the allocation is swapped in as before, so demand
+// swapping and plans behave as they did. The other design, letting the victim's swap-out reuse
+// the host space the swap-in frees, is circular (the swap-in needs the device room the victim's
+// swap-out makes, which needs the host room the swap-in frees) and would need a staging buffer.
+// The host buffer must outlive the reads: ops in progress count in host_readers (the
+// allocation is pinned too, so it is neither freed nor evicted meanwhile), and AfterOp keeps
+// their events in host_reads (and last_uses). Every place that gives the buffer back or
+// overwrites it waits for them: a swap-out reusing it and a free wait for last_uses, and when a
+// swap-in started meanwhile completes, PollLocked gives the buffer back only once host_readers is
+// 0 and host_reads completed (HostIdleLocked); until then it stays attached (host_held_).
+bool ResidencyManager::ReadHostCopyLocked(Allocation& a, absl::Span<const AccessRange> touched,
+                                          OpTicket& ticket) {
+  if (a.state != ResidencyState::kOnHost) return false;
+  const DeviceAddress mapped_end = a.address + static_cast<DeviceAddress>(a.mapped_bytes);
+  const DeviceAddress end = a.address + static_cast<DeviceAddress>(a.bytes);
+  std::vector<std::pair<size_t, const void*>> sources;
+  for (size_t i = 0; i < touched.size(); ++i) {
+    const AccessRange& r = touched[i];
+    // Overlapping as AllocationTable::ForEachOverlapping counts it (an empty range is 1 byte).
+    const uint64_t length = static_cast<uint64_t>(std::max<int64_t>(r.bytes, 1));
+    if (r.address >= mapped_end || (r.address < a.address && a.address - r.address >= length)) {
+      continue;
+    }
+    if (!r.host_copy_ok || r.mode != AccessRange::Mode::kRead || r.address < a.address ||
+        r.bytes < 0 || static_cast<uint64_t>(r.bytes) > end - r.address) {
+      return false;
+    }
+    sources.emplace_back(i, static_cast<const char*>(a.host) + (r.address - a.address));
+  }
+  ++a.host_readers;
+  ticket.host_reads_.push_back(a.id);
+  ticket.host_sources_.insert(ticket.host_sources_.end(), sources.begin(), sources.end());
+  ++stats_.host_reads;
+  return true;
+}
+
 absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
                                                     absl::Span<const AccessRange> touched) {
   MutexLock lock(&mu_);
@@ -323,6 +375,7 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
   }
   auto fail = [&](absl::Status s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (absl::IsResourceExhausted(s)) ++stats_.out_of_memory;
+    for (AllocationId id : ticket.host_reads_) --table_.Find(id)->host_readers;  // pinned
     UnpinLocked(ticket.ids_);
     --active_ops_;
     unpinned_.SignalAll();
@@ -344,14 +397,19 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
     }
     if (a->state == ResidencyState::kSwappingOut) CancelSwapOutLocked(*a);
     if (a->state == ResidencyState::kOnHost) {
-      if (absl::Status s = MakeRoomLocked(a->mapped_bytes, /*self_active=*/true); !s.ok()) {
-        return fail(s);
-      }
+      absl::Status s = MakeRoomLocked(a->mapped_bytes, /*self_active=*/true);
       // MakeRoomLocked may have dropped the lock: another op that touches `a` may have swapped
       // it in meanwhile.
-      if (a->state == ResidencyState::kOnHost) {
-        if (absl::Status s = StartSwapInLocked(*a); !s.ok()) return fail(s);
-        ++stats_.demand_swap_ins;
+      if (s.ok() && a->state == ResidencyState::kOnHost) {
+        s = StartSwapInLocked(*a);
+        if (s.ok()) ++stats_.demand_swap_ins;
+      }
+      if (!s.ok()) {
+        // Note [Reading the host copy]: no room, but the op may read the host copy instead.
+        if (!absl::IsResourceExhausted(s) || !ReadHostCopyLocked(*a, touched, ticket)) {
+          return fail(s);
+        }
+        continue;
       }
     }
     // Note [Op ordering]: the op runs after the copy that brought the data (or the cancelled
@@ -381,10 +439,16 @@ absl::Status ResidencyManager::AfterOp(OpTicket ticket) {
         });
         a->last_uses.emplace_back(ticket.stream_, *event);
       }
+      for (AllocationId id : ticket.host_reads_) {  // Note [Reading the host copy]
+        Allocation* a = table_.Find(id);            // pinned until UnpinLocked below
+        std::erase_if(a->host_reads, [](const EventRef& e) { return e->known_complete(); });
+        a->host_reads.push_back(*event);
+      }
     } else {
       status = event.status();
     }
   }
+  for (AllocationId id : ticket.host_reads_) --table_.Find(id)->host_readers;
   UnpinLocked(ticket.ids_);
   --active_ops_;
   unpinned_.SignalAll();

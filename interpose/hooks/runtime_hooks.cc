@@ -27,15 +27,16 @@ size_t Span2D(size_t pitch, size_t width, size_t height) {
   return span;
 }
 
-// Ranges of a 2D copy; none when either region is empty or overflows.
-Ranges Copy2DRanges(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                    size_t height) {
+// Ranges of a 2D copy; none when either region is empty or overflows. RunOp may point *src at
+// a host copy and set *kind (Ranges::AddSource).
+Ranges Copy2DRanges(void* dst, size_t dpitch, const void** src, size_t spitch, size_t width,
+                    size_t height, cudaMemcpyKind* kind) {
   Ranges r;
   const size_t dst_span = Span2D(dpitch, width, height);
   const size_t src_span = Span2D(spitch, width, height);
   if (dst_span == 0 || src_span == 0) return r;
   r.AddExact(dst, dst_span, Mode::kWrite);
-  r.AddExact(src, src_span, Mode::kRead);
+  r.AddSource(src, src_span, kind);
   return r;
 }
 
@@ -71,7 +72,7 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   Ranges r;
   r.AddExact(dst, count, Mode::kWrite);
-  r.AddExact(src, count, Mode::kRead);
+  r.AddSource(&src, count, &kind);
   return RunOp<cudaError_t>(0, r, [&] { return real::cudaMemcpy()(dst, src, count, kind); });
 }
 
@@ -79,14 +80,14 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaM
                             cudaStream_t stream) {
   Ranges r;
   r.AddExact(dst, count, Mode::kWrite);
-  r.AddExact(src, count, Mode::kRead);
+  r.AddSource(&src, count, &kind);
   return RunOp<cudaError_t>(S(stream), r,
                             [&] { return real::cudaMemcpyAsync()(dst, src, count, kind, stream); });
 }
 
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                          size_t height, enum cudaMemcpyKind kind) {
-  const Ranges r = Copy2DRanges(dst, dpitch, src, spitch, width, height);
+  const Ranges r = Copy2DRanges(dst, dpitch, &src, spitch, width, height, &kind);
   return RunOp<cudaError_t>(
       0, r, [&] { return real::cudaMemcpy2D()(dst, dpitch, src, spitch, width, height, kind); });
 }
@@ -94,7 +95,7 @@ cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitc
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                               size_t width, size_t height, enum cudaMemcpyKind kind,
                               cudaStream_t stream) {
-  const Ranges r = Copy2DRanges(dst, dpitch, src, spitch, width, height);
+  const Ranges r = Copy2DRanges(dst, dpitch, &src, spitch, width, height, &kind);
   return RunOp<cudaError_t>(S(stream), r, [&] {
     return real::cudaMemcpy2DAsync()(dst, dpitch, src, spitch, width, height, kind, stream);
   });

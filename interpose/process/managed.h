@@ -55,12 +55,53 @@ class Ranges {
     Add(address, bytes, mode);
     if (address != 0 && bytes > 0) exact_.back() = true;
   }
+  // A copy's source (an exact read). When it lies in an allocation that is swapped out and there
+  // is no room to bring it back, RunOp points the hook's `*source` at the allocation's pinned
+  // host copy instead (Note [Reading the host copy] in core/residency/residency.cc) and sets
+  // `*kind` to cudaMemcpyDefault (the runtime's copies), or `*from_host` to true (the driver's
+  // typed copies take device pointers only, so the hook then calls cuMemcpy or cuMemcpyAsync;
+  // null for those two, which take any address).
+  void AddSource(const void** source, size_t bytes, cudaMemcpyKind* kind) {
+    AddSource(reinterpret_cast<uintptr_t>(*source), bytes);
+    if (source_ < 0) return;
+    pointer_ = source;
+    kind_ = kind;
+  }
+  void AddSource(CUdeviceptr* source, size_t bytes, bool* from_host) {
+    AddSource(static_cast<uintptr_t>(*source), bytes);
+    if (source_ < 0) return;
+    device_pointer_ = source;
+    from_host_ = from_host;
+  }
   const std::vector<pooch::AccessRange>& get() const { return ranges_; }
   bool exact(size_t i) const { return exact_[i]; }
+  // The index of the source in get(), or -1.
+  int source() const { return source_; }
+  // Points the source at `host` (RunOp, after BeforeOp said so). Writes the hook's variables.
+  void ReadSourceFrom(const void* host) const {
+    if (pointer_ != nullptr) *pointer_ = host;
+    if (device_pointer_ != nullptr) {
+      *device_pointer_ = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(host));
+    }
+    if (kind_ != nullptr) *kind_ = cudaMemcpyDefault;
+    if (from_host_ != nullptr) *from_host_ = true;
+  }
 
  private:
+  void AddSource(uintptr_t address, size_t bytes) {
+    if (address == 0) return;
+    AddExact(address, bytes, Mode::kRead);
+    ranges_.back().host_copy_ok = true;
+    source_ = static_cast<int>(ranges_.size()) - 1;
+  }
+
   std::vector<pooch::AccessRange> ranges_;
   std::vector<bool> exact_;  // per range: AddExact
+  int source_ = -1;
+  const void** pointer_ = nullptr;
+  CUdeviceptr* device_pointer_ = nullptr;
+  cudaMemcpyKind* kind_ = nullptr;
+  bool* from_host_ = nullptr;
 };
 
 // Note [Range checks] (core/residency/residency.cc): the first exact range of `ranges` that
@@ -86,9 +127,10 @@ struct OpEffects {
   const ReplaySource* replay = nullptr;
 };
 
-// Makes the ranges resident on `stream`, runs `forward` (the real call), records the op's
-// use. Returns what `forward` returned, or the API's error for an exact range that fails its
-// check, a failed swap-in or rebuild.
+// Makes the ranges resident on `stream` (or points a copy's source at its host copy:
+// Ranges::AddSource), runs `forward` (the real call), records the op's use. Returns what
+// `forward` returned, or the API's error for an exact range that fails its check, a failed
+// swap-in or rebuild.
 template <typename Ret, typename Forward>
 Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects effects = {}) {
   Process& process = Process::Get();
@@ -116,6 +158,12 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
                  static_cast<int>(ticket.status().message().size()),
                  ticket.status().message().data());
     return StatusTo<Ret>(ticket.status());
+  }
+  // Note [Reading the host copy]: no room for the source, which stays on the host.
+  if (ranges.source() >= 0) {
+    if (const void* host = ticket->HostSource(static_cast<size_t>(ranges.source()))) {
+      ranges.ReadSourceFrom(host);
+    }
   }
   Profiler* profiler = process.profiler();
   const ProfiledOp profiled =

@@ -1,5 +1,13 @@
 // data_probe MODE: whether pooch keeps a program's data readable and its tensors apart (issue 13).
 //
+//   host_full BUFFERS MIB  Under a POOCH_MEMORY_LIMIT that holds 2 of BUFFERS buffers of MIB MiB
+//       and a POOCH_HOST_MEMORY_LIMIT that holds the others (the driver sets both), fills every
+//       buffer from the host: the first BUFFERS-2 are swapped out and the host pool is full, so
+//       nothing more can be swapped out, and none of them can be swapped back in. Each must still
+//       read back: cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2D, cuMemcpyDtoH_v2, cuMemcpyDtoHAsync_v2
+//       and cuMemcpy to the host, at offsets too, and cudaMemcpy, cuMemcpyDtoD_v2 and
+//       cuMemcpyDtoDAsync_v2 into the last (resident) buffer. Then the last buffer is freed, which
+//       makes room, and everything reads back again.
 //   bounds  Copies and memsets that start inside an allocation (3 MiB ones, and small blocks) but
 //       run past its end, or that start in freed memory, must fail with the API's invalid-value
 //       error (cudaErrorInvalidValue, CUDA_ERROR_INVALID_VALUE) and change nothing; exact ones
@@ -12,6 +20,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -32,6 +41,13 @@ void Fill(std::vector<unsigned char>& host, int buffer) {
 bool Ok(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return true;
   std::printf("data_probe: %s: %s (%d)\n", what, cudaGetErrorName(e), static_cast<int>(e));
+  ++g_failures;
+  return false;
+}
+
+bool Ok(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return true;
+  std::printf("data_probe: %s: CUresult %d\n", what, static_cast<int>(r));
   ++g_failures;
   return false;
 }
@@ -58,6 +74,94 @@ size_t Verify(const void* dev, size_t bytes, int want, const char* what) {
 
 CUdeviceptr D(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
 char* C(void* p) { return static_cast<char*>(p); }
+
+int HostFull(int buffers, size_t bytes) {
+  std::vector<void*> dev(buffers, nullptr);
+  std::vector<int> holds(buffers);  // the pattern each buffer holds
+  std::vector<unsigned char> host(bytes);
+  for (int b = 0; b < buffers; ++b) {
+    Fill(host, b);
+    if (!Ok(cudaMalloc(&dev[b], bytes), "cudaMalloc (fill)") ||
+        !Ok(cudaMemcpy(dev[b], host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy (fill)")) {
+      return 1;
+    }
+    holds[b] = b;
+  }
+  Ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  const int last = buffers - 1;
+  size_t verified = 0;
+  // Synchronous reads of every buffer: the swapped-out ones cannot come back.
+  for (int b = 0; b < buffers; ++b) verified += Verify(dev[b], bytes, b, "cudaMemcpy D2H");
+
+  cudaStream_t stream = nullptr;
+  void* pinned = nullptr;  // the program's own pinned memory, not pooch's pool
+  if (!Ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate") ||
+      !Ok(cudaMallocHost(&pinned, bytes), "cudaMallocHost")) {
+    return 1;
+  }
+  unsigned char* p = static_cast<unsigned char*>(pinned);
+  // Asynchronous, on a stream, into pinned memory.
+  std::memset(p, 0, bytes);
+  if (Ok(cudaMemcpyAsync(p, dev[0], bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync") &&
+      Ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize")) {
+    verified += Same(p, bytes, 0, 0, "cudaMemcpyAsync D2H");
+  }
+  // At an offset, part of the buffer.
+  const size_t off = bytes / 3 + 5, len = bytes / 4;
+  if (Ok(cudaMemcpy(host.data(), C(dev[1]) + off, len, cudaMemcpyDeviceToHost), "cudaMemcpy off")) {
+    verified += Same(host.data(), len, 1, off, "cudaMemcpy D2H at an offset");
+  }
+  // A 2D region: 64 rows of 1000 bytes every 4096 bytes.
+  const size_t pitch = 4096, width = 1000, rows = 64;
+  std::vector<unsigned char> region(width * rows);
+  if (Ok(cudaMemcpy2D(region.data(), width, C(dev[0]) + 3, pitch, width, rows,
+                      cudaMemcpyDeviceToHost),
+         "cudaMemcpy2D")) {
+    for (size_t r = 0; r < rows; ++r) {
+      verified += Same(region.data() + r * width, width, 0, 3 + r * pitch, "cudaMemcpy2D D2H");
+    }
+  }
+  // The driver's typed and generic copies.
+  std::memset(host.data(), 0, bytes);
+  if (Ok(cuMemcpyDtoH_v2(host.data(), D(dev[1]), bytes), "cuMemcpyDtoH_v2")) {
+    verified += Same(host.data(), bytes, 1, 0, "cuMemcpyDtoH_v2");
+  }
+  std::memset(p, 0, bytes);
+  if (Ok(cuMemcpyDtoHAsync_v2(p, D(C(dev[0]) + off), len, reinterpret_cast<CUstream>(stream)),
+         "cuMemcpyDtoHAsync_v2") &&
+      Ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize")) {
+    verified += Same(p, len, 0, off, "cuMemcpyDtoHAsync_v2");
+  }
+  std::memset(host.data(), 0, bytes);
+  if (Ok(cuMemcpy(D(host.data()), D(dev[1]), bytes), "cuMemcpy")) {
+    verified += Same(host.data(), bytes, 1, 0, "cuMemcpy to the host");
+  }
+  // Device to device, into the last buffer, which is resident.
+  if (Ok(cudaMemcpy(dev[last], dev[0], bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy D2D")) {
+    holds[last] = 0;
+    verified += Verify(dev[last], bytes, 0, "cudaMemcpy D2D");
+  }
+  if (Ok(cuMemcpyDtoD_v2(D(dev[last]), D(dev[1]), bytes), "cuMemcpyDtoD_v2")) {
+    holds[last] = 1;
+    verified += Verify(dev[last], bytes, 1, "cuMemcpyDtoD_v2");
+  }
+  if (Ok(cuMemcpyDtoDAsync_v2(D(dev[last]), D(dev[0]), bytes, reinterpret_cast<CUstream>(stream)),
+         "cuMemcpyDtoDAsync_v2") &&
+      Ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize")) {
+    holds[last] = 0;
+    verified += Verify(dev[last], bytes, 0, "cuMemcpyDtoDAsync_v2");
+  }
+  // Freeing a buffer makes room: the others come back to the device and still hold their data.
+  Ok(cudaFree(dev[last]), "cudaFree (last)");
+  for (int b = 0; b < last; ++b) verified += Verify(dev[b], bytes, holds[b], "read after a free");
+  Ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  for (int b = 0; b < last; ++b) Ok(cudaFree(dev[b]), "cudaFree");
+  Ok(cudaFreeHost(pinned), "cudaFreeHost");
+  Ok(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  if (g_failures > 0) return 1;
+  std::printf("data_probe host_full ok verified %zu bytes\n", verified);
+  return 0;
+}
 
 // bounds: each bad call must return the invalid-value error; `rejected` counts them.
 int g_rejected = 0;
@@ -184,7 +288,12 @@ int Bounds() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "host_full" && argc == 4) {
+    const int buffers = std::atoi(argv[2]);
+    const size_t bytes = static_cast<size_t>(std::atoi(argv[3])) * kMiB;
+    if (buffers >= 3 && bytes > 0) return HostFull(buffers, bytes);
+  }
   if (mode == "bounds" && argc == 2) return Bounds();
-  std::fprintf(stderr, "usage: data_probe bounds\n");
+  std::fprintf(stderr, "usage: data_probe host_full BUFFERS MIB | bounds\n");
   return 2;
 }

@@ -193,6 +193,31 @@ threads)
   echo "ok: $outs swap-outs"
   ;;
 
+host_full)
+  # Issue 13, point 2: swapped-out data stays readable when the host pool is full. 6 buffers of
+  # 4 MiB under an 8 MiB limit and a 16 MiB host limit: 4 are on the host, nothing more can be
+  # swapped out, so none can come back; every copy out of them must still return every byte
+  # (read from the pinned host copy: the summary's host_reads), with no hazard, no out-of-memory
+  # error and nothing else on stderr but the summary.
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run probe env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=8MiB \
+    POOCH_HOST_MEMORY_LIMIT=16MiB "$arg" host_full 6 4
+  [ "$rc" -eq 0 ] || fail "probe: exit $rc: $(head -3 "$work/probe.out")"
+  grep -q '^data_probe host_full ok ' "$work/probe.out" || fail "no result: $(cat "$work/probe.out")"
+  grep -i 'hazard' "$work/probe.err" && fail "simgpu reported a hazard"
+  line=$(grep '^pooch: swaps: ' "$work/probe.err") || fail "no swaps: line in the summary"
+  field() { echo "$line" | awk -v f="$1" '{ for (i = 3; i < NF; ++i) if ($i == f) print $(i + 1) }'; }
+  # The 13 copies out of buffers 0 and 1 (both on the host until the end) read their host copy.
+  [ "$(field host_reads)" -ge 13 ] || fail "host_reads $(field host_reads), want >= 13: $line"
+  [ "$(field oom)" -eq 0 ] || fail "an op ran out of memory: $line"
+  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|calls\): ' "$work/probe.err" \
+    >"$work/other.txt"
+  [ -s "$work/other.txt" ] && fail "unexpected stderr: $(head -3 "$work/other.txt")"
+  echo "ok: $(cat "$work/probe.out"); host_reads $(field host_reads)"
+  ;;
+
 bounds)
   # Issue 13, point 6: copies and memsets that run past an allocation or a small block, or start
   # in freed memory, fail with the invalid-value error before they write anything, with one
