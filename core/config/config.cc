@@ -133,7 +133,8 @@ const Variable kVariables[] = {
      }},
     {{"POOCH_HOST_MEMORY_LIMIT", "unlimited", "size",
       "Pinned host memory pooch may use for swapped data. When it is full, further swaps fail "
-      "and the allocation that needed them gets an out-of-memory error; no data is lost."},
+      "and the allocation that needed them gets an out-of-memory error; no data is lost, and "
+      "copies still read swapped-out data from its host copy."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int64_t> bytes = ParseSize(name, value);
        if (!bytes.ok()) return bytes.status();

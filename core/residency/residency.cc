@@ -94,12 +94,12 @@ ResidencyManager::~ResidencyManager() {
 // threads whose ops each fit the limit alone can each hold part of what the other waits for:
 // neither would ever unpin. Ops are ordered by their sequence number (BeforeOp's `op`), oldest
 // first: an op that must wait for pinned memory while an older op is waiting too gives way:
-// MakeRoomLocked returns kBackOff, and BeforeOp releases the op's pins, waits until no older op
+// MakeRoomLocked returns BackOff(), and BeforeOp releases the op's pins, waits until no older op
 // is waiting, pins again and starts over. The oldest waiting op never gives way, so it gets its
-// memory once the younger ones have unpinned and the ops running now have ended (an op whose
-// own working set exceeds the limit fails at once); then the next oldest, and so on: every op
-// whose working set fits is served in order, none starves, and the wait is bounded by
-// options_.pinned_wait. An op that gave way keeps its number, so it only grows older.
+// memory once the younger ones have unpinned and the ops running now have ended; then the next
+// oldest, and so on: every op whose working set fits is served in order, none starves, and the
+// wait is bounded by options_.pinned_wait. An op that gave way keeps its number, so it only
+// grows older.
 absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op) {
   const int64_t limit = options_.memory_limit;
   if (bytes > limit - external_bytes_) {
@@ -308,8 +308,11 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
     r.allocation = a->id;
   }
   for (auto& [stream, event] : a->last_uses) r.events.push_back(event);
+  // Note [Reading the host copy]: the host buffer goes back only after the reads of it.
+  for (const EventRef& event : a->host_reads) r.events.push_back(event);
   in_flight_.erase(a->id);
   dropping_.erase(a->id);
+  host_held_.erase(a->id);
   table_.Remove(a->id);  // `a` is gone from here on
   ++stats_.frees;
   if (cacheable && CacheLocked(r)) return absl::OkStatus();
@@ -348,6 +351,55 @@ absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
   return status;
 }
 
+// Note [Reading the host copy]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Under POOCH_HOST_MEMORY_LIMIT, once the host pool is full nothing more can be swapped out, so
+// an allocation on the host cannot come back either (its swap-in needs room that only an
+// eviction, which needs host space, would make): without this, every read of it failed with an
+// out-of-memory error until the program freed something. A copy can do without the swap-in:
+// its source pointer is the interposer's to change, and the pinned host copy holds exactly the
+// allocation's bytes (kOnHost is entered only after the D2H copy completed, and any write swaps
+// the allocation in first). So when BeforeOp finds no room (ResourceExhausted) for an allocation
+// on the host that the op only reads, through ranges marked host_copy_ok that lie inside its
+// bytes, it leaves the allocation on the host and hands out the host address instead
+// (OpTicket::HostSource); the interposer points the copy at it (interpose/process/managed.h).
+// The op needs no wait: the copy that filled the host buffer has completed.
+// This is the fallback only: with room, the allocation is swapped in as before, so demand
+// swapping and plans behave as they did. The other design, letting the victim's swap-out reuse
+// the host space the swap-in frees, is circular (the swap-in needs the device room the victim's
+// swap-out makes, which needs the host room the swap-in frees) and would need a staging buffer.
+// The host buffer must outlive the reads: ops in progress count in host_readers (the
+// allocation is pinned too, so it is neither freed nor evicted meanwhile), and AfterOp keeps
+// their events in host_reads (and last_uses). Every place that gives the buffer back or
+// overwrites it waits for them: a swap-out reusing it and a free wait for last_uses, and when a
+// swap-in started meanwhile completes, PollLocked gives the buffer back only once host_readers is
+// 0 and host_reads completed (HostIdleLocked); until then it stays attached (host_held_).
+bool ResidencyManager::ReadHostCopyLocked(Allocation& a, absl::Span<const AccessRange> touched,
+                                          OpTicket& ticket) {
+  if (a.state != ResidencyState::kOnHost) return false;
+  const DeviceAddress mapped_end = a.address + static_cast<DeviceAddress>(a.mapped_bytes);
+  const DeviceAddress end = a.address + static_cast<DeviceAddress>(a.bytes);
+  std::vector<std::pair<size_t, const void*>> sources;
+  for (size_t i = 0; i < touched.size(); ++i) {
+    const AccessRange& r = touched[i];
+    // Overlapping as AllocationTable::ForEachOverlapping counts it (an empty range is 1 byte).
+    const uint64_t length = static_cast<uint64_t>(std::max<int64_t>(r.bytes, 1));
+    if (r.address >= mapped_end || (r.address < a.address && a.address - r.address >= length)) {
+      continue;
+    }
+    if (!r.host_copy_ok || r.mode != AccessRange::Mode::kRead || r.address < a.address ||
+        r.bytes < 0 || static_cast<uint64_t>(r.bytes) > end - r.address) {
+      return false;
+    }
+    sources.emplace_back(i, static_cast<const char*>(a.host) + (r.address - a.address));
+  }
+  ++a.host_readers;
+  ticket.host_reads_.push_back(a.id);
+  ticket.host_sources_.insert(ticket.host_sources_.end(), sources.begin(), sources.end());
+  ++stats_.host_reads;
+  return true;
+}
+
 absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
                                                     absl::Span<const AccessRange> touched) {
   MutexLock lock(&mu_);
@@ -374,8 +426,17 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
           ++a.use_count;
         });
   }
+  // Note [Reading the host copy]: the host copies an attempt reads are given back when it fails
+  // or gives way.
+  auto forget_host_reads = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (AllocationId id : ticket.host_reads_) --table_.Find(id)->host_readers;  // pinned
+    stats_.host_reads -= static_cast<int64_t>(ticket.host_reads_.size());
+    ticket.host_reads_.clear();
+    ticket.host_sources_.clear();
+  };
   auto fail = [&](absl::Status s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (absl::IsResourceExhausted(s)) ++stats_.out_of_memory;
+    forget_host_reads();
     UnpinLocked(ticket.ids_);
     --active_ops_;
     unpinned_.SignalAll();
@@ -387,22 +448,14 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
         absl::StrCat("allocation 0x", absl::Hex(a->address), " (", FormatBytes(a->bytes),
                      ") was dropped and must be recomputed before it is read")));
   }
-  // An op whose own working set exceeds the limit can never run: no waiting for others.
-  int64_t working_set = 0;
-  for (AllocationId id : ticket.ids_) working_set += table_.Find(id)->mapped_bytes;
-  if (working_set > options_.memory_limit - external_bytes_) {
-    return fail(absl::ResourceExhaustedError(absl::StrCat(
-        "an op touches ", FormatBytes(working_set), " of allocations, more than the memory limit ",
-        FormatBytes(options_.memory_limit), " less ", FormatBytes(external_bytes_),
-        " of small allocations")));
-  }
   const absl::Time deadline = absl::Now() + options_.pinned_wait;
   while (true) {
-    absl::Status s = MakeResidentLocked(ticket, op);
+    absl::Status s = MakeResidentLocked(touched, ticket, op);
     if (s.ok()) return ticket;
     if (!IsBackOff(s)) return fail(s);
     // Note [Waiting for pins]: give way to the older ops waiting, then pin again and start over.
     ++stats_.pin_backoffs;
+    forget_host_reads();
     UnpinLocked(ticket.ids_);
     unpinned_.SignalAll();
     while (!waiting_ops_.empty() && *waiting_ops_.begin() < op && absl::Now() < deadline) {
@@ -422,7 +475,8 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
   }
 }
 
-absl::Status ResidencyManager::MakeResidentLocked(const OpTicket& ticket, uint64_t op) {
+absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> touched,
+                                                  OpTicket& ticket, uint64_t op) {
   if (absl::Status s = PollLocked(); !s.ok()) return s;
   for (AllocationId id : ticket.ids_) {
     Allocation* a = table_.Find(id);  // pinned, so still in the table
@@ -432,12 +486,17 @@ absl::Status ResidencyManager::MakeResidentLocked(const OpTicket& ticket, uint64
     }
     if (a->state == ResidencyState::kSwappingOut) CancelSwapOutLocked(*a);
     if (a->state == ResidencyState::kOnHost) {
-      if (absl::Status s = MakeRoomLocked(a->mapped_bytes, op); !s.ok()) return s;
+      absl::Status s = MakeRoomLocked(a->mapped_bytes, op);
       // MakeRoomLocked may have dropped the lock: another op that touches `a` may have swapped
       // it in meanwhile.
-      if (a->state == ResidencyState::kOnHost) {
-        if (absl::Status s = StartSwapInLocked(*a); !s.ok()) return s;
-        ++stats_.demand_swap_ins;
+      if (s.ok() && a->state == ResidencyState::kOnHost) {
+        s = StartSwapInLocked(*a);
+        if (s.ok()) ++stats_.demand_swap_ins;
+      }
+      if (!s.ok()) {
+        // Note [Reading the host copy]: no room, but the op may read the host copy instead.
+        if (!absl::IsResourceExhausted(s) || !ReadHostCopyLocked(*a, touched, ticket)) return s;
+        continue;
       }
     }
     // Note [Op ordering]: the op runs after the copy that brought the data (or the cancelled
@@ -468,10 +527,16 @@ absl::Status ResidencyManager::AfterOp(OpTicket ticket) {
         });
         a->last_uses.emplace_back(ticket.stream_, *event);
       }
+      for (AllocationId id : ticket.host_reads_) {  // Note [Reading the host copy]
+        Allocation* a = table_.Find(id);            // pinned until UnpinLocked below
+        std::erase_if(a->host_reads, [](const EventRef& e) { return e->known_complete(); });
+        a->host_reads.push_back(*event);
+      }
     } else {
       status = event.status();
     }
   }
+  for (AllocationId id : ticket.host_reads_) --table_.Find(id)->host_readers;
   UnpinLocked(ticket.ids_);
   --active_ops_;
   unpinned_.SignalAll();
@@ -544,6 +609,46 @@ std::optional<AllocationInfo> ResidencyManager::Lookup(DeviceAddress address) co
   if (a == nullptr) return std::nullopt;
   return AllocationInfo{a->id,    a->address,      a->bytes,       a->swappable,
                         a->state, a->first_use_op, a->last_use_op, a->use_count};
+}
+
+// Note [Range checks]
+// ~~~~~~~~~~~~~~~~~~~
+// A copy or memset that runs past the end of an allocation, or lands in one already freed, is
+// the program's bug; simgpu (and often a GPU) faults on it, but under pooch the neighbouring
+// address range or a freed chunk kept for reuse is mapped, so it succeeded and silently
+// overwrote another tensor, or wrote bytes a swap-out would not keep (the rounding after
+// `bytes` is never copied). pooch knows every allocation's size, so the interposer checks the
+// exact ranges of copies and memsets here and in the sub-allocator (SmallAllocator::CheckRange)
+// before anything runs, and fails the call with its API's invalid-value error
+// (interpose/process/managed.h). Only ranges that start in pooch's memory are judged: a range
+// that starts elsewhere (host memory, another allocator) is not pooch's business. A range that
+// starts in a freed allocation's range is caught while the manager still holds that range (in
+// the reuse cache, or retired until its queued work completes); once the range is given back,
+// the address is no longer pooch's, and reusing it for a new allocation makes it a live one.
+// Ranges of kernels and library calls are not checked: a kernel's are guesses from its
+// arguments, and a library call may be given a larger workspace size than it uses.
+absl::Status ResidencyManager::CheckRange(DeviceAddress address, int64_t bytes) const {
+  MutexLock lock(&mu_);
+  if (const Allocation* a = table_.FindContaining(address); a != nullptr) {
+    const DeviceAddress end = a->address + static_cast<DeviceAddress>(a->bytes);
+    if (address >= end || bytes < 0 || static_cast<uint64_t>(bytes) > end - address) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          bytes, " bytes at 0x", absl::Hex(address), " run past the end of the allocation at 0x",
+          absl::Hex(a->address), " of ", a->bytes, " bytes"));
+    }
+    return absl::OkStatus();
+  }
+  for (const std::vector<Retired>* list : {&cache_, &retired_}) {
+    for (const Retired& r : *list) {
+      if (address >= r.address &&
+          address - r.address < static_cast<DeviceAddress>(r.mapped_bytes)) {
+        return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes at 0x", absl::Hex(address),
+                                                       " start in the allocation at 0x",
+                                                       absl::Hex(r.address), ", which was freed"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 ResidencyStats ResidencyManager::Stats() const {

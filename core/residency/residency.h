@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -87,6 +88,11 @@ struct AccessRange {
   // Demand swapping ignores it; for a dropped allocation (Drop) it decides between an error
   // (a read) and a restore (only writes: the replay that recomputes it).
   Mode mode = Mode::kReadWrite;
+  // The op can read this range from the allocation's pinned host copy instead (a copy's source,
+  // whose pointer the interposer can change): when the allocation is on the host and there is no
+  // room to bring it back, BeforeOp leaves it there and OpTicket::HostSource says where to read
+  // (Note [Reading the host copy], residency.cc). Only for kRead ranges inside one allocation.
+  bool host_copy_ok = false;
 };
 
 // What BeforeOp pinned; hand it to AfterOp. Move-only.
@@ -97,11 +103,22 @@ class OpTicket {
   OpTicket& operator=(OpTicket&&) = default;
   StreamHandle stream() const { return stream_; }
   absl::Span<const AllocationId> allocations() const { return ids_; }
+  // Where the op must read touched[range] from instead of its device address: the pinned host
+  // copy of a swapped-out allocation (Note [Reading the host copy]); nullptr to read it in place.
+  // Valid until AfterOp's event completes.
+  const void* HostSource(size_t range) const {
+    for (const auto& [index, host] : host_sources_) {
+      if (index == range) return host;
+    }
+    return nullptr;
+  }
 
  private:
   friend class ResidencyManager;
   StreamHandle stream_ = kDefaultStream;
   std::vector<AllocationId> ids_;
+  std::vector<AllocationId> host_reads_;  // of ids_, those read from their host copy
+  std::vector<std::pair<size_t, const void*>> host_sources_;  // range index -> host address
 };
 
 // What the interposer and the recomputer need to know about an address.
@@ -134,6 +151,7 @@ struct ResidencyStats {
   int64_t drops = 0;                // allocations discarded by Drop
   int64_t restores = 0;             // dropped allocations given a fresh chunk by a write-only op
   int64_t cancelled_swap_outs = 0;  // touched again while the D2H copy was in flight
+  int64_t host_reads = 0;  // ops that read a swapped-out allocation's host copy (no room for it)
   int64_t allocations = 0;
   int64_t frees = 0;
   int64_t out_of_memory = 0;  // Allocate/BeforeOp that returned ResourceExhausted
@@ -194,6 +212,9 @@ class ResidencyManager {
 
   // Makes every allocation overlapping `touched` resident at its address, makes `stream` wait
   // for the copies that did so, and pins them until AfterOp. On error nothing stays pinned.
+  // One exception: an allocation on the host that there is no room for and that the op only
+  // reads through host_copy_ok ranges stays on the host, and the ticket's HostSource gives the
+  // op its pinned copy to read (Note [Reading the host copy]).
   // REQUIRES: the returned ticket is passed to AfterOp once the op is queued.
   absl::StatusOr<OpTicket> BeforeOp(StreamHandle stream, absl::Span<const AccessRange> touched)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -255,6 +276,11 @@ class ResidencyManager {
 
   // The allocation containing `address`, if any.
   std::optional<AllocationInfo> Lookup(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Note [Range checks] (residency.cc): InvalidArgument when [address, address + bytes) starts
+  // inside an allocation (or the rounding after its end) and runs past the bytes it was allocated
+  // with, or starts in a freed allocation's range that the manager still holds (the reuse cache,
+  // a release waiting for queued work). Ok otherwise, also for memory that is not the manager's.
+  absl::Status CheckRange(DeviceAddress address, int64_t bytes) const ABSL_LOCKS_EXCLUDED(mu_);
   ResidencyStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
   // The timings of the swap copies that completed since the last call, in the order they were
   // queued; copies still in flight are kept for a later call. Never blocks. Empty unless copies
@@ -289,8 +315,10 @@ class ResidencyManager {
   // that is no op; an op may be told to give way (Note [Waiting for pins]).
   absl::Status MakeRoomLocked(int64_t bytes, uint64_t op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // BeforeOp's work once the op's allocations are pinned: each made resident on the op's stream.
-  absl::Status MakeResidentLocked(const OpTicket& ticket, uint64_t op)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A copy's source it cannot make resident may be read from its host copy instead (Note
+  // [Reading the host copy]), recorded in `ticket`.
+  absl::Status MakeResidentLocked(absl::Span<const AccessRange> touched, OpTicket& ticket,
+                                  uint64_t op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates and maps a chunk at `address` and counts it. REQUIRES: room was made.
   absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -337,6 +365,16 @@ class ResidencyManager {
   absl::Status StartSwapInLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An op touches `a` while its D2H copy is in flight: keep the chunk.
   void CancelSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Reading the host copy]: when `a` is on the host and every range of `touched` that
+  // overlaps it is a host_copy_ok read inside its bytes, records that the op reads the host copy
+  // (host_readers, the ticket's host sources) and returns true; false otherwise.
+  bool ReadHostCopyLocked(Allocation& a, absl::Span<const AccessRange> touched, OpTicket& ticket)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Reading the host copy]: whether no op reads a.host any more, in progress or queued
+  // (then host_reads is cleared); never blocks.
+  absl::StatusOr<bool> HostIdleLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives a.host back to the pool. REQUIRES: a.host != nullptr and no queued copy uses it.
+  void ReleaseHostLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Unpinned, swappable, mapped allocations, least recently used first. (residency_evict.cc)
   std::vector<Allocation*> EvictionCandidatesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -379,6 +417,9 @@ class ResidencyManager {
   int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs: cache nothing
   absl::flat_hash_set<AllocationId> in_flight_ ABSL_GUARDED_BY(mu_);  // transfer != null
+  // Resident allocations still holding the host buffer an op reads (Note [Reading the host
+  // copy]): given back to the pool by PollLocked once those reads completed.
+  absl::flat_hash_set<AllocationId> host_held_ ABSL_GUARDED_BY(mu_);
   // kDropped allocations whose chunk still waits for its last uses (physical != 0).
   absl::flat_hash_set<AllocationId> dropping_ ABSL_GUARDED_BY(mu_);
   std::vector<PendingTiming> timings_ ABSL_GUARDED_BY(mu_);  // queued order

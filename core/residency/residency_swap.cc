@@ -131,6 +131,7 @@ absl::Status ResidencyManager::StartSwapInLocked(Allocation& a) {
 absl::Status ResidencyManager::PollLocked() {
   absl::Status status;
   std::vector<AllocationId> finished;
+  std::vector<AllocationId> held;
   for (AllocationId id : in_flight_) {
     Allocation* a = table_.Find(id);
     if (a == nullptr) {
@@ -147,17 +148,39 @@ absl::Status ResidencyManager::PollLocked() {
     }
     // A swap-in completed, or a cancelled swap-out's copy did: the host copy is not needed.
     a->transfer.reset();
-    if (a->host != nullptr) {
-      host_pool_.Release(a->host, a->bytes);
-      a->host = nullptr;
-    }
     if (a->state == ResidencyState::kSwappingIn) {
       a->state = ResidencyState::kResident;
       NotifySwapLocked(SwapRecord::Kind::kInEnd, *a);
     }
+    if (a->host != nullptr) {
+      absl::StatusOr<bool> idle = HostIdleLocked(*a);
+      status.Update(idle.status());
+      if (idle.ok() && *idle) {
+        ReleaseHostLocked(*a);
+      } else {
+        held.push_back(id);  // Note [Reading the host copy]: reads of it may still run
+      }
+    }
     NotifyMemoryLocked();
   }
   for (AllocationId id : finished) in_flight_.erase(id);
+  // Note [Reading the host copy]: host buffers kept for reads that were still running.
+  for (AllocationId id : std::vector<AllocationId>(host_held_.begin(), host_held_.end())) {
+    Allocation* a = table_.Find(id);
+    // Gone, or the buffer was taken over by a swap-out (which waited for the reads' last uses).
+    if (a == nullptr || a->host == nullptr || a->transfer != nullptr ||
+        a->state != ResidencyState::kResident) {
+      host_held_.erase(id);
+      continue;
+    }
+    absl::StatusOr<bool> idle = HostIdleLocked(*a);
+    status.Update(idle.status());
+    if (idle.ok() && *idle) {
+      ReleaseHostLocked(*a);
+      host_held_.erase(id);
+    }
+  }
+  host_held_.insert(held.begin(), held.end());
   status.Update(ReleaseDroppedLocked());  // after the loop above reset finished `transfer`s
 
   for (size_t i = 0; i < retired_.size();) {
@@ -179,6 +202,22 @@ absl::Status ResidencyManager::PollLocked() {
     retired_.pop_back();
   }
   return status;
+}
+
+absl::StatusOr<bool> ResidencyManager::HostIdleLocked(Allocation& a) {
+  if (a.host_readers > 0) return false;
+  for (const EventRef& e : a.host_reads) {
+    absl::StatusOr<bool> done = events_.Done(e);
+    if (!done.ok()) return done.status();
+    if (!*done) return false;
+  }
+  a.host_reads.clear();
+  return true;
+}
+
+void ResidencyManager::ReleaseHostLocked(Allocation& a) {
+  host_pool_.Release(a.host, a.bytes);
+  a.host = nullptr;
 }
 
 int64_t ResidencyManager::PendingReleaseBytesLocked(EventRef* oldest) {
@@ -227,6 +266,13 @@ EventRef ResidencyManager::AnyPendingEventLocked() {
     if (a == nullptr) continue;
     for (const auto& [stream, event] : a->last_uses) {
       if (!event->known_complete()) return event;
+    }
+  }
+  for (AllocationId id : host_held_) {  // Note [Reading the host copy]
+    const Allocation* a = table_.Find(id);
+    if (a == nullptr) continue;
+    for (const EventRef& e : a->host_reads) {
+      if (!e->known_complete()) return e;
     }
   }
   return nullptr;

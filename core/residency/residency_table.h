@@ -68,6 +68,11 @@ struct Allocation {
   int pins = 0;                 // ops between BeforeOp and AfterOp that touch it
   bool free_requested = false;  // Free arrived while pinned; freed at the last unpin
   uint64_t lru_tick = 0;        // larger = used more recently
+  // Note [Reading the host copy] (residency.cc): ops between BeforeOp and AfterOp that read
+  // `host` in place of the device memory, and the completion events of those queued since
+  // (pending ones; kept in last_uses too). `host` goes back to the pool only after all of them.
+  int host_readers = 0;
+  std::vector<EventRef> host_reads;
 
   // Note [Feature-map knowledge]: what a later policy needs to restrict eviction candidates to
   // feature maps (DESIGN.md decision 3) — allocated in the forward part, used again in backward.

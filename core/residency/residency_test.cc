@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/device/fake_device.h"
@@ -165,6 +166,141 @@ TEST_F(ResidencyTest, HostBudgetExhaustedFailsCleanlyAndLosesNothing) {
   ASSERT_TRUE(manager_->Free(a).ok());
   ASSERT_TRUE(manager_->Free(b).ok());
   EXPECT_EQ(manager_->Stats().host_bytes, 0);
+}
+
+// Note [Reading the host copy]: with the host budget full, nothing can be swapped out, so a
+// swapped-out allocation cannot come back; an op that only reads it through host_copy_ok ranges
+// reads the pinned host copy instead, at the range's offset, and the allocation stays put.
+TEST_F(ResidencyTest, ReadsTheHostCopyWhenThereIsNoRoomToSwapIn) {
+  Init(2 * kG, /*host_limit=*/2 * kG);
+  DeviceAddress a = *manager_->Allocate(kG);
+  DeviceAddress b = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 0xA).ok());
+  ASSERT_TRUE(Fill(b, kG, 0xB).ok());
+  DeviceAddress c = *manager_->Allocate(kG);  // a -> host
+  ASSERT_TRUE(Fill(c, kG, 0xC).ok());
+  DeviceAddress d = *manager_->Allocate(kG);  // b -> host; host budget now full
+  ASSERT_TRUE(Fill(d, kG, 0xD).ok());
+  // Without host_copy_ok, as before: no room.
+  absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, {{a, kG, Mode::kRead}});
+  ASSERT_TRUE(absl::IsResourceExhausted(t.status())) << t.status();
+  // A copy of a's bytes [100, 1100) into c: the host copy is its source.
+  t = manager_->BeforeOp(
+      stream_, {{a + 100, 1000, Mode::kRead, /*host_copy_ok=*/true}, {c, 1000, Mode::kWrite}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  const void* host = t->HostSource(0);
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(t->HostSource(1), nullptr);
+  EXPECT_EQ(StateOf(a), ResidencyState::kOnHost);
+  ASSERT_TRUE(device_->CopyToDeviceAsync(c, host, 1000, stream_).ok());
+  ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
+  EXPECT_EQ(manager_->Stats().host_reads, 1);
+  absl::StatusOr<std::vector<uint8_t>> copied = ReadBack(c, kG);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(std::vector<uint8_t>(copied->begin(), copied->begin() + 1000),
+            std::vector<uint8_t>(1000, 0xA));
+  EXPECT_EQ(std::vector<uint8_t>(copied->begin() + 1000, copied->end()),
+            std::vector<uint8_t>(kG - 1000, 0xC));
+  // Not for a write, nor for a read that runs past the allocation's bytes.
+  t = manager_->BeforeOp(stream_, {{a, kG, Mode::kWrite, /*host_copy_ok=*/true}});
+  EXPECT_TRUE(absl::IsResourceExhausted(t.status())) << t.status();
+  t = manager_->BeforeOp(stream_, {{a + 1, kG, Mode::kRead, /*host_copy_ok=*/true}});
+  EXPECT_TRUE(absl::IsResourceExhausted(t.status())) << t.status();
+  // Once there is room, a read swaps it in as before and its host buffer goes back.
+  ASSERT_TRUE(manager_->Free(d).ok());
+  EXPECT_TRUE(Holds(a, kG, 0xA));
+  ASSERT_TRUE(manager_->Poll().ok());
+  EXPECT_EQ(StateOf(a), ResidencyState::kResident);
+  EXPECT_EQ(manager_->Stats().host_bytes, kG);
+  EXPECT_TRUE(Holds(b, kG, 0xB));
+  for (DeviceAddress x : {a, b, c}) ASSERT_TRUE(manager_->Free(x).ok());
+  EXPECT_EQ(manager_->Stats().host_bytes, 0);
+}
+
+// Note [Reading the host copy]: a read of the host copy still queued keeps the host buffer when
+// a swap-in started meanwhile completes; otherwise the next swap-out (here c's) would take the
+// buffer from the pool and overwrite it before the read ran.
+TEST_F(ResidencyTest, HostCopyOutlivesTheReadsQueuedOnIt) {
+  Init(3 * kG, /*host_limit=*/2 * kG, FakeDevice::Mode::kManual);
+  const StreamHandle reader = *device_->CreateStream();
+  const StreamHandle other = *device_->CreateStream();
+  DeviceAddress a = *manager_->Allocate(kG);
+  DeviceAddress b = *manager_->Allocate(kG);
+  DeviceAddress c = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 0xA).ok());
+  ASSERT_TRUE(Fill(b, kG, 0xB).ok());
+  ASSERT_TRUE(Fill(c, kG, 0xC).ok());
+  DeviceAddress d = *manager_->Allocate(kG);  // a -> host
+  ASSERT_TRUE(Fill(d, kG, 0xD).ok());
+  DeviceAddress e = *manager_->Allocate(kG);  // b -> host; host budget now full
+  ASSERT_TRUE(Fill(e, kG, 0xE).ok());
+  // A copy of a into d on `reader` reads a's host copy; queued, not run.
+  absl::StatusOr<OpTicket> t = manager_->BeforeOp(
+      reader, {{a, kG, Mode::kRead, /*host_copy_ok=*/true}, {d, kG, Mode::kWrite}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_NE(t->HostSource(0), nullptr);
+  ASSERT_TRUE(device_->CopyToDeviceAsync(d, t->HostSource(0), kG, reader).ok());
+  ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
+  // Room again: a read on another stream swaps a in, and that stream's work completes.
+  ASSERT_TRUE(manager_->Free(e).ok());
+  absl::StatusOr<std::vector<uint8_t>> back = ReadBack(a, kG, other);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, std::vector<uint8_t>(kG, 0xA));
+  ASSERT_TRUE(manager_->Poll().ok());
+  EXPECT_EQ(StateOf(a), ResidencyState::kResident);
+  EXPECT_EQ(manager_->Stats().host_bytes, 2 * kG);  // a's buffer is held for the queued copy
+  // A new allocation evicts: c cannot get a host buffer, a reuses its own behind the copy.
+  absl::StatusOr<DeviceAddress> f = manager_->Allocate(kG);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(StateOf(c), ResidencyState::kResident);
+  device_->RunPending();
+  EXPECT_TRUE(Holds(d, kG, 0xA));
+  EXPECT_TRUE(Holds(c, kG, 0xC));
+  for (DeviceAddress x : {a, b, c, d, *f}) ASSERT_TRUE(manager_->Free(x).ok());
+  device_->RunPending();
+  ASSERT_TRUE(manager_->Drain().ok());
+  EXPECT_EQ(manager_->Stats().host_bytes, 0);
+}
+
+// Note [Range checks]: a range may not run past the bytes an allocation was made with (its
+// rounding included) nor start in a freed one the manager still holds; other memory is not its
+// business.
+TEST_F(ResidencyTest, CheckRangeRejectsRangesPastTheEndOrInFreedMemory) {
+  reuse_cache_bytes_ = 8 * kG;
+  Init(8 * kG);
+  DeviceAddress a = *manager_->Allocate(kG + 100);  // mapped as 2 granules
+  EXPECT_TRUE(manager_->CheckRange(a, kG + 100).ok());
+  EXPECT_TRUE(manager_->CheckRange(a + kG, 100).ok());
+  EXPECT_TRUE(manager_->CheckRange(0x1234, 8).ok());
+  for (auto [offset, bytes] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, kG + 101}, {kG, 101}, {kG + 100, 1}, {2 * kG - 1, 1}, {0, int64_t{1} << 62}}) {
+    absl::Status s = manager_->CheckRange(a + offset, bytes);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << offset << " " << bytes << ": " << s;
+  }
+  EXPECT_THAT(manager_->CheckRange(a, kG + 101).message(), HasSubstr("past the end"));
+  // Freed into the reuse cache: still mapped, no longer the program's.
+  DeviceAddress b = *manager_->Allocate(kG);
+  ASSERT_TRUE(manager_->Free(b).ok());
+  EXPECT_GT(manager_->Stats().cached_bytes, 0);
+  absl::Status freed = manager_->CheckRange(b + 10, 10);
+  EXPECT_TRUE(absl::IsInvalidArgument(freed)) << freed;
+  EXPECT_THAT(freed.message(), HasSubstr("freed"));
+  // Handed out again, it is a live allocation.
+  ASSERT_EQ(*manager_->Allocate(kG), b);
+  EXPECT_TRUE(manager_->CheckRange(b + 10, 10).ok());
+  ASSERT_TRUE(manager_->Free(a).ok());
+  ASSERT_TRUE(manager_->Free(b).ok());
+}
+
+TEST_F(ResidencyTest, CheckRangeRejectsAFreedAllocationWhoseWorkIsQueued) {
+  Init(4 * kG, std::nullopt, FakeDevice::Mode::kManual);
+  DeviceAddress a = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());  // queued, not run
+  ASSERT_TRUE(manager_->Free(a).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(manager_->CheckRange(a, 1)));
+  device_->RunPending();
+  ASSERT_TRUE(manager_->Poll().ok());
+  EXPECT_TRUE(manager_->CheckRange(a, 1).ok());  // given back: not the manager's any more
 }
 
 TEST_F(ResidencyTest, PinnedHostAllocationFailureLeavesDataResident) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -149,6 +150,29 @@ std::optional<SmallAllocator::Requested> SmallAllocator::BlockContaining(
 bool SmallAllocator::InSlab(DeviceAddress address) const {
   MutexLock lock(&mu_);
   return SlabOfLocked(address).has_value();
+}
+
+absl::Status SmallAllocator::CheckRange(DeviceAddress address, int64_t bytes) const {
+  MutexLock lock(&mu_);
+  if (!SlabOfLocked(address).has_value()) return absl::OkStatus();
+  // The block at or before `address`; `address` is in it unless past its end.
+  auto next = allocated_.upper_bound(address);
+  const bool in_block =
+      next != allocated_.begin() &&
+      address - std::prev(next)->first < static_cast<DeviceAddress>(std::prev(next)->second.bytes);
+  if (!in_block) {
+    return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes at 0x", absl::Hex(address),
+                                                   " start in freed small-allocation memory"));
+  }
+  const DeviceAddress block = std::prev(next)->first;
+  const int64_t block_bytes = std::prev(next)->second.bytes;
+  const DeviceAddress end = block + static_cast<DeviceAddress>(block_bytes);
+  if (bytes < 0 || static_cast<uint64_t>(bytes) > end - address) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        bytes, " bytes at 0x", absl::Hex(address), " run past the end of the block at 0x",
+        absl::Hex(block), " of ", block_bytes, " bytes"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SmallAllocator::Poll() {

@@ -119,6 +119,11 @@ class SmallAllocator {
   std::optional<Requested> BlockContaining(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether `address` lies in one of this allocator's slabs (a block, its rounding, free space).
   bool InSlab(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Note [Range checks] (core/residency/residency.cc): InvalidArgument when [address, address +
+  // bytes) starts in a slab but in no allocated block (freed, or never handed out), or runs past
+  // the end of the block it starts in. A block is its size rounded up to kMinBlock, as CUDA's
+  // allocator rounds too: its rounding reaches no other block. Ok outside every slab.
+  absl::Status CheckRange(DeviceAddress address, int64_t bytes) const ABSL_LOCKS_EXCLUDED(mu_);
   // Frees the blocks of batches whose event completed and releases empty slabs; never blocks.
   absl::Status Poll() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -167,7 +172,7 @@ class SmallAllocator {
   // and by (size, address) (for best fit). Blocks handed out are in `allocated_`.
   absl::btree_map<DeviceAddress, int64_t> free_by_address_ ABSL_GUARDED_BY(mu_);
   absl::btree_set<std::pair<int64_t, DeviceAddress>> free_by_size_ ABSL_GUARDED_BY(mu_);
-  // Ordered, so that BlockContaining finds the block below an interior address.
+  // Ordered, so that BlockContaining and CheckRange find the block below an interior address.
   absl::btree_map<DeviceAddress, Allocated> allocated_ ABSL_GUARDED_BY(mu_);
   absl::btree_map<DeviceAddress, PhysicalHandle> slabs_ ABSL_GUARDED_BY(mu_);  // base -> chunk
   std::vector<Block> pending_ ABSL_GUARDED_BY(mu_);

@@ -106,6 +106,31 @@ TEST(SmallAllocatorTest, BadFrees) {
   EXPECT_FALSE(alloc->BlockBytes(a).has_value());
 }
 
+// Note [Range checks]: a range that starts in a block may run to the end of its rounding, not
+// into the next block; one that starts where no block is allocated is freed memory; one outside
+// every slab is not this allocator's business.
+TEST(SmallAllocatorTest, CheckRangeKeepsRangesInsideTheirBlock) {
+  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  auto alloc = *SmallAllocator::Create(device, SmallAllocatorOptions{});
+  DeviceAddress a = *alloc->Allocate(1000);  // a block of 1024
+  DeviceAddress b = *alloc->Allocate(1000);
+  ASSERT_EQ(b, a + 1024);  // neighbours: what a range past a's end would overwrite
+  EXPECT_TRUE(alloc->CheckRange(a, 1000).ok());
+  EXPECT_TRUE(alloc->CheckRange(a, 1024).ok());
+  EXPECT_TRUE(alloc->CheckRange(a + 1000, 24).ok());
+  EXPECT_TRUE(alloc->CheckRange(b + 8, 16).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(alloc->CheckRange(a, 1025)));
+  EXPECT_TRUE(absl::IsInvalidArgument(alloc->CheckRange(a + 1000, 100)));
+  EXPECT_TRUE(absl::IsInvalidArgument(alloc->CheckRange(a, int64_t{1} << 62)));
+  EXPECT_TRUE(absl::IsInvalidArgument(alloc->CheckRange(b + 1024, 8)));  // never handed out
+  EXPECT_TRUE(alloc->CheckRange(0x1234, 8).ok());                        // not in a slab
+  ASSERT_TRUE(alloc->Free(a).ok());
+  absl::Status freed = alloc->CheckRange(a, 8);
+  EXPECT_TRUE(absl::IsInvalidArgument(freed));
+  EXPECT_THAT(freed.message(), ::testing::HasSubstr("freed"));
+  EXPECT_TRUE(alloc->CheckRange(b, 1024).ok());
+}
+
 // Freed neighbours merge back: a slab cut into 512-byte blocks serves a whole-slab request once
 // every block is free again, without a second slab.
 TEST(SmallAllocatorTest, FreedNeighboursMerge) {

@@ -11,6 +11,7 @@ namespace {
 using Mode = pooch::AccessRange::Mode;
 
 uintptr_t S(CUstream stream) { return reinterpret_cast<uintptr_t>(stream); }
+CUdeviceptr D(void* host) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(host)); }
 
 }  // namespace
 
@@ -32,37 +33,43 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 // The synchronous copies: on the legacy default stream (0), as cudaMemcpy.
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
   Ranges r;
-  r.Add(dstDevice, ByteCount, Mode::kWrite);
+  r.AddExact(dstDevice, ByteCount, Mode::kWrite);
   return RunOp<CUresult>(0, r,
                          [&] { return real::cuMemcpyHtoD_v2()(dstDevice, srcHost, ByteCount); });
 }
 
 CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
   Ranges r;
-  r.Add(srcDevice, ByteCount, Mode::kRead);
-  return RunOp<CUresult>(0, r,
-                         [&] { return real::cuMemcpyDtoH_v2()(dstHost, srcDevice, ByteCount); });
+  bool from_host = false;
+  r.AddSource(&srcDevice, ByteCount, &from_host);
+  return RunOp<CUresult>(0, r, [&] {
+    return from_host ? real::cuMemcpy()(D(dstHost), srcDevice, ByteCount)
+                     : real::cuMemcpyDtoH_v2()(dstHost, srcDevice, ByteCount);
+  });
 }
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
   Ranges r;
-  r.Add(dstDevice, ByteCount, Mode::kWrite);
-  r.Add(srcDevice, ByteCount, Mode::kRead);
-  return RunOp<CUresult>(0, r,
-                         [&] { return real::cuMemcpyDtoD_v2()(dstDevice, srcDevice, ByteCount); });
+  bool from_host = false;
+  r.AddExact(dstDevice, ByteCount, Mode::kWrite);
+  r.AddSource(&srcDevice, ByteCount, &from_host);
+  return RunOp<CUresult>(0, r, [&] {
+    return from_host ? real::cuMemcpy()(dstDevice, srcDevice, ByteCount)
+                     : real::cuMemcpyDtoD_v2()(dstDevice, srcDevice, ByteCount);
+  });
 }
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
   Ranges r;
-  r.Add(dst, ByteCount, Mode::kWrite);
-  r.Add(src, ByteCount, Mode::kRead);
+  r.AddExact(dst, ByteCount, Mode::kWrite);
+  r.AddSource(&src, ByteCount, nullptr);
   return RunOp<CUresult>(0, r, [&] { return real::cuMemcpy()(dst, src, ByteCount); });
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
                               CUstream hStream) {
   Ranges r;
-  r.Add(dstDevice, ByteCount, Mode::kWrite);
+  r.AddExact(dstDevice, ByteCount, Mode::kWrite);
   return RunOp<CUresult>(S(hStream), r, [&] {
     return real::cuMemcpyHtoDAsync_v2()(dstDevice, srcHost, ByteCount, hStream);
   });
@@ -71,39 +78,43 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t
 CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
                               CUstream hStream) {
   Ranges r;
-  r.Add(srcDevice, ByteCount, Mode::kRead);
+  bool from_host = false;
+  r.AddSource(&srcDevice, ByteCount, &from_host);
   return RunOp<CUresult>(S(hStream), r, [&] {
-    return real::cuMemcpyDtoHAsync_v2()(dstHost, srcDevice, ByteCount, hStream);
+    return from_host ? real::cuMemcpyAsync()(D(dstHost), srcDevice, ByteCount, hStream)
+                     : real::cuMemcpyDtoHAsync_v2()(dstHost, srcDevice, ByteCount, hStream);
   });
 }
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
                               CUstream hStream) {
   Ranges r;
-  r.Add(dstDevice, ByteCount, Mode::kWrite);
-  r.Add(srcDevice, ByteCount, Mode::kRead);
+  bool from_host = false;
+  r.AddExact(dstDevice, ByteCount, Mode::kWrite);
+  r.AddSource(&srcDevice, ByteCount, &from_host);
   return RunOp<CUresult>(S(hStream), r, [&] {
-    return real::cuMemcpyDtoDAsync_v2()(dstDevice, srcDevice, ByteCount, hStream);
+    return from_host ? real::cuMemcpyAsync()(dstDevice, srcDevice, ByteCount, hStream)
+                     : real::cuMemcpyDtoDAsync_v2()(dstDevice, srcDevice, ByteCount, hStream);
   });
 }
 
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
   Ranges r;
-  r.Add(dst, ByteCount, Mode::kWrite);
-  r.Add(src, ByteCount, Mode::kRead);
+  r.AddExact(dst, ByteCount, Mode::kWrite);
+  r.AddSource(&src, ByteCount, nullptr);
   return RunOp<CUresult>(S(hStream), r,
                          [&] { return real::cuMemcpyAsync()(dst, src, ByteCount, hStream); });
 }
 
 CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
   Ranges r;
-  r.Add(dstDevice, N, Mode::kWrite);
+  r.AddExact(dstDevice, N, Mode::kWrite);
   return RunOp<CUresult>(0, r, [&] { return real::cuMemsetD8_v2()(dstDevice, uc, N); });
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
   Ranges r;
-  r.Add(dstDevice, N, Mode::kWrite);
+  r.AddExact(dstDevice, N, Mode::kWrite);
   return RunOp<CUresult>(S(hStream), r,
                          [&] { return real::cuMemsetD8Async()(dstDevice, uc, N, hStream); });
 }

@@ -27,15 +27,16 @@ size_t Span2D(size_t pitch, size_t width, size_t height) {
   return span;
 }
 
-// Ranges of a 2D copy; none when either region is empty or overflows.
-Ranges Copy2DRanges(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                    size_t height) {
+// Ranges of a 2D copy; none when either region is empty or overflows. RunOp may point *src at
+// a host copy and set *kind (Ranges::AddSource).
+Ranges Copy2DRanges(void* dst, size_t dpitch, const void** src, size_t spitch, size_t width,
+                    size_t height, cudaMemcpyKind* kind) {
   Ranges r;
   const size_t dst_span = Span2D(dpitch, width, height);
   const size_t src_span = Span2D(spitch, width, height);
   if (dst_span == 0 || src_span == 0) return r;
-  r.Add(dst, dst_span, Mode::kWrite);
-  r.Add(src, src_span, Mode::kRead);
+  r.AddExact(dst, dst_span, Mode::kWrite);
+  r.AddSource(src, src_span, kind);
   return r;
 }
 
@@ -70,23 +71,23 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   Ranges r;
-  r.Add(dst, count, Mode::kWrite);
-  r.Add(src, count, Mode::kRead);
+  r.AddExact(dst, count, Mode::kWrite);
+  r.AddSource(&src, count, &kind);
   return RunOp<cudaError_t>(0, r, [&] { return real::cudaMemcpy()(dst, src, count, kind); });
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream) {
   Ranges r;
-  r.Add(dst, count, Mode::kWrite);
-  r.Add(src, count, Mode::kRead);
+  r.AddExact(dst, count, Mode::kWrite);
+  r.AddSource(&src, count, &kind);
   return RunOp<cudaError_t>(S(stream), r,
                             [&] { return real::cudaMemcpyAsync()(dst, src, count, kind, stream); });
 }
 
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                          size_t height, enum cudaMemcpyKind kind) {
-  const Ranges r = Copy2DRanges(dst, dpitch, src, spitch, width, height);
+  const Ranges r = Copy2DRanges(dst, dpitch, &src, spitch, width, height, &kind);
   return RunOp<cudaError_t>(
       0, r, [&] { return real::cudaMemcpy2D()(dst, dpitch, src, spitch, width, height, kind); });
 }
@@ -94,7 +95,7 @@ cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitc
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                               size_t width, size_t height, enum cudaMemcpyKind kind,
                               cudaStream_t stream) {
-  const Ranges r = Copy2DRanges(dst, dpitch, src, spitch, width, height);
+  const Ranges r = Copy2DRanges(dst, dpitch, &src, spitch, width, height, &kind);
   return RunOp<cudaError_t>(S(stream), r, [&] {
     return real::cudaMemcpy2DAsync()(dst, dpitch, src, spitch, width, height, kind, stream);
   });
@@ -102,13 +103,13 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
   Ranges r;
-  r.Add(devPtr, count, Mode::kWrite);
+  r.AddExact(devPtr, count, Mode::kWrite);
   return RunOp<cudaError_t>(0, r, [&] { return real::cudaMemset()(devPtr, value, count); });
 }
 
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
   Ranges r;
-  r.Add(devPtr, count, Mode::kWrite);
+  r.AddExact(devPtr, count, Mode::kWrite);
   return RunOp<cudaError_t>(S(stream), r,
                             [&] { return real::cudaMemsetAsync()(devPtr, value, count, stream); });
 }
@@ -116,7 +117,7 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
 cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
   Ranges r;
   if (const size_t span = Span2D(pitch, width, height); span > 0) {
-    r.Add(devPtr, span, Mode::kWrite);
+    r.AddExact(devPtr, span, Mode::kWrite);
   }
   return RunOp<cudaError_t>(
       0, r, [&] { return real::cudaMemset2D()(devPtr, pitch, value, width, height); });
@@ -126,7 +127,7 @@ cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t widt
                               cudaStream_t stream) {
   Ranges r;
   if (const size_t span = Span2D(pitch, width, height); span > 0) {
-    r.Add(devPtr, span, Mode::kWrite);
+    r.AddExact(devPtr, span, Mode::kWrite);
   }
   return RunOp<cudaError_t>(S(stream), r, [&] {
     return real::cudaMemset2DAsync()(devPtr, pitch, value, width, height, stream);

@@ -36,18 +36,89 @@ namespace pooch::interpose {
 class Ranges {
  public:
   using Mode = pooch::AccessRange::Mode;
+  // A range the call may touch (a library call's operands, a kernel's guessed arguments).
   void Add(const void* address, size_t bytes, Mode mode) {
     Add(reinterpret_cast<uintptr_t>(address), bytes, mode);
   }
   void Add(uintptr_t address, size_t bytes, Mode mode) {
     if (address == 0) return;
     ranges_.push_back({address, static_cast<int64_t>(bytes == 0 ? 1 : bytes), mode});
+    exact_.push_back(false);
+  }
+  // A range a copy or a memset touches byte for byte: RunOp fails the call with its API's
+  // invalid-value error when the range starts in pooch's memory but runs past the end of the
+  // allocation it starts in, or starts in freed memory (Note [Range checks] in
+  // core/residency/residency.cc). Empty ranges touch nothing and are not checked.
+  void AddExact(const void* address, size_t bytes, Mode mode) {
+    AddExact(reinterpret_cast<uintptr_t>(address), bytes, mode);
+  }
+  void AddExact(uintptr_t address, size_t bytes, Mode mode) {
+    Add(address, bytes, mode);
+    if (address != 0 && bytes > 0) exact_.back() = true;
+  }
+  // A copy's source (an exact read). When it lies in an allocation that is swapped out and there
+  // is no room to bring it back, RunOp points the hook's `*source` at the allocation's pinned
+  // host copy instead (Note [Reading the host copy] in core/residency/residency.cc) and sets
+  // `*kind` to cudaMemcpyDefault (the runtime's copies), or `*from_host` to true (the driver's
+  // typed copies take device pointers only, so the hook then calls cuMemcpy or cuMemcpyAsync;
+  // null for those two, which take any address).
+  void AddSource(const void** source, size_t bytes, cudaMemcpyKind* kind) {
+    AddSource(reinterpret_cast<uintptr_t>(*source), bytes);
+    if (source_ < 0) return;
+    pointer_ = source;
+    kind_ = kind;
+  }
+  void AddSource(CUdeviceptr* source, size_t bytes, bool* from_host) {
+    AddSource(static_cast<uintptr_t>(*source), bytes);
+    if (source_ < 0) return;
+    device_pointer_ = source;
+    from_host_ = from_host;
   }
   const std::vector<pooch::AccessRange>& get() const { return ranges_; }
+  bool exact(size_t i) const { return exact_[i]; }
+  // The index of the source in get(), or -1.
+  int source() const { return source_; }
+  // Points the source at `host` (RunOp, after BeforeOp said so). Writes the hook's variables.
+  void ReadSourceFrom(const void* host) const {
+    if (pointer_ != nullptr) *pointer_ = host;
+    if (device_pointer_ != nullptr) {
+      *device_pointer_ = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(host));
+    }
+    if (kind_ != nullptr) *kind_ = cudaMemcpyDefault;
+    if (from_host_ != nullptr) *from_host_ = true;
+  }
 
  private:
+  void AddSource(uintptr_t address, size_t bytes) {
+    if (address == 0) return;
+    AddExact(address, bytes, Mode::kRead);
+    ranges_.back().host_copy_ok = true;
+    source_ = static_cast<int>(ranges_.size()) - 1;
+  }
+
   std::vector<pooch::AccessRange> ranges_;
+  std::vector<bool> exact_;  // per range: AddExact
+  int source_ = -1;
+  const void** pointer_ = nullptr;
+  CUdeviceptr* device_pointer_ = nullptr;
+  cudaMemcpyKind* kind_ = nullptr;
+  bool* from_host_ = nullptr;
 };
+
+// Note [Range checks] (core/residency/residency.cc): the first exact range of `ranges` that
+// starts in the manager's or the sub-allocator's memory and runs past its allocation or block, or
+// starts in freed memory, as InvalidArgument; Ok when there is none.
+inline absl::Status CheckExactRanges(const pooch::ResidencyManager& manager,
+                                     const pooch::SmallAllocator* small, const Ranges& ranges) {
+  for (size_t i = 0; i < ranges.get().size(); ++i) {
+    if (!ranges.exact(i)) continue;
+    const pooch::AccessRange& r = ranges.get()[i];
+    absl::Status s = manager.CheckRange(r.address, r.bytes);
+    if (s.ok() && small != nullptr) s = small->CheckRange(r.address, r.bytes);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
 
 // What a hook knows about its call beyond the ranges: whether they are all it may touch (a
 // generic kernel launch's are guessed from its parameters), and how to replay it (null when it
@@ -57,13 +128,22 @@ struct OpEffects {
   const ReplaySource* replay = nullptr;
 };
 
-// Makes the ranges resident on `stream`, runs `forward` (the real call), records the op's
-// use. Returns what `forward` returned, or the API's error for a failed swap-in or rebuild.
+// Makes the ranges resident on `stream` (or points a copy's source at its host copy:
+// Ranges::AddSource), runs `forward` (the real call), records the op's use. Returns what
+// `forward` returned, or the API's error for an exact range that fails its check, a failed
+// swap-in or rebuild.
 template <typename Ret, typename Forward>
 Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects effects = {}) {
   Process& process = Process::Get();
   pooch::ResidencyManager* manager = process.manager();
   if (manager == nullptr || ranges.get().empty()) return forward();
+  // Note [Range checks]: before anything is made resident, rebuilt or written.
+  if (absl::Status s = CheckExactRanges(*manager, process.small(), ranges); !s.ok()) {
+    POOCH_LOG_AT(kError, "%s: %.*s: returning the invalid-value error",
+                 kFunctions[Index(HookScope::Current())].name, static_cast<int>(s.message().size()),
+                 s.message().data());
+    return HookFailure<Ret>(s);  // the program's last error too (Note [Last error])
+  }
   if (Recomputer* recomputer = process.recomputer()) {
     // Dropped maps this op touches, or whose recipes' inputs it overwrites, are rebuilt first.
     if (absl::Status s = recomputer->BeforeProgramOp(stream, ranges.get(), effects.known);
@@ -79,6 +159,12 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
                  static_cast<int>(ticket.status().message().size()),
                  ticket.status().message().data());
     return HookFailure<Ret>(ticket.status());
+  }
+  // Note [Reading the host copy]: no room for the source, which stays on the host.
+  if (ranges.source() >= 0) {
+    if (const void* host = ticket->HostSource(static_cast<size_t>(ranges.source()))) {
+      ranges.ReadSourceFrom(host);
+    }
   }
   Profiler* profiler = process.profiler();
   const ProfiledOp profiled =

@@ -4,10 +4,11 @@
 // It allocates BUFFERS device buffers of MIB MiB with cudaMalloc and fills each from the host
 // with its own position-dependent pattern; under a POOCH_MEMORY_LIMIT that holds only a few of
 // them, the earlier ones are swapped out while later ones are filled. Then comes the fault step:
-//   op     cudaMemcpy device-to-device from buffer 0 (swapped out) into the last buffer (resident):
-//          buffer 0 must be swapped in while the last one is pinned, so the only buffer pooch can
-//          evict for it is the second-to-last one (a single pinned-host allocation, then one
-//          cuMemCreate for the swap-in).
+//   op     cudaMemcpy device-to-device from the last buffer (resident) into buffer 0 (swapped
+//          out): buffer 0 must be swapped in while the last one is pinned, so the only buffer pooch
+//          can evict for it is the second-to-last one (a single pinned-host allocation, then one
+//          cuMemCreate for the swap-in). Buffer 0 is written: a copy that only read it could read
+//          its host copy instead (Note [Reading the host copy] in core/residency/residency.cc).
 //   alloc  cudaMalloc of one more buffer of MIB MiB (evicts the least recently used buffer, then
 //          cuMemCreate for the new chunk).
 //   big    cudaMalloc of BIG_MIB (a fifth argument) MiB, meant to exceed the limit.
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
   void* extra = nullptr;
   cudaError_t got = cudaSuccess;
   if (mode == "op") {
-    got = cudaMemcpy(dev[last], dev[0], bytes, cudaMemcpyDeviceToDevice);
+    got = cudaMemcpy(dev[0], dev[last], bytes, cudaMemcpyDeviceToDevice);
   } else if (mode == "alloc") {
     got = cudaMalloc(&extra, bytes);
   } else {
@@ -123,21 +124,21 @@ int main(int argc, char** argv) {
   cudaGetLastError();
 
   // Every buffer, last first (it is resident; the early ones come back from the host). In op mode
-  // a successful copy has made the last buffer a copy of buffer 0.
+  // a successful copy has made buffer 0 a copy of the last buffer.
   size_t verified = 0;
   for (int b = last; b >= 0; --b) {
-    const int want = (mode == "op" && got == cudaSuccess && b == last) ? 0 : b;
+    const int want = (mode == "op" && got == cudaSuccess && b == 0) ? last : b;
     verified += Verify(dev[b], bytes, want, "buffer", b);
   }
 
   // The program carries on: the failed step, retried, succeeds now that no fault is injected.
   std::string retry = "none";
   if (mode == "op" && got != cudaSuccess) {
-    cudaError_t e = cudaMemcpy(dev[last], dev[0], bytes, cudaMemcpyDeviceToDevice);
+    cudaError_t e = cudaMemcpy(dev[0], dev[last], bytes, cudaMemcpyDeviceToDevice);
     retry = e == cudaSuccess ? "ok" : cudaGetErrorName(e);
     if (e != cudaSuccess) Fail("cudaMemcpy D2D (retry)", e);
-    verified += Verify(dev[last], bytes, 0, "copied buffer", last);
-    verified += Verify(dev[0], bytes, 0, "buffer", 0);
+    verified += Verify(dev[0], bytes, last, "copied buffer", 0);
+    verified += Verify(dev[last], bytes, last, "buffer", last);
   } else if (mode == "alloc") {
     if (extra == nullptr) {
       cudaError_t e = cudaMalloc(&extra, bytes);

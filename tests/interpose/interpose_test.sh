@@ -214,6 +214,53 @@ threads_tight)
   echo "ok: 20 runs each; swap-outs of the last run by threads:$report"
   ;;
 
+host_full)
+  # Issue 13, point 2: swapped-out data stays readable when the host pool is full. 6 buffers of
+  # 4 MiB under an 8 MiB limit and a 16 MiB host limit: 4 are on the host, nothing more can be
+  # swapped out, so none can come back; every copy out of them must still return every byte
+  # (read from the pinned host copy: the summary's host_reads), with no hazard, no out-of-memory
+  # error and nothing else on stderr but the summary.
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run probe env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=8MiB \
+    POOCH_HOST_MEMORY_LIMIT=16MiB "$arg" host_full 6 4
+  [ "$rc" -eq 0 ] || fail "probe: exit $rc: $(head -3 "$work/probe.out")"
+  grep -q '^data_probe host_full ok ' "$work/probe.out" || fail "no result: $(cat "$work/probe.out")"
+  grep -i 'hazard' "$work/probe.err" && fail "simgpu reported a hazard"
+  line=$(grep '^pooch: swaps: ' "$work/probe.err") || fail "no swaps: line in the summary"
+  field() { echo "$line" | awk -v f="$1" '{ for (i = 3; i < NF; ++i) if ($i == f) print $(i + 1) }'; }
+  # The 13 copies out of buffers 0 and 1 (both on the host until the end) read their host copy.
+  [ "$(field host_reads)" -ge 13 ] || fail "host_reads $(field host_reads), want >= 13: $line"
+  [ "$(field oom)" -eq 0 ] || fail "an op ran out of memory: $line"
+  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|calls\): ' "$work/probe.err" \
+    >"$work/other.txt"
+  [ -s "$work/other.txt" ] && fail "unexpected stderr: $(head -3 "$work/other.txt")"
+  echo "ok: $(cat "$work/probe.out"); host_reads $(field host_reads)"
+  ;;
+
+bounds)
+  # Issue 13, point 6: copies and memsets that run past an allocation or a small block, or start
+  # in freed memory, fail with the invalid-value error before they write anything, with one
+  # "pooch:" line each naming the call; exact ones and memory that is not pooch's still work.
+  # Every byte of every buffer is checked, under the hazard checker.
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run probe env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=64MiB "$arg" bounds
+  [ "$rc" -eq 0 ] || fail "probe: exit $rc: $(head -3 "$work/probe.out")"
+  line=$(grep '^data_probe bounds ok ' "$work/probe.out") || fail "no result: $(cat "$work/probe.out")"
+  rejected=$(echo "$line" | awk '{ print $5 }')
+  [ "$rejected" -eq 19 ] || fail "$rejected calls rejected, want 19"
+  grep -i 'hazard' "$work/probe.err" && fail "simgpu reported a hazard"
+  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|calls\): ' "$work/probe.err" \
+    >"$work/other.txt"
+  n=$(grep -c '^pooch: error: cu[A-Za-z0-9_]*: .*: returning the invalid-value error$' "$work/other.txt")
+  [ "$n" -eq "$rejected" ] || fail "$n lines about rejected calls, want $rejected"
+  [ "$(wc -l <"$work/other.txt")" -eq "$rejected" ] || fail "unexpected stderr: $(cat "$work/other.txt")"
+  echo "ok: $line"
+  ;;
+
 run_command)
   pooch=$arg
   # pooch run finds libpooch.so at ../lib/libpooch.so from its own directory.
