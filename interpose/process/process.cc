@@ -131,7 +131,8 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   // Profiling measures the link from the swaps' copies (Note [Copy times]).
   options->time_copies = Profiler::WantedBy(config_);
   CudaDevice* raw_device = device->release();
-  auto* parts = new Parts();
+  // Published (never freed: hooks may run at exit) only once every part was made.
+  auto parts = std::make_unique<Parts>();
   parts->device = raw_device;
   if (const std::string& path = config_.trace_path; !path.empty()) {
     absl::StatusOr<std::unique_ptr<TraceWriter>> writer = TraceWriter::Open(path);
@@ -175,7 +176,7 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
                static_cast<long long>(options->memory_limit),
                static_cast<long long>(options->min_swap_bytes));
   parts->manager = manager->release();
-  return parts;
+  return parts.release();
 }
 
 ResidencyManager* Process::manager() {
