@@ -52,8 +52,9 @@ constexpr std::streamsize kMaxProfileBytes = std::streamsize{1} << 30;
 void PrintHelp() {
   std::cout << "usage: pooch plan (--model NAME | --profile FILE) [flags]\n"
                "\n"
-               "Plans keep / swap / recompute for every feature map of one training iteration\n"
-               "and predicts its time and peak memory on a machine (PoocH, seeds/001 §4).\n"
+               "Plans keep / swap / recompute for every idle interval of every tensor of one training\n"
+               "iteration and predicts its time and peak memory on a machine (PoocH, seeds/001\n"
+               "§4).\n"
                "\n"
                "input (exactly one):\n"
                "  --model NAME       a zoo network (below)\n"
@@ -218,8 +219,7 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-int PlanOne(const Request& r, const SimResult& baseline,
-            const std::vector<FeatureMapInfo>& candidates) {
+int PlanOne(const Request& r, const SimResult& baseline) {
   absl::Time start = absl::Now();
   absl::StatusOr<PlanResult> result = MakePlan(r.profile, r.machine, r.policy, r.options);
   double planning_s = absl::ToDoubleSeconds(absl::Now() - start);
@@ -236,7 +236,7 @@ int PlanOne(const Request& r, const SimResult& baseline,
     }
   }
   const SimResult& sim = result->sim;
-  const DecisionCounts c = CountDecisions(result->plan, candidates);
+  const DecisionCounts c = CountDecisions(result->plan, result->candidates);
   std::cout << absl::StrFormat("policy      %s (%d simulations, %.3f s)\n", PolicyName(r.policy),
                                result->simulations, planning_s);
   std::cout << absl::StrFormat("decisions   keep %d, swap %d, recompute %d\n", c.keep, c.swap,
@@ -262,7 +262,7 @@ int PlanOne(const Request& r, const SimResult& baseline,
   }
 
   if (r.json_path) {
-    if (absl::Status s = WriteText(*r.json_path, PlanToJson(result->plan, r.profile)); !s.ok()) {
+    if (absl::Status s = WriteText(*r.json_path, PlanToJson(result->plan, r.profile, result->candidates)); !s.ok()) {
       ReportError(absl::StrCat("plan: ", s.message()));
       return kExitUsage;
     }
@@ -278,8 +278,7 @@ int PlanOne(const Request& r, const SimResult& baseline,
   return kExitOk;
 }
 
-int PlanAll(const Request& r, const SimResult& baseline,
-            const std::vector<FeatureMapInfo>& candidates) {
+int PlanAll(const Request& r, const SimResult& baseline) {
   std::cout << absl::StrFormat("%-17s %5s %5s %6s %10s %13s %11s %10s %8s\n", "policy", "keep",
                                "swap", "recomp", "iter ms", "throughput", "peak", "vs in-core",
                                "plan s");
@@ -299,7 +298,7 @@ int PlanAll(const Request& r, const SimResult& baseline,
     }
     ++feasible;
     const SimResult& sim = result->sim;
-    const DecisionCounts c = CountDecisions(result->plan, candidates);
+    const DecisionCounts c = CountDecisions(result->plan, result->candidates);
     std::string vs =
         baseline.feasible && baseline.iteration_us > 0
             ? absl::StrFormat("%+.1f %%", 100.0 * (sim.iteration_us / baseline.iteration_us - 1.0))
@@ -336,9 +335,18 @@ int PlanMain(int argc, char** argv) {
     return kExitUsage;
   }
   const Request& r = *request;
-  std::vector<FeatureMapInfo> candidates = FindCandidates(r.profile);
-  int64_t feature_bytes = 0;
-  for (const FeatureMapInfo& f : candidates) feature_bytes += r.profile.tensors[f.tensor].bytes;
+  // The intervals that matter on this machine (Note [Intervals that matter]), over how many
+  // tensors and bytes.
+  const std::vector<Candidate> candidates = FindCandidates(r.profile, r.machine.memory_bytes);
+  std::vector<bool> counted(r.profile.tensors.size(), false);
+  int tensors = 0;
+  int64_t tensor_bytes = 0;
+  for (const Candidate& c : candidates) {
+    if (counted[c.tensor]) continue;
+    counted[c.tensor] = true;
+    ++tensors;
+    tensor_bytes += r.profile.tensors[c.tensor].bytes;
+  }
 
   if (r.profile_out_path) {
     if (absl::Status s = WriteText(*r.profile_out_path, ProfileToJson(r.profile)); !s.ok()) {
@@ -351,15 +359,16 @@ int PlanMain(int argc, char** argv) {
   unbounded.memory_bytes = kUnboundedBytes;
   SimOptions quick;
   quick.record = false;
-  SimResult baseline = Simulate(r.profile, unbounded, KeepAllPlan(r.profile), quick);
+  SimResult baseline = Simulate(r.profile, unbounded, KeepAllPlan(0), quick);
 
-  std::cout << absl::StrFormat("profile     %s: %d ops, %d feature maps (%s)\n", r.profile.name,
-                               r.profile.ops.size(), candidates.size(), FormatBytes(feature_bytes));
+  std::cout << absl::StrFormat(
+      "profile     %s: %d ops, %d idle intervals that matter, of %d tensors (%s)\n",
+      r.profile.name, r.profile.ops.size(), candidates.size(), tensors, FormatBytes(tensor_bytes));
   std::cout << absl::StrFormat(
       "machine     %s: %s device memory, %.0f GB/s to device, %.0f GB/s "
       "to host\n",
       r.machine.name, FormatBytes(r.machine.memory_bytes), r.machine.h2d_gbps, r.machine.d2h_gbps);
-  return r.all_policies ? PlanAll(r, baseline, candidates) : PlanOne(r, baseline, candidates);
+  return r.all_policies ? PlanAll(r, baseline) : PlanOne(r, baseline);
 }
 
 }  // namespace

@@ -7,11 +7,11 @@
 namespace pooch {
 namespace {
 
-// Note [Kept inputs] (recomputer.h): a recomputed map's producer may read intermediates the
-// program frees in forward (not feature maps); their producers' recipes are taken too,
-// recursively, so that the chain can be replayed. Only replayable producers: the planner
-// recomputes through no other (sim.cc). `maps`: the feature maps (their recipes, if any, are
-// the plan's own decisions).
+// Note [Kept inputs] (recomputer.h): a recomputed tensor's producer may read intermediates the
+// program frees before the replay; their producers' recipes are taken too, recursively, so that
+// the chain can be replayed. Only replayable producers: the planner recomputes through no other
+// (sim.cc). `maps`: the candidates' tensors (their recipes, if any, are the plan's own
+// decisions).
 template <typename Position>
 void RecordTransientProducers(const BuiltProfile& built, OpIndex producer,
                               const absl::flat_hash_set<TensorId>& maps,
@@ -39,60 +39,82 @@ void RecordTransientProducers(const BuiltProfile& built, OpIndex producer,
 
 }  // namespace
 
+void PlanActions::StartIteration() {
+  std::fill(address.begin(), address.end(), 0);
+  slot_of.clear();
+  for (const auto& [slot, base] : fixed) {
+    address[static_cast<size_t>(slot)] = base;
+    slot_of[base] = slot;
+  }
+  std::fill(prefetched.begin(), prefetched.end(), false);
+}
+
 PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::Positions& positions,
                             const PlanResult& plan) {
   PlanActions a;
-  a.address.assign(positions.managed_allocs.size(), 0);
+  const std::vector<Candidate>& candidates = plan.candidates;
   for (size_t i = 0; i < positions.managed_allocs.size(); ++i) {
-    a.ordinal_at[positions.managed_allocs[i]] = static_cast<int>(i);
+    a.slot_at[positions.managed_allocs[i]] = static_cast<int>(i);
   }
   auto op_position = [&](OpIndex op) -> int64_t {
     return op >= 0 && static_cast<size_t>(op) < positions.ops.size()
                ? positions.ops[static_cast<size_t>(op)]
                : -1;
   };
-  absl::flat_hash_map<TensorId, OpIndex> first_backward_use;
-  const std::vector<FeatureMapInfo> candidates = FindCandidates(built.profile);
+  // Slots: the allocation ordinal, or one after them for a tensor that outlives the iteration.
+  int next_slot = static_cast<int>(positions.managed_allocs.size());
+  absl::flat_hash_map<TensorId, int> persistent_slot;
+  auto slot_of = [&](TensorId t) -> int {
+    const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(t)];
+    if (ordinal >= 0) return ordinal;
+    const uint64_t allocation = built.tensor_allocation[static_cast<size_t>(t)];
+    if (allocation == kOtherAllocation) return -1;
+    auto [it, added] = persistent_slot.try_emplace(t, next_slot);
+    if (added) a.persistent.push_back({next_slot++, allocation});
+    return it->second;
+  };
   absl::flat_hash_set<TensorId> maps;
-  for (const FeatureMapInfo& f : candidates) maps.insert(f.tensor);
+  for (const Candidate& c : candidates) maps.insert(c.tensor);
   std::vector<OpIndex> first_writer(built.profile.tensors.size(), -1);
   for (size_t op = built.profile.ops.size(); op-- > 0;) {
     for (TensorId t : built.profile.ops[op].writes) {
       first_writer[static_cast<size_t>(t)] = static_cast<OpIndex>(op);
     }
   }
-  for (const FeatureMapInfo& f : candidates) {
-    const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(f.tensor)];
-    if (ordinal < 0) continue;
-    const Decision decision = plan.plan.decisions[static_cast<size_t>(f.tensor)];
+  for (CandidateId id = 0; id < static_cast<CandidateId>(candidates.size()); ++id) {
+    const Candidate& c = candidates[static_cast<size_t>(id)];
+    const Decision decision = DecisionOf(plan.plan, id);
+    if (decision == Decision::kKeep) continue;
+    const int slot = slot_of(c.tensor);
+    const int64_t after = op_position(c.open);
+    if (slot < 0 || after < 0) continue;
     if (decision == Decision::kRecompute) {
-      // Take the producer's recipe when it runs; drop after the last forward use. The
-      // rebuild happens when the map is next touched (Note [Replay], recomputer.h).
-      const int64_t made = op_position(f.producer);
-      const int64_t after = op_position(f.last_forward_use);
-      if (made < 0 || after < 0) continue;
-      a.record_at[made] = {ordinal, built.profile.ops[static_cast<size_t>(f.producer)].duration_us};
-      a.drop_after[after].push_back(ordinal);
+      // Take the producer's recipe when it runs; drop after the interval opens. The rebuild
+      // happens when the tensor is next touched (Note [Replay], recomputer.h).
+      const int64_t made = op_position(c.producer);
+      if (made < 0) continue;
+      a.record_at[made] = {slot, built.profile.ops[static_cast<size_t>(c.producer)].duration_us};
+      a.drop_after[after].push_back(slot);
       ++a.recomputed;
-      RecordTransientProducers(built, f.producer, maps, first_writer, op_position, a);
+      RecordTransientProducers(built, c.producer, maps, first_writer, op_position, a);
       continue;
     }
-    if (decision != Decision::kSwap) continue;
-    const int64_t after = op_position(f.last_forward_use);
-    if (after >= 0) a.offload_after[after].push_back(ordinal);
-    if (!f.backward_uses.empty()) first_backward_use[f.tensor] = f.backward_uses.front();
+    a.offload_after[after].push_back(slot);
     ++a.swapped;
   }
   for (const Plan::SwapIn& s : plan.plan.swap_ins) {
-    auto use = first_backward_use.find(s.tensor);
-    if (use == first_backward_use.end()) continue;
-    const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(s.tensor)];
-    // Issue at the scheduled op, and retry at each op up to (not including) the first use.
-    for (OpIndex op = s.issue_at; op < use->second; ++op) {
+    if (s.candidate < 0 || static_cast<size_t>(s.candidate) >= candidates.size()) continue;
+    const Candidate& c = candidates[static_cast<size_t>(s.candidate)];
+    const int slot = slot_of(c.tensor);
+    if (slot < 0) continue;
+    // Issue at the scheduled op, and retry at each op up to (not including) the closing one.
+    for (OpIndex op = s.issue_at; op < c.close; ++op) {
       const int64_t before = op_position(op);
-      if (before >= 0) a.prefetch_before[before].push_back(ordinal);
+      if (before >= 0) a.prefetch_before[before].push_back({slot, s.candidate});
     }
   }
+  a.address.assign(static_cast<size_t>(next_slot), 0);
+  a.prefetched.assign(candidates.size(), false);
   return a;
 }
 

@@ -3,21 +3,24 @@
 //
 // Note [Carrying out the plan]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A plan speaks of tensors and op indices of the reference iteration; a followed iteration is
-// the same event sequence, so the plan becomes actions at positions (IterationTracker::Step::
-// position): the i-th managed allocation of the reference is the tensor with
-// tensor_alloc_ordinal i, and its address in the current iteration is learnt when the allocation
-// at that position happens.
-//   swap:  Offload after the op at the tensor's last forward use (the manager's swap-out
-//          waits for every use queued so far); Prefetch before the op at which the simulated
-//          schedule issues its swap-in (Plan::swap_ins, §4.3). Prefetch never evicts, so an
-//          early one that finds no room is retried before each later op until the first
-//          backward use, where BeforeOp's demand swap-in (the safety net) takes over.
+// A plan speaks of idle intervals of tensors and op indices of the reference iteration; a
+// followed iteration is the same event sequence, so the plan becomes actions at positions
+// (IterationTracker::Step::position) on *slots*: the i-th managed allocation of the reference is
+// slot i (the tensor with tensor_alloc_ordinal i), and its address in the current iteration is
+// learnt when the allocation at that position happens; a tensor that outlives iterations
+// (weights, optimizer state) gets a slot after those, whose address the profiler finds once
+// among its live allocations (PlanActions::persistent) and keeps from iteration to iteration.
+//   swap:  Offload after the op that opens the interval (the manager's swap-out waits for every
+//          use queued so far); Prefetch before the op at which the simulated schedule issues its
+//          swap-in (Plan::swap_ins, §4.3). Prefetch never evicts, so an early one that finds no
+//          room is retried before each later op until the op that closes the interval, where
+//          BeforeOp's demand swap-in (the safety net) takes over. An interval that wraps is
+//          offloaded after the tensor's last use and prefetched in the next iteration.
 //   keep:  nothing (demand swapping may still evict it if the plan was wrong).
 //   recompute: the producer's hook gives its replay recipe at the producer's position (RunOp,
-//          Profiler::OfferRecipe); after the last forward use the map is dropped
+//          Profiler::OfferRecipe); after the op that opens the interval the tensor is dropped
 //          (Recomputer::Drop), or swapped out when it cannot be (no recipe). The Recomputer
-//          rebuilds it when an op next touches it: its first backward use.
+//          rebuilds it when an op next touches it: the op that closes the interval.
 // Actions touch only allocations the manager knows, through calls that never lose data, so a
 // wrong address (an allocation freed and its address reused) costs time, never results; and
 // a departed iteration has no positions, so no actions.
@@ -39,27 +42,44 @@
 namespace pooch {
 
 struct PlanActions {
-  absl::flat_hash_map<int64_t, std::vector<int>> prefetch_before;  // op position -> ordinals
-  absl::flat_hash_map<int64_t, std::vector<int>> offload_after;    // op position -> ordinals
-  absl::flat_hash_map<int64_t, std::vector<int>> drop_after;       // op position -> ordinals
+  struct Prefetch {
+    int slot = 0;
+    CandidateId candidate = 0;  // done once per iteration (PlanActions::prefetched)
+  };
+  absl::flat_hash_map<int64_t, std::vector<Prefetch>> prefetch_before;  // op position -> ...
+  absl::flat_hash_map<int64_t, std::vector<int>> offload_after;  // op position -> slots
+  absl::flat_hash_map<int64_t, std::vector<int>> drop_after;     // op position -> slots
   struct Record {
-    int ordinal = 0;
+    int slot = 0;
     double profiled_us = 0;
   };
   absl::flat_hash_map<int64_t, Record> record_at;  // producer's position -> what it makes
-  absl::flat_hash_map<int64_t, int> ordinal_at;    // managed allocation's position -> ordinal
-  std::vector<DeviceAddress> address;              // ordinal -> address in this iteration; 0: none
-  absl::flat_hash_map<DeviceAddress, int> ordinal_of;  // the inverse, for frees
-  int swapped = 0;                                     // maps the plan swaps
-  int recomputed = 0;                                  // maps the plan recomputes
+  absl::flat_hash_map<int64_t, int> slot_at;       // managed allocation's position -> slot
+  // Slots of tensors that outlive iterations, by the recorder's allocation id; the profiler
+  // resolves their addresses into `fixed` when the actions are made.
+  struct Persistent {
+    int slot = 0;
+    uint64_t allocation = 0;
+  };
+  std::vector<Persistent> persistent;
+  absl::flat_hash_map<int, DeviceAddress> fixed;   // slot -> address kept across iterations
+  std::vector<DeviceAddress> address;              // slot -> address in this iteration; 0: none
+  absl::flat_hash_map<DeviceAddress, int> slot_of;  // the inverse, for frees
+  std::vector<bool> prefetched;  // per candidate: its prefetch was issued in this iteration
+  int swapped = 0;               // intervals the plan swaps
+  int recomputed = 0;            // intervals the plan recomputes
   // Counted across plans (the profiler carries them from one plan's actions to the next).
   int64_t drop_fallbacks = 0;    // planned drops that swapped out instead (no recipe, pinned)
   int64_t prefetch_no_room = 0;  // prefetch attempts that found no room
   ResidencyStats at_start;       // the manager's counts when the first plan began
+
+  // A new iteration (or a departure): forgets this iteration's addresses and prefetches and
+  // puts back the fixed ones.
+  void StartIteration();
 };
 
 // The actions that carry out `plan` of `built` (the reference iteration, whose events were at
-// `positions`). The counters across plans are left at zero.
+// `positions`). The counters across plans are left at zero; `fixed` is left empty.
 PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::Positions& positions,
                             const PlanResult& plan);
 

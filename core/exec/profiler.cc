@@ -82,7 +82,7 @@ class Profiler::Impl {
     if (actions_.has_value() && step.position >= 0) {
       PrefetchBeforeLocked(step.position);
       if (auto r = actions_->record_at.find(step.position); r != actions_->record_at.end()) {
-        op.record_output = actions_->address[static_cast<size_t>(r->second.ordinal)];
+        op.record_output = actions_->address[static_cast<size_t>(r->second.slot)];
         op.record_us = r->second.profiled_us;
       }
     }
@@ -139,9 +139,9 @@ class Profiler::Impl {
     const IterationTracker::Step step = recorder_.Alloc(id, bytes, managed);
     HandleStepLocked(step);
     if (actions_.has_value() && step.position >= 0) {
-      if (auto it = actions_->ordinal_at.find(step.position); it != actions_->ordinal_at.end()) {
+      if (auto it = actions_->slot_at.find(step.position); it != actions_->slot_at.end()) {
         actions_->address[static_cast<size_t>(it->second)] = address;
-        actions_->ordinal_of[address] = it->second;
+        actions_->slot_of[address] = it->second;
       }
     }
   }
@@ -155,9 +155,10 @@ class Profiler::Impl {
     live_.erase(it);
     if (actions_.has_value()) {
       // The address may be handed to another allocation: forget it as the tensor's.
-      if (auto o = actions_->ordinal_of.find(address); o != actions_->ordinal_of.end()) {
+      if (auto o = actions_->slot_of.find(address); o != actions_->slot_of.end()) {
         actions_->address[static_cast<size_t>(o->second)] = 0;
-        actions_->ordinal_of.erase(o);
+        actions_->fixed.erase(o->second);
+        actions_->slot_of.erase(o);
       }
     }
     if (std::optional<IterationTracker::Step> step = recorder_.Free(id)) HandleStepLocked(*step);
@@ -259,8 +260,7 @@ class Profiler::Impl {
   void HandleStepLocked(const IterationTracker::Step& step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (step.profile_ready) finalize_due_ = true;
     if (actions_.has_value() && (step.iteration_start || step.departed)) {
-      std::fill(actions_->address.begin(), actions_->address.end(), 0);
-      actions_->ordinal_of.clear();
+      actions_->StartIteration();
     }
     if (step.iteration_start) NoteIterationStartLocked();
     if (step.departed) NoteDepartureLocked();
@@ -481,8 +481,8 @@ class Profiler::Impl {
     }
     const int64_t limit = manager_.memory_limit();
     int64_t step = limit / 64;
-    for (const pooch::FeatureMapInfo& f : pooch::FindCandidates(built_->profile)) {
-      step = std::max(step, built_->profile.tensors[static_cast<size_t>(f.tensor)].bytes);
+    for (const pooch::Candidate& c : pooch::FindCandidates(built_->profile, limit, config_.min_swap_bytes)) {
+      step = std::max(step, built_->profile.tensors[static_cast<size_t>(c.tensor)].bytes);
     }
     if (headroom_ + step > limit / 4) return;
     const int64_t before = headroom_;
@@ -510,6 +510,13 @@ class Profiler::Impl {
                      const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RestartIterationTimesLocked();
     PlanActions a = MakePlanActions(built, positions, plan);
+    // Tensors that outlive iterations keep their addresses: find them among the live ones.
+    for (const PlanActions::Persistent& p : a.persistent) {
+      for (const auto& [address, live] : live_) {
+        if (live.id == p.allocation) a.fixed[p.slot] = address;
+      }
+    }
+    a.StartIteration();
     // The plan_run: line counts from the first plan on, across re-profiles.
     a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
     a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;
@@ -520,12 +527,12 @@ class Profiler::Impl {
   void PrefetchBeforeLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = actions_->prefetch_before.find(position);
     if (it == actions_->prefetch_before.end()) return;
-    for (int ordinal : it->second) {
-      const DeviceAddress address = actions_->address[static_cast<size_t>(ordinal)];
-      if (address == 0) continue;
+    for (const PlanActions::Prefetch& p : it->second) {
+      const DeviceAddress address = actions_->address[static_cast<size_t>(p.slot)];
+      if (address == 0 || actions_->prefetched[static_cast<size_t>(p.candidate)]) continue;
       absl::StatusOr<bool> issued = manager_.Prefetch(address);
       if (issued.ok() && *issued) {
-        actions_->address[static_cast<size_t>(ordinal)] = 0;  // done for this iteration
+        actions_->prefetched[static_cast<size_t>(p.candidate)] = true;  // done this iteration
       } else if (issued.ok()) {
         ++actions_->prefetch_no_room;  // retried at the next op, up to the first use
       }
@@ -535,8 +542,8 @@ class Profiler::Impl {
   void DropAfterLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = actions_->drop_after.find(position);
     if (it == actions_->drop_after.end()) return;
-    for (int ordinal : it->second) {
-      const DeviceAddress address = actions_->address[static_cast<size_t>(ordinal)];
+    for (int slot : it->second) {
+      const DeviceAddress address = actions_->address[static_cast<size_t>(slot)];
       if (address == 0) continue;
       if (recomputer_ != nullptr && recomputer_->Drop(address)) continue;
       ++actions_->drop_fallbacks;
@@ -549,8 +556,8 @@ class Profiler::Impl {
   void OffloadAfterLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = actions_->offload_after.find(position);
     if (it == actions_->offload_after.end()) return;
-    for (int ordinal : it->second) {
-      const DeviceAddress address = actions_->address[static_cast<size_t>(ordinal)];
+    for (int slot : it->second) {
+      const DeviceAddress address = actions_->address[static_cast<size_t>(slot)];
       if (address == 0) continue;
       if (absl::Status s = manager_.Offload(address); !s.ok()) {
         POOCH_LOG_AT(kDebug, "planned swap-out: %s", std::string(s.message()).c_str());
@@ -587,6 +594,7 @@ class Profiler::Impl {
         config_.mode == pooch::RunMode::kPlanned ? config_.planned_policy : pooch::Policy::kPooch;
     pooch::PlanOptions options;
     options.refine_simulations = pooch::kRunRefineSimulations;
+    options.min_candidate_bytes = config_.min_swap_bytes;
     const absl::Time started = absl::Now();
     absl::StatusOr<pooch::PlanResult> plan = pooch::MakePlan(profile, machine, policy, options);
     const double plan_s = absl::ToDoubleSeconds(absl::Now() - started);
@@ -596,7 +604,7 @@ class Profiler::Impl {
       return std::nullopt;
     }
     // Counted over the planner's candidates, as `pooch plan` counts them.
-    const DecisionCounts counts = CountDecisions(plan->plan, FindCandidates(profile));
+    const DecisionCounts counts = CountDecisions(plan->plan, plan->candidates);
     plan_line_ = absl::StrFormat(
         "plan: policy %s keep %d swap %d recompute %d predicted_iteration_ms %.3f "
         "feasible %s h2d_gbps %.2f d2h_gbps %.2f%s headroom_bytes %lld replans %d "

@@ -1,130 +1,221 @@
-// FindCandidates, copy durations and KeepAllPlan (candidates.h): the static facts the simulator and
-// the planner derive from a profile before any plan exists.
+// FindCandidates, replay facts, copy durations and decision counts (candidates.h): the static
+// facts the simulator and the planner derive from a profile before any plan exists.
 //
-// Note [Feature map uses]
-// ~~~~~~~~~~~~~~~~~~~~~~~
-// A tensor is a swap/recompute candidate when the profile flags it feature_map, some
-// forward-phase op reads or writes it, and some op after the last such forward use reads or
-// writes it again. Its *last forward use* is where it may leave the device (swap-out issued when
-// that op ends, or dropped for recomputation); its *backward uses* are the ops after it, which
-// need it resident again. Defining the turn per tensor (rather than at the global end of the
-// forward phase) keeps the rule right for profiles whose loss or bookkeeping ops are labelled
-// "other".
+// Note [Idle intervals]
+// ~~~~~~~~~~~~~~~~~~~~~
+// What an op reads and writes, and when, is the whole truth the planner uses; no op's name or
+// phase enters it (Capuchin's view, Peng et al., ASPLOS 2020: a tensor's access sequence and its
+// idle time). For every tensor, its uses (ops that read or write it) in op order cut the
+// iteration into idle intervals: between two consecutive uses `open` and `close` with at least
+// one op in between, nothing touches it, so it may leave the device after `open` (swap-out
+// issued when open ends, or dropped) and must be back before `close` (swapped in, or rebuilt by
+// replaying its producer). A tensor that exists for the whole iteration (allocated before it,
+// freed after it: parameters, gradients kept across iterations, optimizer state) has one more
+// interval, which wraps from its last use in this iteration to its first use in the next one:
+// that is how a weight whose model state does not fit leaves the device between its optimizer
+// update and its next forward use. An activation of a classic CNN has the familiar interval from
+// its last forward use to its first backward use; a U-Net encoder map has one from its encoder
+// use to the decoder's skip addition, all within forward; a gradient has one from the backward
+// op that writes it to the optimizer step. The time before a tensor's first use and after its
+// last use is not an interval: before the first write there is no data to keep, after the last
+// use the program frees it.
 //
-// The *producer* of a candidate is the op that wrote it in forward. Replaying the producer
-// recomputes the map only when that is sound: the producer is replayable, it is the map's only
-// writer in the whole iteration, it does not read the map itself (in-place), and no op from the
-// producer up to the map's last use writes any of the producer's inputs (else the replay would
-// read changed data). Its inputs must be available too: other candidates (the plan makes them
-// resident), tensors that live until the map's last use, or intermediates that were freed but can
-// themselves be rebuilt by such replays (a ReLU's output needs the batch-norm output before it,
-// which backward does not keep). That makes the map `recomputable`; the simulator re-checks at
-// replay time, where the plan decides what is resident (Note [Recomputation] in sim.cc).
+// Note [Sound replays]
+// ~~~~~~~~~~~~~~~~~~~~
+// Replaying op w before op q rebuilds tensor t exactly when:
+//   - w is t's only writer in the whole iteration (a second writer may have written part of t:
+//     a concatenation's copies into slices, an in-place skip addition; replaying one of them
+//     would not rebuild the whole value), w does not read t itself, and w is replayable (its
+//     write set is known and it has no side effect replay cannot suppress, Op::replayable);
+//   - no op in (w, q) writes any tensor w reads (other than what w writes itself): else the
+//     replay reads changed data (ReplayFacts::stable_until[w] is the first such write);
+//   - every input of w is available at q: it is still allocated then (the plan makes it
+//     resident if one of its intervals covers q), or it was freed but can itself be rebuilt at q
+//     by such a replay (a ReLU's input that only the ReLU read: ReplayFacts::remat_until).
+// An interval is `recomputable` when its tensor's only writer w precedes `open` and replaying w
+// before `close` is sound; an interval that wraps never is (its value was made in the previous
+// iteration). The simulator re-checks what is resident at replay time (Note [Recomputation] in
+// sim.cc); at run time the Recomputer's lineage enforces the same rules on the actual calls
+// (Note [Replay] in core/exec/recomputer.h), so a wrong profile costs time, never data.
+//
+// Note [Intervals that matter]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Taking a tensor off the device during an interval lowers memory only at the ops inside it; the
+// in-core iteration shows where memory is short. An interval none of whose inner ops holds more
+// than the device's capacity in-core cannot make any plan fit, and keeping it costs nothing, so
+// planning on a given machine considers only the intervals that overlap an over-capacity op.
+// A weight's wrap interval thus reaches the planner when memory is short anywhere between its
+// optimizer update and its next forward use, and the search stays small: intervals in a region
+// where memory is plentiful (the start and end of a ResNet-50 iteration) never reach it. (The exception, memory that replays add at their need point, comes from
+// intervals that are themselves over capacity.) Tensors below the runtime's POOCH_MIN_SWAP_BYTES
+// (1 MiB by default) are not offered either: the runtime sub-allocates them and never moves
+// them, and the analytic zoo has hundreds (batch-norm scales, saved statistics, small weights)
+// that would only slow the search. A measured profile has none (they are "other").
 #include "core/model/candidates.h"
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 namespace pooch {
 
-std::vector<FeatureMapInfo> FindCandidates(const Profile& profile) {
-  const int32_t num_tensors = static_cast<int32_t>(profile.tensors.size());
-  std::vector<OpIndex> last_forward(num_tensors, -1);
-  std::vector<std::vector<OpIndex>> writers(num_tensors);
-  for (OpIndex i = 0; i < static_cast<OpIndex>(profile.ops.size()); ++i) {
-    const Op& op = profile.ops[i];
-    for (TensorId t : op.writes) {
-      if (writers[t].empty() || writers[t].back() != i) writers[t].push_back(i);
-    }
-    if (op.phase != Phase::kForward) continue;
-    for (TensorId t : op.reads) last_forward[t] = i;
-    for (TensorId t : op.writes) last_forward[t] = i;
-  }
-  std::vector<FeatureMapInfo> out;
-  std::vector<int32_t> index_of(num_tensors, -1);
-  for (TensorId t = 0; t < num_tensors; ++t) {
-    if (!profile.tensors[t].feature_map || last_forward[t] < 0) continue;
-    FeatureMapInfo info;
-    info.tensor = t;
-    info.last_forward_use = last_forward[t];
-    index_of[t] = static_cast<int32_t>(out.size());
-    out.push_back(std::move(info));
-  }
-  // Backward uses, in op order.
-  for (OpIndex i = 0; i < static_cast<OpIndex>(profile.ops.size()); ++i) {
-    const Op& op = profile.ops[i];
-    for (int pass = 0; pass < 2; ++pass) {
-      for (TensorId t : pass == 0 ? op.reads : op.writes) {
-        const int32_t c = index_of[t];
-        if (c < 0 || i <= out[c].last_forward_use) continue;
-        std::vector<OpIndex>& uses = out[c].backward_uses;
-        if (uses.empty() || uses.back() != i) uses.push_back(i);
-      }
+namespace {
+
+constexpr OpIndex kNever = std::numeric_limits<OpIndex>::max();
+
+bool Reads(const Op& op, TensorId t) {
+  return std::find(op.reads.begin(), op.reads.end(), t) != op.reads.end();
+}
+bool Writes(const Op& op, TensorId t) {
+  return std::find(op.writes.begin(), op.writes.end(), t) != op.writes.end();
+}
+
+}  // namespace
+
+ReplayFacts ComputeReplayFacts(const Profile& profile) {
+  const OpIndex n = static_cast<OpIndex>(profile.ops.size());
+  const int32_t tensor_count = static_cast<int32_t>(profile.tensors.size());
+  ReplayFacts f;
+  f.writers.assign(tensor_count, {});
+  for (OpIndex i = 0; i < n; ++i) {
+    for (TensorId t : profile.ops[i].writes) {
+      if (f.writers[t].empty() || f.writers[t].back() != i) f.writers[t].push_back(i);
     }
   }
-  std::erase_if(out, [](const FeatureMapInfo& f) { return f.backward_uses.empty(); });
-  OpIndex last_backward = -1;
-  for (OpIndex i = 0; i < static_cast<OpIndex>(profile.ops.size()); ++i) {
-    if (profile.ops[i].phase == Phase::kBackward) last_backward = i;
-  }
-  std::vector<bool> candidate(num_tensors, false);
-  for (const FeatureMapInfo& f : out) candidate[f.tensor] = true;
-  // Whether replaying `writer` to produce `t` is sound, with inputs stable until `until`.
-  auto sound = [&](OpIndex writer, TensorId t, OpIndex until) {
-    const Op& op = profile.ops[writer];
-    if (op.phase != Phase::kForward || !op.replayable || writers[t].size() != 1) return false;
-    if (std::find(op.reads.begin(), op.reads.end(), t) != op.reads.end()) return false;
+  f.stable_until.assign(n, kNever);
+  for (OpIndex w = 0; w < n; ++w) {
+    const Op& op = profile.ops[w];
     for (TensorId in : op.reads) {
-      for (OpIndex i : writers[in]) {
-        if (i >= writer && i <= until) return false;
-      }
+      if (Writes(op, in)) continue;
+      const std::vector<OpIndex>& ws = f.writers[in];
+      const auto later = std::upper_bound(ws.begin(), ws.end(), w);
+      if (later != ws.end()) f.stable_until[w] = std::min(f.stable_until[w], *later);
     }
-    return true;
-  };
-  // rematerialisable[t] for a non-candidate t: it can be rebuilt by replays alone when a
-  // recomputation needs it after it was freed (1 yes, 0 no, -1 not yet known). Inputs must be
-  // candidates (the plan provides them), never freed, or rematerialisable themselves.
-  std::vector<int8_t> rematerialisable(num_tensors, -1);
-  auto remat = [&](auto& self, TensorId t) -> bool {
-    if (rematerialisable[t] >= 0) return rematerialisable[t] == 1;
-    rematerialisable[t] = 0;  // cycles (impossible in a valid profile) resolve to no
-    bool ok = !writers[t].empty() && sound(writers[t][0], t, last_backward);
-    if (ok) {
-      for (TensorId in : profile.ops[writers[t][0]].reads) {
-        const Tensor& x = profile.tensors[in];
-        const bool permanent =
-            x.alloc_before == kBeforeIteration && x.free_after == kAfterIteration;
-        if (!candidate[in] && !permanent && !self(self, in)) ok = false;
-      }
-    }
-    rematerialisable[t] = ok ? 1 : 0;
-    return ok;
-  };
-  for (FeatureMapInfo& f : out) {
-    const std::vector<OpIndex>& w = writers[f.tensor];
-    for (OpIndex i : w) {
-      if (i <= f.last_forward_use && profile.ops[i].phase == Phase::kForward) {
-        f.producer = i;
-        break;
-      }
-    }
-    if (f.producer < 0) continue;
-    const OpIndex last_use = f.backward_uses.back();
-    bool ok = sound(f.producer, f.tensor, last_use);
-    for (TensorId in : profile.ops[f.producer].reads) {
-      if (!ok) break;
-      if (candidate[in]) continue;
-      const Tensor& x = profile.tensors[in];
-      const bool live_through =
-          (x.alloc_before == kBeforeIteration || x.alloc_before <= f.producer) &&
-          (x.free_after == kAfterIteration || x.free_after >= last_use);
-      if (!live_through && !remat(remat, in)) ok = false;
-    }
-    f.recomputable = ok;
   }
-  std::sort(out.begin(), out.end(), [](const FeatureMapInfo& a, const FeatureMapInfo& b) {
-    return a.last_forward_use != b.last_forward_use ? a.last_forward_use < b.last_forward_use
-                                                    : a.tensor < b.tensor;
+  // Tensors are written before they are read (Profile::Validate), so a writer's inputs come
+  // earlier in op order than the writer, and one pass in op order settles remat_until.
+  f.remat_until.assign(tensor_count, -1);
+  for (OpIndex w = 0; w < n; ++w) {
+    const Op& op = profile.ops[w];
+    for (TensorId t : op.writes) {
+      if (f.SoleWriter(t) != w || !op.replayable || Reads(op, t)) continue;
+      OpIndex until = f.stable_until[w];
+      for (TensorId in : op.reads) {
+        if (!Writes(op, in)) until = std::min(until, f.AvailableUntil(profile, in));
+      }
+      f.remat_until[t] = until;
+    }
+  }
+  return f;
+}
+
+OpIndex ReplayFacts::SoleWriter(TensorId t) const {
+  return writers[t].size() == 1 ? writers[t][0] : -1;
+}
+
+OpIndex ReplayFacts::AvailableUntil(const Profile& profile, TensorId t) const {
+  const Tensor& x = profile.tensors[t];
+  if (x.free_after == kAfterIteration) return kNever;
+  return std::max(x.free_after, remat_until[t]);
+}
+
+bool ReplayFacts::SoundAt(const Profile& profile, OpIndex w, TensorId t, OpIndex q) const {
+  const Op& op = profile.ops[w];
+  if (SoleWriter(t) != w || !op.replayable || Reads(op, t) || q > stable_until[w]) return false;
+  for (TensorId in : op.reads) {
+    if (!Writes(op, in) && AvailableUntil(profile, in) < q) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> InCoreBytesPerOp(const Profile& profile) {
+  const OpIndex n = static_cast<OpIndex>(profile.ops.size());
+  std::vector<int64_t> diff(n + 1, 0);
+  for (const Tensor& t : profile.tensors) {
+    if (n == 0) break;
+    const OpIndex lo = std::max<OpIndex>(t.alloc_before, 0);
+    const OpIndex hi = t.free_after == kAfterIteration ? n - 1 : t.free_after;
+    diff[lo] += t.bytes;
+    diff[hi + 1] -= t.bytes;
+  }
+  std::vector<int64_t> bytes(n, 0);
+  int64_t run = 0;
+  for (OpIndex j = 0; j < n; ++j) {
+    run += diff[j];
+    bytes[j] = run + profile.ops[j].workspace_bytes;
+  }
+  return bytes;
+}
+
+void LabelPhasesByPeak(Profile& profile) {
+  const std::vector<int64_t> bytes = InCoreBytesPerOp(profile);
+  const auto peak = std::max_element(bytes.begin(), bytes.end()) - bytes.begin();
+  for (size_t i = 0; i < profile.ops.size(); ++i) {
+    profile.ops[i].phase = static_cast<ptrdiff_t>(i) <= peak ? Phase::kForward : Phase::kBackward;
+  }
+}
+
+std::vector<Candidate> FindCandidates(const Profile& profile, int64_t capacity,
+                                      int64_t min_bytes) {
+  const OpIndex n = static_cast<OpIndex>(profile.ops.size());
+  const int32_t tensor_count = static_cast<int32_t>(profile.tensors.size());
+  std::vector<std::vector<OpIndex>> uses(tensor_count);
+  for (OpIndex i = 0; i < n; ++i) {
+    const Op& op = profile.ops[i];
+    for (const std::vector<TensorId>* set : {&op.reads, &op.writes}) {
+      for (TensorId t : *set) {
+        if (uses[t].empty() || uses[t].back() != i) uses[t].push_back(i);
+      }
+    }
+  }
+  // over_before[j]: how many ops before j hold more than capacity in-core (Note [Intervals that
+  // matter]); an interval matters when one of its inner ops does.
+  std::vector<int32_t> over_before(n + 1, 0);
+  if (capacity > 0) {
+    const std::vector<int64_t> in_core = InCoreBytesPerOp(profile);
+    for (OpIndex j = 0; j < n; ++j) over_before[j + 1] = over_before[j] + (in_core[j] > capacity);
+  }
+  auto over_in = [&](OpIndex lo, OpIndex hi) {  // an over-capacity op in [lo, hi]
+    if (capacity <= 0) return true;
+    if (lo > hi) return false;
+    return over_before[hi + 1] - over_before[lo] > 0;
+  };
+  const ReplayFacts facts = ComputeReplayFacts(profile);
+  std::vector<Candidate> out;
+  for (TensorId t = 0; t < tensor_count; ++t) {
+    const std::vector<OpIndex>& u = uses[t];
+    if (u.empty() || profile.tensors[t].bytes <= 0 || profile.tensors[t].bytes < min_bytes) {
+      continue;
+    }
+    for (size_t k = 0; k + 1 < u.size(); ++k) {
+      if (u[k + 1] <= u[k] + 1 || !over_in(u[k] + 1, u[k + 1] - 1)) continue;
+      Candidate c;
+      c.tensor = t;
+      c.open = u[k];
+      c.close = u[k + 1];
+      const OpIndex w = facts.SoleWriter(t);
+      if (w >= 0 && w <= c.open) {
+        c.producer = w;
+        c.recomputable = facts.SoundAt(profile, w, t, c.close);
+      }
+      out.push_back(c);
+    }
+    const Tensor& x = profile.tensors[t];
+    const bool whole_iteration = x.alloc_before == kBeforeIteration && x.free_after == kAfterIteration;
+    if (whole_iteration && (u.back() < n - 1 || u.front() > 0) &&
+        (over_in(u.back() + 1, n - 1) || over_in(0, u.front() - 1))) {
+      Candidate c;
+      c.tensor = t;
+      c.open = u.back();
+      c.close = u.front();
+      c.wraps = true;
+      out.push_back(c);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.open != b.open) return a.open < b.open;
+    if (a.tensor != b.tensor) return a.tensor < b.tensor;
+    return a.close < b.close;
   });
   return out;
 }
@@ -148,23 +239,23 @@ double SwapInUs(const Tensor& tensor, const MachineModel& machine) {
   return CopyUs(tensor.bytes, machine.h2d_gbps, machine.h2d_latency_us);
 }
 
-Plan KeepAllPlan(const Profile& profile) {
+Plan KeepAllPlan(size_t candidates) {
   Plan plan;
   plan.policy = "in-core";
-  plan.decisions.assign(profile.tensors.size(), Decision::kKeep);
+  plan.decisions.assign(candidates, Decision::kKeep);
   return plan;
 }
 
-Decision DecisionOf(const Plan& plan, TensorId tensor) {
-  return tensor >= 0 && static_cast<size_t>(tensor) < plan.decisions.size()
-             ? plan.decisions[static_cast<size_t>(tensor)]
+Decision DecisionOf(const Plan& plan, CandidateId c) {
+  return c >= 0 && static_cast<size_t>(c) < plan.decisions.size()
+             ? plan.decisions[static_cast<size_t>(c)]
              : Decision::kKeep;
 }
 
-DecisionCounts CountDecisions(const Plan& plan, const std::vector<FeatureMapInfo>& candidates) {
+DecisionCounts CountDecisions(const Plan& plan, const std::vector<Candidate>& candidates) {
   DecisionCounts c;
-  for (const FeatureMapInfo& f : candidates) {
-    switch (DecisionOf(plan, f.tensor)) {
+  for (CandidateId id = 0; id < static_cast<CandidateId>(candidates.size()); ++id) {
+    switch (DecisionOf(plan, id)) {
       case Decision::kKeep:
         ++c.keep;
         break;

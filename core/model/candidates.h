@@ -1,35 +1,76 @@
 // candidates.h: what the simulator and every planner derive from a profile before any plan
-// exists: the swap/recompute candidates (Note [Feature map uses] in candidates.cc), each
-// tensor's copy durations, and the in-core plan.
+// exists: the swap/recompute candidates, which are idle intervals of tensors (Note [Idle
+// intervals] in candidates.cc), each tensor's copy durations, and decision counting.
 //
 // Thread safety: plain functions, reentrant.
 #ifndef POOCH_CORE_MODEL_CANDIDATES_H_
 #define POOCH_CORE_MODEL_CANDIDATES_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "core/model/model.h"
 
 namespace pooch {
 
-// Static facts about one swap/recompute candidate, derived from the profile alone
-// (Note [Feature map uses]).
-struct FeatureMapInfo {
+// One idle interval of one tensor: between a use (`open`) and the next use (`close`), no op
+// touches it, so it may leave the device after `open` and must be back before `close`
+// (Note [Idle intervals]).
+struct Candidate {
   TensorId tensor = 0;
-  // The forward op that wrote it (-1 when none: an input that existed before the iteration).
+  OpIndex open = 0;    // the use after which it may leave (swap-out issued, or dropped)
+  OpIndex close = 0;   // the next use, which needs it back (in the next iteration when wraps)
+  // The interval runs from the tensor's last use in the iteration to its first use in the next
+  // one (a persistent tensor: weights, optimizer state). Then close < open.
+  bool wraps = false;
+  // The op whose replay rebuilds the tensor's value in this interval (its only writer), or -1.
   OpIndex producer = -1;
-  OpIndex last_forward_use = -1;       // last forward-phase op reading or writing it
-  std::vector<OpIndex> backward_uses;  // ops after last_forward_use reading or writing it
-  // Its producer can be replayed (replayable, the only forward writer, does not read its own
-  // output). Whether every input is still available at replay time depends on the plan and is
-  // checked by the simulator.
+  // Replaying `producer` right before `close` is sound (Note [Sound replays]). Whether every
+  // input is resident then depends on the plan and is checked by the simulator.
   bool recomputable = false;
+
+  friend bool operator==(const Candidate&, const Candidate&) = default;
 };
 
-// The feature maps a plan may swap or recompute: tensors flagged feature_map that have a forward
-// use and at least one use after it. Ordered by last_forward_use, then by id (so "from the
-// output layer" is reverse order).
-std::vector<FeatureMapInfo> FindCandidates(const Profile& profile);
+// When replaying an op rebuilds a tensor (Note [Sound replays] in candidates.cc).
+struct ReplayFacts {
+  std::vector<std::vector<OpIndex>> writers;  // per tensor: the ops that write it, ascending
+  // Per op w: the first op after w that writes one of w's inputs (kNever-like INT32_MAX if none);
+  // a replay of w before op q reads unchanged inputs iff q <= stable_until[w].
+  std::vector<OpIndex> stable_until;
+  // Per tensor: the last op before which a replay chain can rebuild it after it was freed
+  // (-1: none can).
+  std::vector<OpIndex> remat_until;
+
+  // The tensor's only writer in the iteration, or -1.
+  OpIndex SoleWriter(TensorId t) const;
+  // The last op at which `t` can be had: while allocated, or by rebuilding it.
+  OpIndex AvailableUntil(const Profile& profile, TensorId t) const;
+  // Replaying op w right before op q rebuilds t.
+  bool SoundAt(const Profile& profile, OpIndex w, TensorId t, OpIndex q) const;
+};
+ReplayFacts ComputeReplayFacts(const Profile& profile);
+
+// The tensors' idle intervals, ordered by `open`, then tensor, then close (so "from the output
+// layer" is reverse order). With capacity > 0 only the intervals that matter on a device of that
+// many bytes are kept: those during which the in-core iteration holds more than capacity at
+// some op (Note [Intervals that matter]); capacity <= 0 keeps every interval. Tensors smaller
+// than min_bytes are never candidates (the runtime does not move them: POOCH_MIN_SWAP_BYTES).
+std::vector<Candidate> FindCandidates(const Profile& profile, int64_t capacity = 0,
+                                      int64_t min_bytes = 0);
+
+// The planner's default min_bytes: POOCH_MIN_SWAP_BYTES's default (allocations below it are
+// sub-allocated and never swapped at run time, so a plan for them could not be carried out).
+inline constexpr int64_t kDefaultMinCandidateBytes = int64_t{1} << 20;
+
+// Device memory the in-core iteration holds during each op: the tensors allocated then, plus the
+// op's workspace.
+std::vector<int64_t> InCoreBytesPerOp(const Profile& profile);
+
+// Labels Op::phase for traces and summaries from the access pattern alone: the ops up to the
+// in-core memory peak (the first op where InCoreBytesPerOp is largest) are forward, the rest
+// backward. No planning decision reads it (Note [Idle intervals] in candidates.cc).
+void LabelPhasesByPeak(Profile& profile);
 
 // Copy durations the simulator uses for a tensor: the profile's measured value when >= 0, else
 // bytes / bandwidth + latency.
@@ -43,12 +84,12 @@ struct DecisionCounts {
   int swap = 0;
   int recompute = 0;
 };
-// The decision of `tensor` in `plan` (kKeep when the plan has none for it).
-Decision DecisionOf(const Plan& plan, TensorId tensor);
-DecisionCounts CountDecisions(const Plan& plan, const std::vector<FeatureMapInfo>& candidates);
+// The decision for candidate `c` in `plan` (kKeep when the plan has none for it).
+Decision DecisionOf(const Plan& plan, CandidateId c);
+DecisionCounts CountDecisions(const Plan& plan, const std::vector<Candidate>& candidates);
 
-// A plan whose decisions are all kKeep (in-core), sized for `profile`.
-Plan KeepAllPlan(const Profile& profile);
+// A plan whose decisions are all kKeep (in-core), for `candidates` candidates.
+Plan KeepAllPlan(size_t candidates);
 
 }  // namespace pooch
 

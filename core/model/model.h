@@ -3,7 +3,7 @@
 // A Profile is what pooch measures during its profiling iterations (the interposer fills it in)
 // or what the zoo derives analytically from a network's layer shapes. It is an ordered list of
 // ops, each reading and writing tensors, plus each tensor's lifetime. The planner (plan.h)
-// decides for every feature map whether to keep, swap or recompute it; the simulator (sim.h)
+// decides for every idle interval of every tensor whether to keep, swap or recompute it; the simulator (sim.h)
 // predicts the iteration time and peak memory of a plan on a MachineModel.
 //
 // Its JSON form ("pooch-profile", version 1) is documented in the README and read and written by
@@ -23,10 +23,15 @@ namespace pooch {
 
 using OpIndex = int32_t;   // position of an op in Profile::ops
 using TensorId = int32_t;  // position of a tensor in Profile::tensors
+// Position of a swap/recompute candidate (an idle interval of a tensor) in the list
+// FindCandidates returns (core/model/candidates.h); Plan::decisions is indexed by it.
+using CandidateId = int32_t;
 
 inline constexpr OpIndex kBeforeIteration = -1;  // Tensor::alloc_before: exists at the start
 inline constexpr OpIndex kAfterIteration = -1;   // Tensor::free_after: outlives the iteration
 
+// For traces and summaries only: no planning decision depends on it (Note [Idle intervals] in
+// candidates.cc). The zoo knows it; a measured profile gets it from LabelPhasesByPeak.
 enum class Phase { kForward, kBackward, kOther };
 
 // What an op computes, as far as the planner cares. SuperNeurons' rule keys on it (convolution
@@ -50,10 +55,6 @@ struct Tensor {
   TensorId id = 0;  // equals its position in Profile::tensors
   std::string name;
   int64_t bytes = 0;
-  // A feature map lives across the turn from forward to backward: it is the only kind of tensor
-  // the planner may swap or recompute (PoocH §4.1.1). Parameters, gradients, optimizer state and
-  // workspaces stay resident.
-  bool feature_map = false;
   // Allocated just before ops[alloc_before] runs (kBeforeIteration: allocated before the
   // iteration starts, as parameters are); freed just after ops[free_after] (kAfterIteration:
   // still allocated when the iteration ends).
@@ -114,22 +115,23 @@ struct MachineModel {
 
 enum class Decision { kKeep, kSwap, kRecompute };
 
-// When a swapped feature map's swap-in is issued during backward.
+// When a swapped interval's swap-in is issued.
 enum class SwapInSchedule {
-  kWithPreviousOp,    // together with the computation just before its first backward use
+  kWithPreviousOp,    // together with the computation just before the use that needs it
   kWithPreviousConv,  // together with the preceding convolution (SuperNeurons)
   kWhenMemoryAllows,  // as early as free memory allows (PoocH §4.3)
 };
 
 struct Plan {
   std::string policy;
-  // Indexed by TensorId; meaningful for feature maps only (others are always kKeep).
+  // Indexed by CandidateId: one decision per idle interval (Note [Idle intervals] in
+  // core/model/candidates.cc). Empty means every interval kept.
   std::vector<Decision> decisions;
   SwapInSchedule schedule = SwapInSchedule::kWhenMemoryAllows;
-  // The swap-in schedule the simulator derived: swap-in of `tensor` is issued when op
-  // `issue_at` starts. Filled by the simulator; the runtime follows it.
+  // The swap-in schedule the simulator derived: the swap-in that ends `candidate`'s interval is
+  // issued when op `issue_at` starts. Filled by the simulator; the runtime follows it.
   struct SwapIn {
-    TensorId tensor = 0;
+    CandidateId candidate = 0;
     OpIndex issue_at = 0;
   };
   std::vector<SwapIn> swap_ins;

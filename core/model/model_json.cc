@@ -154,7 +154,10 @@ absl::Status ParseTensor(const Json& j, size_t index, Tensor* t) {
   POOCH_RETURN_IF_ERROR(r.Int("id", true, 0, kMaxIndex, &t->id));
   POOCH_RETURN_IF_ERROR(r.String("name", false, &t->name));
   POOCH_RETURN_IF_ERROR(r.Int("bytes", true, 0, kMaxBytes, &t->bytes));
-  POOCH_RETURN_IF_ERROR(r.Bool("feature_map", &t->feature_map));
+  // Written by version-1 files of earlier pooch releases; candidates now come from the access
+  // pattern (Note [Idle intervals] in candidates.cc), so it is read and ignored.
+  bool feature_map = false;
+  POOCH_RETURN_IF_ERROR(r.Bool("feature_map", &feature_map));
   POOCH_RETURN_IF_ERROR(r.Int("alloc_before", false, -1, kMaxIndex, &t->alloc_before));
   POOCH_RETURN_IF_ERROR(r.Int("free_after", false, -1, kMaxIndex, &t->free_after));
   POOCH_RETURN_IF_ERROR(r.Number("swap_out_us", &t->swap_out_us));
@@ -284,7 +287,6 @@ std::string ProfileToJson(const Profile& profile, int indent) {
       tensors.push_back({{"id", t.id},
                          {"name", t.name},
                          {"bytes", t.bytes},
-                         {"feature_map", t.feature_map},
                          {"alloc_before", t.alloc_before},
                          {"free_after", t.free_after},
                          {"swap_out_us", t.swap_out_us},
@@ -309,28 +311,35 @@ std::string ProfileToJson(const Profile& profile, int indent) {
   }
 }
 
-std::string PlanToJson(const Plan& plan, const Profile& profile, int indent) {
+std::string PlanToJson(const Plan& plan, const Profile& profile,
+                       const std::vector<Candidate>& candidates, int indent) {
   try {
     Json doc = Json::object();
     doc["format"] = "pooch-plan";
-    doc["version"] = 1;
+    doc["version"] = 2;
     doc["policy"] = plan.policy;
     doc["schedule"] = SwapInScheduleName(plan.schedule);
     Json decisions = Json::array();
-    const std::vector<FeatureMapInfo> candidates = FindCandidates(profile);
-    for (const FeatureMapInfo& f : candidates) {
-      const Decision d = DecisionOf(plan, f.tensor);
-      const Tensor& t = profile.tensors[f.tensor];
-      decisions.push_back(
-          {{"tensor", t.id}, {"name", t.name}, {"bytes", t.bytes}, {"decision", DecisionName(d)}});
+    for (CandidateId c = 0; c < static_cast<CandidateId>(candidates.size()); ++c) {
+      const Candidate& k = candidates[c];
+      const Tensor& t = profile.tensors[k.tensor];
+      decisions.push_back({{"candidate", c},
+                           {"tensor", t.id},
+                           {"name", t.name},
+                           {"bytes", t.bytes},
+                           {"open", k.open},
+                           {"close", k.close},
+                           {"wraps", k.wraps},
+                           {"decision", DecisionName(DecisionOf(plan, c))}});
     }
     doc["decisions"] = std::move(decisions);
     Json swap_ins = Json::array();
     for (const Plan::SwapIn& s : plan.swap_ins) {
-      const bool known = s.tensor >= 0 && static_cast<size_t>(s.tensor) < profile.tensors.size();
-      swap_ins.push_back({{"tensor", s.tensor},
-                          {"name", known ? profile.tensors[s.tensor].name : ""},
-                          {"issue_at", s.issue_at}});
+      const bool known = s.candidate >= 0 && static_cast<size_t>(s.candidate) < candidates.size();
+      swap_ins.push_back(
+          {{"candidate", s.candidate},
+           {"name", known ? profile.tensors[candidates[s.candidate].tensor].name : ""},
+           {"issue_at", s.issue_at}});
     }
     doc["swap_ins"] = std::move(swap_ins);
     const DecisionCounts counts = CountDecisions(plan, candidates);

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/model/candidates.h"
 #include "core/model/model.h"
 
 namespace pooch {
@@ -37,12 +38,15 @@ absl::StatusOr<Profile> ParseProfileJson(absl::string_view text);
 // `indent` < 0 writes one line.
 std::string ProfileToJson(const Profile& profile, int indent = 1);
 
-// The plan, one entry per swap/recompute candidate with its decision:
-//   {"format": "pooch-plan", "version": 1, "policy": "pooch", "schedule": "when-memory-allows",
-//    "decisions": [{"tensor": 3, "name": "conv1.out", "bytes": 123, "decision": "swap"}],
-//    "swap_ins": [{"tensor": 3, "name": "conv1.out", "issue_at": 40}],
+// The plan, one entry per candidate (an idle interval of a tensor, the list PlanResult holds)
+// with its decision:
+//   {"format": "pooch-plan", "version": 2, "policy": "pooch", "schedule": "when-memory-allows",
+//    "decisions": [{"candidate": 0, "tensor": 3, "name": "conv1.out", "bytes": 123, "open": 4,
+//                   "close": 90, "wraps": false, "decision": "swap"}],
+//    "swap_ins": [{"candidate": 0, "name": "conv1.out", "issue_at": 40}],
 //    "counts": {"keep": 10, "swap": 4, "recompute": 2}}
-std::string PlanToJson(const Plan& plan, const Profile& profile, int indent = 1);
+std::string PlanToJson(const Plan& plan, const Profile& profile,
+                       const std::vector<Candidate>& candidates, int indent = 1);
 
 // Names used in the JSON forms; the Parse* functions accept exactly these.
 const char* SwapInScheduleName(SwapInSchedule schedule);  // "with-previous-op", ...

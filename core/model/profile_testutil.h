@@ -62,18 +62,15 @@ class ProfileBuilder {
   pooch::Tensor& tensor(TensorId id) { return p_.tensors[id]; }
 
   // Lifetimes: persistent tensors exist throughout; others are allocated before their first use
-  // and freed after their last. Feature maps: used both in forward and after it in backward.
+  // and freed after their last.
   Profile Finish() {
     const int32_t nt = static_cast<int32_t>(p_.tensors.size());
     std::vector<OpIndex> first(nt, -1), last(nt, -1);
-    std::vector<bool> fwd(nt, false), bwd(nt, false);
     for (OpIndex i = 0; i < static_cast<OpIndex>(p_.ops.size()); ++i) {
       for (int pass = 0; pass < 2; ++pass) {
         for (TensorId t : pass == 0 ? p_.ops[i].reads : p_.ops[i].writes) {
           if (first[t] < 0) first[t] = i;
           last[t] = i;
-          if (p_.ops[i].phase == Phase::kForward) fwd[t] = true;
-          if (p_.ops[i].phase == Phase::kBackward) bwd[t] = true;
         }
       }
     }
@@ -89,7 +86,6 @@ class ProfileBuilder {
         x.alloc_before = first[t];
         x.free_after = last[t];
       }
-      x.feature_map = fwd[t] && bwd[t] && !persistent_[t];
     }
     return p_;
   }

@@ -50,8 +50,7 @@ absl::StatusOr<Policy> ParsePolicy(absl::string_view name) {
 
 Plan PlanContext::Uniform(Decision decision, SwapInSchedule schedule) const {
   Plan plan;
-  plan.decisions.assign(profile_.tensors.size(), Decision::kKeep);
-  for (const FeatureMapInfo& f : candidates()) plan.decisions[f.tensor] = decision;
+  plan.decisions.assign(candidates().size(), decision);
   plan.schedule = schedule;
   return plan;
 }
@@ -112,6 +111,7 @@ absl::StatusOr<PlanResult> MakePlan(const Profile& profile, const MachineModel& 
         absl::StrCat(PolicyName(policy), ": chose an infeasible plan: ", result.sim.failure));
   }
   result.plan.swap_ins = result.sim.swap_ins;
+  result.candidates = ctx.candidates();
   result.simulations = ctx.simulations();
   return result;
 }

@@ -1,4 +1,5 @@
-// The planner: decides for every feature map whether to keep, swap or recompute it.
+// The planner: decides for every idle interval of every tensor (Note [Idle intervals] in
+// core/model/candidates.cc) whether to keep it on the device, swap it, or drop and recompute it.
 //
 //   absl::StatusOr<pooch::PlanResult> r = pooch::MakePlan(profile, machine, pooch::Policy::kPooch);
 //   if (!r.ok()) { /* FailedPrecondition: no feasible plan, with the reason */ }
@@ -52,6 +53,9 @@ absl::StatusOr<Policy> ParsePolicy(absl::string_view name);
 std::vector<Policy> AllPolicies();  // in the order above
 
 struct PlanOptions {
+  // Tensors smaller than this are kept, never planned (Note [Intervals that matter] in
+  // core/model/candidates.cc); the runtime passes its POOCH_MIN_SWAP_BYTES.
+  int64_t min_candidate_bytes = kDefaultMinCandidateBytes;
   // PoocH §4.4.2 brute-forces keep/swap over L_I. Beyond this many maps the extra ones (those
   // whose swap-in stalls least) are decided greedily instead: Note [Bounded brute force].
   // Measured on zoo ResNet-50 (70 maps in L_I on PCIe): limits 6 and 10 choose the same plan;
@@ -79,6 +83,8 @@ inline constexpr int kRunRefineSimulations = 3000;
 
 struct PlanResult {
   Plan plan;                // plan.policy = PolicyName(policy); plan.swap_ins filled from sim
+  // What plan.decisions are indexed by: the intervals that matter on `machine` (FindCandidates).
+  std::vector<Candidate> candidates;
   SimResult sim;            // the simulation of `plan` (with the timeline recorded)
   int64_t simulations = 0;  // how many times the planner ran the simulator
 };

@@ -8,7 +8,7 @@
 namespace pooch {
 
 absl::StatusOr<Plan> PlanInCore(PlanContext& ctx) {
-  Plan plan = KeepAllPlan(ctx.profile());
+  Plan plan = KeepAllPlan(ctx.candidates().size());
   if (ctx.Evaluate(plan).feasible) return plan;
   // Say how much it would need: simulate again letting memory overflow.
   const SimResult& over = ctx.Evaluate(plan, /*allow_overflow=*/true);

@@ -16,15 +16,15 @@
 namespace pooch {
 
 absl::StatusOr<Plan> PlanCheckpoint(PlanContext& ctx) {
-  Plan plan = KeepAllPlan(ctx.profile());
+  Plan plan = KeepAllPlan(ctx.candidates().size());
   plan.schedule = SwapInSchedule::kWhenMemoryAllows;
-  const std::vector<FeatureMapInfo>& cands = ctx.candidates();
+  const std::vector<Candidate>& cands = ctx.candidates();
   const size_t n = cands.size();
   const size_t k = std::max<size_t>(1, static_cast<size_t>(std::ceil(std::sqrt(double(n)))));
   for (size_t i = 0; i < n; ++i) {
     const bool checkpoint = i % k == k - 1;
     if (!checkpoint && cands[i].recomputable) {
-      plan.decisions[cands[i].tensor] = Decision::kRecompute;
+      plan.decisions[i] = Decision::kRecompute;
     }
   }
   const SimResult& r = ctx.Evaluate(plan);

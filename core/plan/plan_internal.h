@@ -20,12 +20,15 @@ namespace pooch {
 class PlanContext {
  public:
   PlanContext(const Profile& profile, const MachineModel& machine, const PlanOptions& options)
-      : profile_(profile), machine_(machine), options_(options), sim_(profile, machine) {}
+      : profile_(profile),
+        machine_(machine),
+        options_(options),
+        sim_(profile, machine, {.min_bytes = options.min_candidate_bytes}) {}
 
   const Profile& profile() const { return profile_; }
   const MachineModel& machine() const { return machine_; }
   const PlanOptions& options() const { return options_; }
-  const std::vector<FeatureMapInfo>& candidates() const { return sim_.candidates(); }
+  const std::vector<Candidate>& candidates() const { return sim_.candidates(); }
 
   // A plan sized for the profile with every candidate set to `decision` (others kKeep).
   Plan Uniform(Decision decision, SwapInSchedule schedule) const;
@@ -45,12 +48,12 @@ class PlanContext {
   int64_t simulations_ = 0;
 };
 
-// PoocH §4.4.2, Figure 11: from a recorded swap-all simulation, the feature maps whose swap-out
+// PoocH §4.4.2, Figure 11: from a recorded swap-all simulation, the intervals whose swap-out
 // (L_O) or swap-in (L_I) is not hidden by computation: the copy is in flight while the compute
-// engine is idle (Note [Overhead maps] in plan_swap.cc). Tensor ids, ascending.
+// engine is idle (Note [Overhead maps] in plan_swap.cc). Candidate ids, ascending.
 struct OverheadMaps {
-  std::vector<TensorId> swap_out;  // L_O
-  std::vector<TensorId> swap_in;   // L_I
+  std::vector<CandidateId> swap_out;  // L_O
+  std::vector<CandidateId> swap_in;   // L_I
 };
 OverheadMaps FindOverheadMaps(const SimResult& recorded);
 
@@ -63,8 +66,8 @@ absl::StatusOr<Plan> PlanSuperNeurons(PlanContext& ctx);
 absl::StatusOr<Plan> PlanCheckpoint(PlanContext& ctx);
 absl::StatusOr<Plan> PlanOptimal(PlanContext& ctx);
 
-// PoocH §4.4.3 applied to `start` (a feasible keep/swap plan): its swapped maps are switched to
-// recompute one at a time by r(X). Exposed so tests can run step 2 on chosen inputs.
+// PoocH §4.4.3 applied to `start` (a feasible keep/swap plan): its swapped intervals are switched
+// to recompute one at a time by r(X). Exposed so tests can run step 2 on chosen inputs.
 Plan RecomputeStep(PlanContext& ctx, Plan start);
 
 // Ours, beyond the paper: a budgeted local search after §4.4.3 (Note [Refinement after §4.4.3]

@@ -21,9 +21,9 @@ namespace pooch {
 namespace {
 
 struct Search {
-  Search(PlanContext& c, const std::vector<FeatureMapInfo>& f) : ctx(c), cands(f) {}
+  Search(PlanContext& c, const std::vector<Candidate>& f) : ctx(c), cands(f) {}
   PlanContext& ctx;
-  const std::vector<FeatureMapInfo>& cands;
+  const std::vector<Candidate>& cands;
   double compute_us = 0;
   Plan plan;
   Plan best;
@@ -40,31 +40,31 @@ struct Search {
       }
       return;
     }
-    const FeatureMapInfo& f = cands[i];
+    const Candidate& f = cands[i];
     for (Decision d : {Decision::kKeep, Decision::kSwap, Decision::kRecompute}) {
       double b = bound;
       if (d == Decision::kRecompute) {
         if (!f.recomputable) continue;
         if (replays_of[f.producer]++ == 0) b += ctx.profile().ops[f.producer].duration_us;
       }
-      plan.decisions[f.tensor] = d;
+      plan.decisions[i] = d;
       Visit(i + 1, b);
       if (d == Decision::kRecompute) --replays_of[f.producer];
     }
-    plan.decisions[f.tensor] = Decision::kKeep;
+    plan.decisions[i] = Decision::kKeep;
   }
 };
 
 }  // namespace
 
 absl::StatusOr<Plan> PlanOptimal(PlanContext& ctx) {
-  const std::vector<FeatureMapInfo>& cands = ctx.candidates();
+  const std::vector<Candidate>& cands = ctx.candidates();
   if (static_cast<int>(cands.size()) > ctx.options().optimal_max_maps) {
     return absl::InvalidArgumentError(absl::StrCat("optimal: exhaustive search over ", cands.size(),
-                                                   " feature maps is too large (limit ",
+                                                   " idle intervals is too large (limit ",
                                                    ctx.options().optimal_max_maps, ")"));
   }
-  Plan in_core = KeepAllPlan(ctx.profile());
+  Plan in_core = KeepAllPlan(cands.size());
   in_core.schedule = SwapInSchedule::kWhenMemoryAllows;
   if (ctx.Evaluate(in_core).feasible) return in_core;
   Search s(ctx, cands);

@@ -59,13 +59,14 @@
 namespace pooch {
 
 Plan RecomputeStep(PlanContext& ctx, Plan plan) {
-  std::vector<TensorId> l;
-  for (const FeatureMapInfo& f : ctx.candidates()) {
-    if (f.recomputable && plan.decisions[f.tensor] == Decision::kSwap) l.push_back(f.tensor);
+  std::vector<CandidateId> l;
+  const std::vector<Candidate>& cands = ctx.candidates();
+  for (CandidateId c = 0; c < static_cast<CandidateId>(cands.size()); ++c) {
+    if (cands[c].recomputable && plan.decisions[c] == Decision::kSwap) l.push_back(c);
   }
   double t_cur = ctx.Evaluate(plan).iteration_us;
   struct Ratio {
-    TensorId tensor;
+    CandidateId candidate;
     double r;
     double t_rec;
     bool fits;
@@ -73,7 +74,7 @@ Plan RecomputeStep(PlanContext& ctx, Plan plan) {
   std::vector<Ratio> ratios;
   while (!l.empty()) {
     ratios.clear();
-    for (TensorId x : l) {
+    for (CandidateId x : l) {
       plan.decisions[x] = Decision::kKeep;
       const double t_keep = ctx.Evaluate(plan, /*allow_overflow=*/true).iteration_us;
       plan.decisions[x] = Decision::kRecompute;
@@ -101,11 +102,11 @@ Plan RecomputeStep(PlanContext& ctx, Plan plan) {
     for (const Ratio& x : ratios) {
       if (x.r >= 1.0) break;  // step 3: stays swapped
       if (!chosen && x.fits) {
-        plan.decisions[x.tensor] = Decision::kRecompute;  // step 4
+        plan.decisions[x.candidate] = Decision::kRecompute;  // step 4
         t_cur = x.t_rec;
         chosen = true;
       } else if (chosen) {
-        l.push_back(x.tensor);  // still r < 1: re-evaluated next round
+        l.push_back(x.candidate);  // still r < 1: re-evaluated next round
       }
       // r < 1 but does not fit, before the choice: stays swapped (Note [Recompute step]).
     }
@@ -120,8 +121,9 @@ absl::StatusOr<Plan> Fallback(PlanContext& ctx, const std::string& why) {
   Plan best;
   double best_us = std::numeric_limits<double>::infinity();
   Plan recompute = ctx.Uniform(Decision::kSwap, SwapInSchedule::kWhenMemoryAllows);
-  for (const FeatureMapInfo& f : ctx.candidates()) {
-    if (f.recomputable) recompute.decisions[f.tensor] = Decision::kRecompute;
+  const std::vector<Candidate>& cands = ctx.candidates();
+  for (size_t c = 0; c < cands.size(); ++c) {
+    if (cands[c].recomputable) recompute.decisions[c] = Decision::kRecompute;
   }
   std::vector<Plan> starts = {recompute};
   if (absl::StatusOr<Plan> checkpoint = PlanCheckpoint(ctx); checkpoint.ok()) {
@@ -142,13 +144,12 @@ absl::StatusOr<Plan> Fallback(PlanContext& ctx, const std::string& why) {
                      "either: ",
                      ctx.Evaluate(recompute).failure));
   }
-  const std::vector<FeatureMapInfo>& cands = ctx.candidates();
-  for (auto it = cands.rbegin(); it != cands.rend(); ++it) {
+  for (size_t c = cands.size(); c-- > 0;) {
     for (Decision d : {Decision::kKeep, Decision::kSwap, Decision::kRecompute}) {
-      if (d == best.decisions[it->tensor]) continue;
-      if (d == Decision::kRecompute && !it->recomputable) continue;
+      if (d == best.decisions[c]) continue;
+      if (d == Decision::kRecompute && !cands[c].recomputable) continue;
       Plan plan = best;
-      plan.decisions[it->tensor] = d;
+      plan.decisions[c] = d;
       const SimResult& r = ctx.Evaluate(plan);
       if (r.feasible && r.iteration_us < best_us) {
         best_us = r.iteration_us;
@@ -178,15 +179,14 @@ Plan RefineStep(PlanContext& ctx, Plan plan) {
     best_us = r.iteration_us;
     return true;
   };
-  // From the output layer backwards, as the paper's scans go.
-  std::vector<FeatureMapInfo> maps = ctx.candidates();
-  std::sort(maps.begin(), maps.end(), [](const FeatureMapInfo& a, const FeatureMapInfo& b) {
-    return a.last_forward_use != b.last_forward_use ? a.last_forward_use > b.last_forward_use
-                                                    : a.tensor > b.tensor;
-  });
-  auto choices = [](const FeatureMapInfo& f) {
+  // From the output layer backwards, as the paper's scans go (candidates are ordered by the op
+  // that opens them).
+  const std::vector<Candidate>& cands = ctx.candidates();
+  std::vector<CandidateId> maps(cands.size());
+  for (size_t c = 0; c < cands.size(); ++c) maps[c] = static_cast<CandidateId>(cands.size() - 1 - c);
+  auto choices = [&](CandidateId c) {
     std::vector<Decision> d = {Decision::kKeep, Decision::kSwap};
-    if (f.recomputable) d.push_back(Decision::kRecompute);
+    if (cands[c].recomputable) d.push_back(Decision::kRecompute);
     return d;
   };
   bool improved = true;
@@ -194,14 +194,14 @@ Plan RefineStep(PlanContext& ctx, Plan plan) {
     improved = false;
     // Step 1: the §4.4.2 keep scan over the swapped maps, then §4.4.3 again.
     bool kept = false;
-    for (const FeatureMapInfo& f : maps) {
+    for (CandidateId f : maps) {
       if (ctx.simulations() >= budget_end) break;
-      if (plan.decisions[f.tensor] != Decision::kSwap) continue;
-      plan.decisions[f.tensor] = Decision::kKeep;
+      if (plan.decisions[f] != Decision::kSwap) continue;
+      plan.decisions[f] = Decision::kKeep;
       if (better(plan)) {
         kept = true;
       } else {
-        plan.decisions[f.tensor] = Decision::kSwap;
+        plan.decisions[f] = Decision::kSwap;
       }
     }
     if (kept) {
@@ -217,18 +217,18 @@ Plan RefineStep(PlanContext& ctx, Plan plan) {
       continue;
     }
     // Step 2a: single changes.
-    for (const FeatureMapInfo& f : maps) {
-      const Decision was = plan.decisions[f.tensor];
+    for (CandidateId f : maps) {
+      const Decision was = plan.decisions[f];
       for (Decision d : choices(f)) {
         if (d == was || ctx.simulations() >= budget_end) continue;
         // Step 1 just tried swap -> keep on this same plan.
         if (was == Decision::kSwap && d == Decision::kKeep) continue;
-        plan.decisions[f.tensor] = d;
+        plan.decisions[f] = d;
         if (better(plan)) {
           improved = true;
           break;
         }
-        plan.decisions[f.tensor] = was;
+        plan.decisions[f] = was;
       }
       if (improved) break;
     }
@@ -236,22 +236,22 @@ Plan RefineStep(PlanContext& ctx, Plan plan) {
     // Step 2b: pairs of changes, any decisions (seed 1161 of plan_test.cc needs keep -> swap
     // on one map with swap -> recompute on another, neither faster alone).
     for (size_t i = 0; i < maps.size() && !improved; ++i) {
-      const FeatureMapInfo& a = maps[i];
-      const Decision a_was = plan.decisions[a.tensor];
+      const CandidateId a = maps[i];
+      const Decision a_was = plan.decisions[a];
       for (size_t j = i + 1; j < maps.size() && !improved; ++j) {
-        const FeatureMapInfo& b = maps[j];
-        const Decision b_was = plan.decisions[b.tensor];
+        const CandidateId b = maps[j];
+        const Decision b_was = plan.decisions[b];
         for (Decision da : choices(a)) {
           if (da == a_was || improved) continue;
           for (Decision db : choices(b)) {
             if (db == b_was) continue;
             if (ctx.simulations() >= budget_end) {
-              plan.decisions[a.tensor] = a_was;  // the last plan taken, unchanged
-              plan.decisions[b.tensor] = b_was;
+              plan.decisions[a] = a_was;  // the last plan taken, unchanged
+              plan.decisions[b] = b_was;
               return plan;
             }
-            plan.decisions[a.tensor] = da;
-            plan.decisions[b.tensor] = db;
+            plan.decisions[a] = da;
+            plan.decisions[b] = db;
             if (better(plan)) {
               improved = true;
               break;
@@ -259,8 +259,8 @@ Plan RefineStep(PlanContext& ctx, Plan plan) {
           }
         }
         if (!improved) {
-          plan.decisions[a.tensor] = a_was;
-          plan.decisions[b.tensor] = b_was;
+          plan.decisions[a] = a_was;
+          plan.decisions[b] = b_was;
         }
       }
     }

@@ -17,20 +17,21 @@ namespace pooch {
 
 absl::StatusOr<Plan> PlanSuperNeurons(PlanContext& ctx) {
   Plan plan = ctx.Uniform(Decision::kSwap, SwapInSchedule::kWithPreviousConv);
-  for (const FeatureMapInfo& f : ctx.candidates()) {
+  const std::vector<Candidate>& cands = ctx.candidates();
+  for (size_t c = 0; c < cands.size(); ++c) {
+    const Candidate& f = cands[c];
     const bool conv = f.producer >= 0 && ctx.profile().ops[f.producer].kind == OpKind::kConv;
-    if (!conv && f.recomputable) plan.decisions[f.tensor] = Decision::kRecompute;
+    if (!conv && f.recomputable) plan.decisions[c] = Decision::kRecompute;
   }
   const SimResult& first = ctx.Evaluate(plan);
   if (!first.feasible) {
     return absl::FailedPreconditionError(absl::StrCat("superneurons: ", first.failure));
   }
-  const std::vector<FeatureMapInfo>& cands = ctx.candidates();
-  for (auto it = cands.rbegin(); it != cands.rend(); ++it) {
-    const Decision before = plan.decisions[it->tensor];
-    plan.decisions[it->tensor] = Decision::kKeep;
+  for (size_t c = cands.size(); c-- > 0;) {
+    const Decision before = plan.decisions[c];
+    plan.decisions[c] = Decision::kKeep;
     if (!ctx.Evaluate(plan).feasible) {
-      plan.decisions[it->tensor] = before;
+      plan.decisions[c] = before;
       break;
     }
   }

@@ -67,7 +67,7 @@ double IdleOverlap(const std::vector<Interval>& idle, double start, double end) 
 }
 
 struct Exposed {
-  TensorId tensor;
+  CandidateId candidate;
   double us;
 };
 
@@ -77,13 +77,13 @@ void Collect(const SimResult& r, SimEvent::Kind kind, std::vector<Exposed>* out)
   for (const SimEvent& e : r.events) {
     if (e.kind != kind) continue;
     const double overlap = IdleOverlap(idle, e.start_us, e.end_us);
-    if (overlap > eps) out->push_back({e.tensor, overlap});
+    if (overlap > eps) out->push_back({e.candidate, overlap});
   }
 }
 
-std::vector<TensorId> Ids(std::vector<Exposed> v) {
-  std::vector<TensorId> ids;
-  for (const Exposed& e : v) ids.push_back(e.tensor);
+std::vector<CandidateId> Ids(std::vector<Exposed> v) {
+  std::vector<CandidateId> ids;
+  for (const Exposed& e : v) ids.push_back(e.candidate);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
@@ -115,23 +115,20 @@ absl::StatusOr<Plan> PlanSwapOpt(PlanContext& ctx) {
   std::vector<Exposed> exposed_in;
   Collect(all, SimEvent::Kind::kSwapIn, &exposed_in);
   const OverheadMaps sets = FindOverheadMaps(all);
-  std::vector<OpIndex> last_forward(ctx.profile().tensors.size(), -1);
-  for (const FeatureMapInfo& f : ctx.candidates()) last_forward[f.tensor] = f.last_forward_use;
-  auto from_output = [&](TensorId a, TensorId b) {
-    return last_forward[a] != last_forward[b] ? last_forward[a] > last_forward[b] : a > b;
-  };
+  // Candidates are ordered by the op that opens them, so "from the output layer" is descending.
+  auto from_output = [](CandidateId a, CandidateId b) { return a > b; };
   // L_I, most exposed first; the first brute_force_limit are searched exhaustively.
   std::sort(exposed_in.begin(), exposed_in.end(),
             [](const Exposed& a, const Exposed& b) { return a.us > b.us; });
-  std::vector<TensorId> l_i;
+  std::vector<CandidateId> l_i;
   for (const Exposed& e : exposed_in) {
-    if (std::find(l_i.begin(), l_i.end(), e.tensor) == l_i.end()) l_i.push_back(e.tensor);
+    if (std::find(l_i.begin(), l_i.end(), e.candidate) == l_i.end()) l_i.push_back(e.candidate);
   }
   const size_t limit = static_cast<size_t>(std::max(0, ctx.options().brute_force_limit));
-  std::vector<TensorId> brute(l_i.begin(), l_i.begin() + std::min(limit, l_i.size()));
-  std::vector<TensorId> greedy(l_i.begin() + brute.size(), l_i.end());
-  std::vector<TensorId> scan;  // L_O \ L_I from the output layer backwards
-  for (TensorId t : sets.swap_out) {
+  std::vector<CandidateId> brute(l_i.begin(), l_i.begin() + std::min(limit, l_i.size()));
+  std::vector<CandidateId> greedy(l_i.begin() + brute.size(), l_i.end());
+  std::vector<CandidateId> scan;  // L_O \ L_I from the output layer backwards
+  for (CandidateId t : sets.swap_out) {
     if (std::find(l_i.begin(), l_i.end(), t) == l_i.end()) scan.push_back(t);
   }
   std::sort(scan.begin(), scan.end(), from_output);
@@ -143,7 +140,7 @@ absl::StatusOr<Plan> PlanSwapOpt(PlanContext& ctx) {
     for (size_t k = 0; k < brute.size(); ++k) {
       plan.decisions[brute[k]] = (mask >> k) & 1 ? Decision::kKeep : Decision::kSwap;
     }
-    for (TensorId t : scan) plan.decisions[t] = Decision::kSwap;
+    for (CandidateId t : scan) plan.decisions[t] = Decision::kSwap;
     if (mask != 0) {
       const SimResult& leaf = ctx.Evaluate(plan);
       if (!leaf.feasible) continue;
@@ -152,7 +149,7 @@ absl::StatusOr<Plan> PlanSwapOpt(PlanContext& ctx) {
         best = plan;
       }
     }
-    for (TensorId t : scan) {
+    for (CandidateId t : scan) {
       plan.decisions[t] = Decision::kKeep;
       const SimResult& r = ctx.Evaluate(plan);
       if (!r.feasible) {
@@ -166,7 +163,7 @@ absl::StatusOr<Plan> PlanSwapOpt(PlanContext& ctx) {
     }
   }
   // The part of L_I beyond the brute-force limit, greedily (Note [Bounded brute force]).
-  for (TensorId t : greedy) {
+  for (CandidateId t : greedy) {
     plan = best;
     plan.decisions[t] = Decision::kKeep;
     const SimResult& r = ctx.Evaluate(plan);

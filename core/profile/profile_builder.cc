@@ -18,7 +18,7 @@
 //     allocation that spans ops holds memory for all of them, as on the device.
 // A persistent allocation (alive when the iteration starts) has alloc_before = kBeforeIteration;
 // anything not freed in the iteration has free_after = kAfterIteration. resident_other_bytes is
-// one persistent tensor "other" that no op touches and that is never a feature map.
+// one persistent tensor "other" that no op touches, so it has no idle interval to plan.
 // An allocation id may be reused after a free: each kAlloc starts a new tensor.
 //
 // A read of an allocated-in-iteration tensor before any op wrote it (uninitialised memory, or a
@@ -27,38 +27,16 @@
 // Profile::Validate rejects such reads. The op is then marked non-replayable: a replay would read
 // whatever the buffer holds at replay time, which need not be what it read the first time.
 //
-// Note [Phases and feature maps]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The turn is the first op whose API name contains "Backward" (cudnnConvolutionBackwardData,
-// cudnnSoftmaxBackward, ...). Ops before it are forward. A feature map (PoocH §4.1.1) is a tensor
-// allocated in the iteration before the turn (alloc_before < turn) and accessed at or after the
-// turn, or still alive then; the simulator then keeps as candidates those with a forward use and
-// a later use (Note [Feature map uses], candidates.cc). Persistent tensors (parameters,
-// optimizer state) never are.
-// From the turn to the last op that touches a feature map the phase is backward; the ops after
-// that (the optimizer step, gradient zeroing, bookkeeping) get phase kOther. That matters to the
-// planner: it treats writes after the last backward op as harmless to replays of dead
-// intermediates (transient_producer_ in sim.cc, rematerialisable in candidates.cc), and the
-// optimizer writes every parameter that forward ops read; labelled backward, those writes would
-// forbid rebuilding any intermediate whose producer reads a parameter. No replay ever happens
-// after the last feature-map use, so kOther is exact, not a guess. Kinds come from the API name
-// only (OpKindFromApiName); nothing is labelled kLoss or kOptimizer, which the planner does not
-// need.
-//
 // Note [Static replay check]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Op::replayable = replay_capable AND: for every tensor the op reads but does not write, no later
-// op up to the horizon writes it; otherwise a replay after that write would read a changed input
-// and produce different data. The horizon (ProfileBuildOptions::replay_horizon) is by default the
-// last op that touches a feature map (end of backward): replays are only ever made before an op
-// that needs a dropped feature map, so never after it. With kEndOfIteration it is the last op,
-// which makes every op that reads a parameter non-replayable (the optimizer step writes it after
-// backward) and leaves little to recompute. Ops after the horizon are checked to the end of the
-// iteration (they are never replayed; the flag is only informative there).
-// The check is conservative in two ways: it looks at every later write, although only a write
-// between the op and its replay matters (the simulator checks exactly that range per feature map,
-// Note [Feature map uses]); and it ignores that the later write may rewrite identical data. It
-// is also per op: whether the inputs are still *resident* at replay time is the plan's business.
+// Op::replayable = replay_capable AND the op read no uninitialised memory (Note [Recorded
+// lifetimes]). Whether a replay reads unchanged inputs depends on where it happens, so the
+// planner checks it per idle interval, up to the op that needs the rebuilt value (Note [Sound
+// replays] in core/model/candidates.cc), not here for the whole iteration.
+//
+// No decision here depends on an API's name. Phases are labelled from the access pattern for
+// traces and summaries only (LabelPhasesByPeak, core/model/candidates.h); op kinds come from the
+// API name (OpKindFromApiName) and serve the SuperNeurons baseline, which is defined by them.
 #include "core/profile/profile_builder.h"
 
 #include <algorithm>
@@ -72,6 +50,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/model/candidates.h"
 
 namespace pooch {
 namespace {
@@ -246,56 +225,9 @@ absl::StatusOr<BuiltProfile> BuildProfile(const RecordedIteration& it,
     }
   }
 
-  // Note [Phases and feature maps].
-  OpIndex turn = n;
-  for (OpIndex i = 0; i < n; ++i) {
-    if (absl::StrContains(p.ops[i].name, "Backward")) {
-      turn = i;
-      break;
-    }
-  }
-  std::vector<OpIndex> last_use(nt, -1);
-  for (OpIndex i = 0; i < n; ++i) {
-    for (TensorId t : p.ops[i].reads) last_use[t] = i;
-    for (TensorId t : p.ops[i].writes) last_use[t] = i;
-  }
-  OpIndex last_backward = -1;  // the last op at or after the turn touching a feature map
-  for (TensorId t = 0; t < nt; ++t) {
-    Tensor& x = p.tensors[t];
-    if (out.tensor_alloc_ordinal[t] < 0 || x.alloc_before >= turn) continue;
-    const bool alive_after = x.free_after == kAfterIteration || x.free_after >= turn;
-    x.feature_map = last_use[t] >= turn || alive_after;
-    if (x.feature_map && last_use[t] >= turn) last_backward = std::max(last_backward, last_use[t]);
-  }
-  const bool has_tail = last_backward >= 0;
-  for (OpIndex i = 0; i < n; ++i) {
-    if (i < turn) {
-      p.ops[i].phase = Phase::kForward;
-    } else if (!has_tail || i <= last_backward) {
-      p.ops[i].phase = Phase::kBackward;
-    } else {
-      p.ops[i].phase = Phase::kOther;
-    }
-  }
-
-  // Note [Static replay check].
-  for (OpIndex i = 0; i < n; ++i) {
-    Op& op = p.ops[i];
-    op.replayable = it.ops[i].replay_capable && !uninitialised_read[i];
-    if (!op.replayable) continue;
-    const OpIndex horizon =
-        options.replay_horizon == ReplayHorizon::kEndOfBackward && has_tail && i <= last_backward
-            ? last_backward
-            : n - 1;
-    for (TensorId t : op.reads) {
-      if (std::find(op.writes.begin(), op.writes.end(), t) != op.writes.end()) continue;
-      const std::vector<OpIndex>& w = writers[t];
-      const auto later = std::upper_bound(w.begin(), w.end(), i);
-      if (later != w.end() && *later <= horizon) {
-        op.replayable = false;
-        break;
-      }
-    }
+  LabelPhasesByPeak(p);
+  for (OpIndex i = 0; i < n; ++i) {  // Note [Static replay check]
+    p.ops[i].replayable = it.ops[i].replay_capable && !uninitialised_read[i];
   }
 
   if (absl::Status valid = p.Validate(); !valid.ok()) {

@@ -8,8 +8,8 @@
 //   if (!b.ok()) { /* InvalidArgument: the recording is inconsistent, one line naming why */ }
 //   pooch::MakePlan(b->profile, machine, policy) ...
 //
-// How a recording maps onto the Profile is Note [Recorded lifetimes], Note [Phases and feature
-// maps] and Note [Static replay check] in profile_builder.cc.
+// How a recording maps onto the Profile is Note [Recorded lifetimes] and Note [Static replay
+// check] in profile_builder.cc.
 //
 // Thread safety: pure functions of their arguments; reentrant.
 #ifndef POOCH_CORE_PROFILE_PROFILE_BUILDER_H_
@@ -79,16 +79,7 @@ struct BuiltProfile {
 // of the runtime's allocations (the residency manager numbers them from 1).
 inline constexpr uint64_t kOtherAllocation = 0;
 
-// Until which op a replayed op's inputs must stay unwritten for the op to count as replayable
-// (Note [Static replay check] in profile_builder.cc).
-enum class ReplayHorizon {
-  kEndOfBackward,   // the last op that touches a feature map: the last point a replay can happen
-  kEndOfIteration,  // the whole iteration: stricter; every op reading a parameter the optimizer
-                    // updates becomes non-replayable
-};
-
 struct ProfileBuildOptions {
-  ReplayHorizon replay_horizon = ReplayHorizon::kEndOfBackward;
   std::string name = "measured";  // Profile::name
 };
 

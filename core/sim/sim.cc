@@ -10,18 +10,21 @@
 //
 // Note [Swap-out]
 // ~~~~~~~~~~~~~~~
-// A swapped map's swap-out is issued when its last forward use ends (Note [Feature map uses],
-// core/model/candidates.cc); its device memory is freed when the copy completes. Forward
-// computation does not wait for swap-outs, except when an allocation needs the memory they will
-// free (Note [Memory accounting]). A recomputed map is dropped (freed) as soon as its last forward
-// use ends.
+// A swapped interval's swap-out is issued when the op that opens it ends (Note [Idle
+// intervals], core/model/candidates.cc); the tensor's device memory is freed when the copy
+// completes. Computation does not wait for swap-outs, except when an allocation needs the memory
+// they will free (Note [Memory accounting]). A recomputed interval's tensor is dropped (freed) as
+// soon as the opening op ends. An interval that wraps starts the iteration on the host (its
+// swap-out was the previous iteration's) and is swapped out again after its opening op, the
+// tensor's last use: the iteration simulated is the steady state.
 //
 // Note [Swap-in scheduling]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~
 // Swap-ins are issued at op boundaries: "issued at op j" means when the compute engine becomes
 // free for op j (the previous op ended), which is what Plan::SwapIn::issue_at records. Never
-// before the map's swap-out was issued (issue_at > last forward use). The map's *need* is the
-// first op (or replay, Note [Recomputation]) that reads it after its last forward use.
+// before the interval's swap-out was issued (issue_at > open; from op 0 for an interval that
+// wraps). The interval's *need* is its closing op, or an earlier replay that reads the tensor
+// (Note [Recomputation]).
 //   kWithPreviousOp    issue_at = need - 1: together with the computation just before the need
 //                      (PoocH's "swap-all w/o scheduling", Figure 10 left).
 //   kWithPreviousConv  issue_at = the last convolution op before the need (SuperNeurons), or
@@ -39,32 +42,35 @@
 //
 // Note [Swap-in after swap-out]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A swap-in copy never starts before the same map's swap-out completed: the runtime moves data
-// through the host copy, as PoocH does; this is what makes swap-outs still in flight at the end of
-// forward costly (L_O, Figure 11). If the swap-in is issued while the swap-out is still in flight
-// the device copy was never freed, so the pending free is cancelled and no memory is allocated.
+// A swap-in copy never starts before the same interval's swap-out completed: the runtime moves
+// data through the host copy, as PoocH does; this is what makes swap-outs still in flight at the
+// end of forward costly (L_O, Figure 11). If the swap-in is issued while the swap-out is still in
+// flight the device copy was never freed, so the pending free is cancelled and no memory is
+// allocated.
 //
 // Note [Recomputation]
 // ~~~~~~~~~~~~~~~~~~~~
-// A recomputed map Z is rematerialised at its need q by replaying its producer p on the compute
-// engine just before op q, costing p's duration. The replay needs p's inputs at q: a kept input is
-// held until q if the profile freed it earlier; a swapped input gets q as a need (so it is swapped
-// in by then); a recomputed input is itself recomputed at q, recursively (this is how a chain is
-// recomputed from the nearest kept map, as checkpointing does); any other input must be live at q
-// in the profile, else the plan is rejected. Replays at q run in producer order, one per producer
-// (all maps of p needed at q come from one replay). Z is held from its replay until its last need,
-// then freed. A replay also needs p's workspace (freed when it ends) and memory for those outputs
-// of p that nothing keeps (freed after the last replay before op q that reads them). A dead
-// intermediate that a replay needs (a ReLU's input, freed in forward) is itself rebuilt by an
-// earlier replay at q when its writer can be replayed, and held that way.
+// A recomputed interval of tensor Z is rematerialised at its need q by replaying Z's producer p
+// on the compute engine just before op q, costing p's duration. The replay needs p's inputs at q:
+// an input in a swapped interval at q gets q as a need (so it is swapped in by then); one in a
+// recomputed interval is itself recomputed at q, recursively (this is how a chain is recomputed
+// from the nearest kept tensor, as checkpointing does); one the profile still holds at q is
+// there; one the profile freed before q (a ReLU's input that only the ReLU read) is rebuilt by an
+// earlier replay at q when that is sound (ReplayFacts::remat_until), and held that way; anything
+// else makes the plan infeasible. Replays at q run in producer order, one per producer (all
+// intervals p rebuilds at q come from one replay). Z is then resident until its next interval
+// that is not kept, or until the program frees it. A replay also needs p's workspace (freed when
+// it ends) and memory for those outputs of p that are not resident at q (freed after the last
+// replay before op q that reads them).
 //
 // Note [Memory accounting]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
 // Memory is exact in time: a tensor is allocated when the op before which it is allocated starts
 // (alloc_before), freed when the op after which it is freed ends (free_after); op workspaces are
-// held while the op runs. Kept maps live as in the profile (extended to their last need by a
-// replay); swapped maps leave when their swap-out completes and return when their swap-in is
-// issued; recomputed maps as above. An allocation that does not fit waits for in-flight swap-outs
+// held while the op runs. Every tensor lives as in the profile except in its intervals that are
+// not kept, which are holes: a swapped interval's tensor leaves when its swap-out completes and
+// returns when its swap-in is issued; a recomputed one leaves when its opening op ends and
+// returns with its replay. An allocation that does not fit waits for in-flight swap-outs
 // to free memory; if it still does not fit, the plan is infeasible at that op (with
 // SimOptions::allow_overflow it proceeds and memory overflows).
 // For kWhenMemoryAllows the simulator also builds, per op, the memory the plan holds during the
@@ -173,55 +179,49 @@ uint64_t ReplayKey(OpIndex q, OpIndex producer) {
 }  // namespace
 
 struct Simulator::Impl {
-  Impl(const Profile& profile, const MachineModel& machine);
+  Impl(const Profile& profile, const MachineModel& machine, CandidateFilter filter);
   const SimResult& Run(const Plan& plan, const SimOptions& options);
 
   // --- Constant after construction.
   const Profile& profile_;
   const MachineModel& machine_;
   int32_t op_count_ = 0;
-  std::vector<FeatureMapInfo> candidates_;
-  std::vector<int32_t> candidate_of_;             // tensor -> candidate index, or -1
-  std::vector<double> swap_out_us_, swap_in_us_;  // per candidate
+  std::vector<Candidate> candidates_;
+  ReplayFacts facts_;
+  std::vector<std::vector<CandidateId>> of_tensor_;  // per tensor: its candidates
+  std::vector<double> swap_out_us_, swap_in_us_;     // per candidate
   std::vector<int64_t> candidate_bytes_;
-  // Candidates op j reads or writes after their last forward use (its backward uses):
-  // backward_use_list_[backward_use_begin_[j], backward_use_begin_[j+1]).
-  std::vector<int32_t> backward_use_begin_;
-  std::vector<int32_t> backward_use_list_;
+  std::vector<OpIndex> earliest_;  // per candidate: the first op its swap-in may be issued at
+  // Per op j, the candidates it closes (close_list_[close_begin_[j], close_begin_[j+1])) and
+  // opens (open_list_ likewise).
+  std::vector<int32_t> close_begin_, open_begin_;
+  std::vector<CandidateId> close_list_, open_list_;
   std::vector<int64_t> alloc_bytes_;  // bytes allocated before op j (all tensors)
-  std::vector<int32_t> free_begin_;   // non-candidates freed after op j
+  std::vector<int32_t> free_begin_;   // tensors freed after op j
   std::vector<TensorId> free_list_;
-  std::vector<int32_t> last_forward_use_begin_;  // candidates whose last forward use is op j
-  std::vector<int32_t> last_forward_use_list_;
-  int64_t initial_bytes_ = 0;         // allocated before the iteration
-  std::vector<int64_t> static_base_;  // per op: non-candidates live during op j, plus workspace
-  std::vector<OpIndex> prev_conv_;    // last conv op index < j, or -1
-  std::vector<int32_t> by_producer_desc_;  // candidates with a producer, producer descending
-  // Per tensor that is not a candidate: the op that can rematerialise it when a replay needs it
-  // after it was freed (Note [Recomputation]), or -1.
-  std::vector<OpIndex> transient_producer_;
+  int64_t initial_bytes_ = 0;          // allocated before the iteration
+  std::vector<int64_t> static_base_;   // per op: the in-core iteration's bytes during op j
+  std::vector<OpIndex> prev_conv_;     // last conv op index < j, or -1
+  std::vector<CandidateId> by_producer_desc_;  // recomputable candidates, producer descending
 
   // --- Per run, reused.
   const SimOptions* options_ = nullptr;
   SimResult result_;
   std::vector<Decision> decisions_;  // per candidate
-  // Per candidate: the first and last op (or replay, Note [Recomputation]) that needs it after its
-  // last forward use (Note [Swap-in scheduling]). A kept map has first_need_ kNever, and last_need_
-  // -1 unless a replay reads it.
-  std::vector<OpIndex> first_need_, last_need_;
-  std::vector<OpIndex> release_after_;  // per candidate: freed after this op; kNever: not at all
-  std::vector<Replay> replays_;         // in order of (at, producer)
-  std::vector<int32_t> replay_maps_;    // the candidates replays_ materialise
+  // Per candidate that is not kept: the first op (or replay, Note [Recomputation]) that needs the
+  // tensor back; kNever for kept ones.
+  std::vector<OpIndex> first_need_;
+  std::vector<Replay> replays_;       // in order of (at, producer)
+  std::vector<CandidateId> replay_maps_;  // the candidates replays_ materialise
   // (ReplayKey(q, producer), who) of every replay request, duplicates included.
   std::vector<std::pair<uint64_t, int32_t>> replay_keys_;
-  std::vector<Request> replay_requests_;              // a max-heap on producer
-  absl::flat_hash_set<uint64_t> processed_replays_;   // keys of the replays already processed
-  std::vector<int32_t> release_head_, release_next_;  // candidates freed after op j
-  std::vector<int32_t> swap_in_queue_;  // swapped candidates, in the order they are issued
-  bool when_memory_allows_ = false;     // the plan's schedule is kWhenMemoryAllows
-  std::vector<OpIndex> issue_at_;       // per swapped candidate; unused for kWhenMemoryAllows
-  size_t swap_in_queue_head_ = 0;       // the next swap-in to issue
-  OpIndex head_blocked_until_ = -1;     // the queue's head cannot be issued up to this op
+  std::vector<Request> replay_requests_;             // a max-heap on producer
+  absl::flat_hash_set<uint64_t> processed_replays_;  // keys of the replays already processed
+  std::vector<CandidateId> swap_in_queue_;  // swapped candidates, in the order they are issued
+  bool when_memory_allows_ = false;         // the plan's schedule is kWhenMemoryAllows
+  std::vector<OpIndex> issue_at_;           // per swapped candidate; unused for kWhenMemoryAllows
+  size_t swap_in_queue_head_ = 0;           // the next swap-in to issue
+  OpIndex head_blocked_until_ = -1;         // the queue's head cannot be issued up to this op
   std::vector<double> swap_out_end_us_, swap_in_end_us_;  // per candidate
   std::vector<int32_t> pending_free_of_;    // per candidate: its index in pending_frees_, or -1
   std::vector<PendingFree> pending_frees_;  // in completion order (Note [Engines])
@@ -236,7 +236,6 @@ struct Simulator::Impl {
 
   void BuildUseLists();
   void BuildStaticMemory();
-  void FindTransientProducers();
   bool Fail(OpIndex at, std::string why);
   void Sample(double t);
   void Advance(double t);
@@ -244,24 +243,27 @@ struct Simulator::Impl {
                 TensorId tensor);
   void ResetResult();
   bool ReadDecisions(const Plan& plan);
+  CandidateId HoleAt(TensorId tensor, OpIndex q) const;
   bool PrepareNeeds();
   bool ProcessReplay(OpIndex producer, OpIndex q, int32_t who);
   bool ProcessReplayRequests();
   void BuildReplays();
-  void BuildReleaseLists();
   void BuildSwapInQueue(SwapInSchedule schedule);
   void BuildBase();
-  bool ResidentAt(int32_t tensor, OpIndex q) const;
+  bool ResidentAt(TensorId tensor, OpIndex q) const;
   bool StartTimeline();
   bool IssueSwapIns(OpIndex j, double ready);
-  bool IssueSwapIn(int32_t c, OpIndex j, double t, bool can_wait);
+  bool IssueSwapIn(CandidateId c, OpIndex j, double t, bool can_wait);
   bool RunReplays(OpIndex j);
   bool ComputeOp(OpIndex j, double* end);
   void FinishOp(OpIndex j, double end);
   std::string OpLabel(OpIndex j) const {
     if (j < 0 || j >= op_count_) return "the start of the iteration";
-    return absl::StrFormat("op %d (%s %s)", j, profile_.ops[j].name,
-                           PhaseName(profile_.ops[j].phase));
+    return absl::StrFormat("op %d (%s)", j, profile_.ops[j].name);
+  }
+  void Record(SimEvent::Kind kind, OpIndex op, CandidateId c, TensorId tensor, OpIndex before,
+              double start, double end) {
+    if (options_->record) result_.events.push_back({kind, op, tensor, before, start, end, c});
   }
 
   // When each copy engine is next free (Note [Engines]); one engine when !machine_.duplex.
@@ -270,18 +272,23 @@ struct Simulator::Impl {
   double* h2d_free_us_ = &copy_engine_free_us_[1];
 };
 
-Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine)
+Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine,
+                      CandidateFilter filter)
     : profile_(profile), machine_(machine) {
   op_count_ = static_cast<int32_t>(profile_.ops.size());
-  const int32_t tensor_count = static_cast<int32_t>(profile_.tensors.size());
-  candidates_ = FindCandidates(profile_);
-  candidate_of_.assign(tensor_count, -1);
-  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
-    const Tensor& t = profile_.tensors[candidates_[c].tensor];
-    candidate_of_[t.id] = c;
+  candidates_ = FindCandidates(profile_, filter.over_capacity_only ? machine_.memory_bytes : 0,
+                               filter.min_bytes);
+  facts_ = ComputeReplayFacts(profile_);
+  of_tensor_.assign(profile_.tensors.size(), {});
+  for (CandidateId c = 0; c < static_cast<CandidateId>(candidates_.size()); ++c) {
+    const Candidate& k = candidates_[c];
+    const Tensor& t = profile_.tensors[k.tensor];
+    of_tensor_[t.id].push_back(c);
     swap_out_us_.push_back(SwapOutUs(t, machine_));
     swap_in_us_.push_back(SwapInUs(t, machine_));
     candidate_bytes_.push_back(t.bytes);
+    earliest_.push_back(k.wraps ? 0 : k.open + 1);
+    if (k.recomputable) by_producer_desc_.push_back(c);
   }
   BuildUseLists();
   BuildStaticMemory();
@@ -289,66 +296,46 @@ Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine)
   for (OpIndex j = 1; j < op_count_; ++j) {
     prev_conv_[j] = profile_.ops[j - 1].kind == OpKind::kConv ? j - 1 : prev_conv_[j - 1];
   }
-  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
-    if (candidates_[c].producer >= 0) by_producer_desc_.push_back(c);
-  }
-  std::sort(by_producer_desc_.begin(), by_producer_desc_.end(), [&](int32_t a, int32_t b) {
+  std::sort(by_producer_desc_.begin(), by_producer_desc_.end(), [&](CandidateId a, CandidateId b) {
     return candidates_[a].producer != candidates_[b].producer
                ? candidates_[a].producer > candidates_[b].producer
                : a < b;
   });
-  FindTransientProducers();
   if (!machine_.duplex) h2d_free_us_ = &copy_engine_free_us_[0];
 }
 
-// The per-op lists of candidates: backward uses, and last forward uses.
+// The per-op lists of candidates: those each op closes and opens.
 void Simulator::Impl::BuildUseLists() {
   const int32_t n = op_count_;
-  std::vector<std::vector<int32_t>> uses(n);
-  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
-    for (OpIndex j : candidates_[c].backward_uses) uses[j].push_back(c);
-  }
-  backward_use_begin_.assign(n + 1, 0);
-  for (OpIndex j = 0; j < n; ++j) {
-    backward_use_begin_[j] = static_cast<int32_t>(backward_use_list_.size());
-    backward_use_list_.insert(backward_use_list_.end(), uses[j].begin(), uses[j].end());
-  }
-  backward_use_begin_[n] = static_cast<int32_t>(backward_use_list_.size());
-
-  std::vector<std::vector<int32_t>> last_uses(n);
-  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
-    last_uses[candidates_[c].last_forward_use].push_back(c);
-  }
-  last_forward_use_begin_.assign(n + 1, 0);
-  for (OpIndex j = 0; j < n; ++j) {
-    last_forward_use_begin_[j] = static_cast<int32_t>(last_forward_use_list_.size());
-    last_forward_use_list_.insert(last_forward_use_list_.end(), last_uses[j].begin(),
-                                  last_uses[j].end());
-  }
-  last_forward_use_begin_[n] = static_cast<int32_t>(last_forward_use_list_.size());
+  auto build = [&](auto op_of, std::vector<int32_t>& begin, std::vector<CandidateId>& list) {
+    std::vector<std::vector<CandidateId>> at(n);
+    for (CandidateId c = 0; c < static_cast<CandidateId>(candidates_.size()); ++c) {
+      at[op_of(candidates_[c])].push_back(c);
+    }
+    begin.assign(n + 1, 0);
+    for (OpIndex j = 0; j < n; ++j) {
+      begin[j] = static_cast<int32_t>(list.size());
+      list.insert(list.end(), at[j].begin(), at[j].end());
+    }
+    begin[n] = static_cast<int32_t>(list.size());
+  };
+  build([](const Candidate& k) { return k.close; }, close_begin_, close_list_);
+  build([](const Candidate& k) { return k.open; }, open_begin_, open_list_);
 }
 
-// What the profile allocates and frees, apart from candidates: alloc_bytes_, the free lists,
-// initial_bytes_ and static_base_.
+// What the profile allocates and frees: alloc_bytes_, the free lists, initial_bytes_ and
+// static_base_. Holes are the plan's and are handled per run.
 void Simulator::Impl::BuildStaticMemory() {
   const int32_t n = op_count_;
   alloc_bytes_.assign(n, 0);
   std::vector<std::vector<TensorId>> frees(n);
-  std::vector<int64_t> diff(n + 1, 0);
   for (const Tensor& t : profile_.tensors) {
     if (t.alloc_before == kBeforeIteration) {
       initial_bytes_ += t.bytes;
     } else {
       alloc_bytes_[t.alloc_before] += t.bytes;
     }
-    if (candidate_of_[t.id] >= 0) continue;
     if (t.free_after != kAfterIteration) frees[t.free_after].push_back(t.id);
-    const OpIndex lo = std::max<OpIndex>(t.alloc_before, 0);
-    const OpIndex hi = t.free_after == kAfterIteration ? n - 1 : t.free_after;
-    if (n > 0) {
-      diff[lo] += t.bytes;
-      diff[hi + 1] -= t.bytes;
-    }
   }
   free_begin_.assign(n + 1, 0);
   for (OpIndex j = 0; j < n; ++j) {
@@ -356,41 +343,7 @@ void Simulator::Impl::BuildStaticMemory() {
     free_list_.insert(free_list_.end(), frees[j].begin(), frees[j].end());
   }
   free_begin_[n] = static_cast<int32_t>(free_list_.size());
-
-  static_base_.assign(n, 0);
-  int64_t run = 0;
-  for (OpIndex j = 0; j < n; ++j) {
-    run += diff[j];
-    static_base_[j] = run + profile_.ops[j].workspace_bytes;
-  }
-}
-
-// Dead intermediates a replay may rematerialise: the same soundness rules as a candidate's
-// producer (Note [Feature map uses]), with inputs stable until the end of backward.
-void Simulator::Impl::FindTransientProducers() {
-  const Profile& p = profile_;
-  const int32_t tensor_count = static_cast<int32_t>(p.tensors.size());
-  transient_producer_.assign(tensor_count, -1);
-  std::vector<std::vector<OpIndex>> writers(tensor_count);
-  OpIndex last_backward = -1;
-  for (OpIndex j = 0; j < op_count_; ++j) {
-    for (TensorId t : p.ops[j].writes) {
-      if (writers[t].empty() || writers[t].back() != j) writers[t].push_back(j);
-    }
-    if (p.ops[j].phase == Phase::kBackward) last_backward = j;
-  }
-  for (TensorId t = 0; t < tensor_count; ++t) {
-    if (candidate_of_[t] >= 0 || writers[t].size() != 1) continue;
-    const OpIndex w = writers[t][0];
-    const Op& op = p.ops[w];
-    if (op.phase != Phase::kForward || !op.replayable) continue;
-    if (std::find(op.reads.begin(), op.reads.end(), t) != op.reads.end()) continue;
-    bool stable = true;
-    for (TensorId in : op.reads) {
-      for (OpIndex i : writers[in]) stable &= i < w || i > last_backward;
-    }
-    if (stable) transient_producer_[t] = w;
-  }
+  static_base_ = InCoreBytesPerOp(profile_);
 }
 
 bool Simulator::Impl::Fail(OpIndex at, std::string why) {
@@ -450,49 +403,41 @@ bool Simulator::Impl::Allocate(int64_t bytes, double* t, bool can_wait, OpIndex 
   return true;
 }
 
-// Resident at replay point q in the static view (Note [Recomputation]: transient outputs).
-bool Simulator::Impl::ResidentAt(int32_t tensor, OpIndex q) const {
-  const Tensor& t = profile_.tensors[tensor];
-  const int32_t c = candidate_of_[tensor];
-  const bool allocated = t.alloc_before == kBeforeIteration || t.alloc_before <= q;
-  if (!allocated) return false;
-  if (c < 0 || decisions_[c] == Decision::kKeep) {
-    const OpIndex until =
-        c < 0 ? (t.free_after == kAfterIteration ? kNever : t.free_after) : release_after_[c];
-    return q <= until;
+// The candidate of `tensor` whose interval a need at op q lies in: after the op that opens it,
+// up to the op that closes it (which needs the tensor back at the latest), or -1.
+CandidateId Simulator::Impl::HoleAt(TensorId tensor, OpIndex q) const {
+  for (CandidateId c : of_tensor_[tensor]) {
+    const Candidate& k = candidates_[c];
+    const bool inside = k.wraps ? (q <= k.close || q > k.open) : (k.open < q && q <= k.close);
+    if (inside) return c;
   }
-  return q <= candidates_[c].last_forward_use || (first_need_[c] <= q && q <= last_need_[c]);
+  return -1;
 }
 
-// Derives needs, release points and replays from the decisions (Note [Recomputation]).
+// Resident before op q in the static view (Note [Recomputation]: transient outputs).
+bool Simulator::Impl::ResidentAt(TensorId tensor, OpIndex q) const {
+  const Tensor& t = profile_.tensors[tensor];
+  const bool allocated = (t.alloc_before == kBeforeIteration || t.alloc_before <= q) &&
+                         (t.free_after == kAfterIteration || t.free_after >= q);
+  if (!allocated) return false;
+  const CandidateId c = HoleAt(tensor, q);
+  if (c < 0 || decisions_[c] == Decision::kKeep) return true;
+  return first_need_[c] <= q && !(candidates_[c].wraps && q > candidates_[c].open);
+}
+
+// Derives needs and replays from the decisions (Note [Recomputation]).
 bool Simulator::Impl::PrepareNeeds() {
   const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
   bool any_recompute = false;
-  for (int32_t c = 0; c < candidate_count; ++c) {
-    if (decisions_[c] == Decision::kKeep) {
-      first_need_[c] = kNever;
-      last_need_[c] = -1;
-    } else {
-      first_need_[c] = candidates_[c].backward_uses.front();
-      last_need_[c] = candidates_[c].backward_uses.back();
-      any_recompute |= decisions_[c] == Decision::kRecompute;
-    }
+  for (CandidateId c = 0; c < candidate_count; ++c) {
+    first_need_[c] = decisions_[c] == Decision::kKeep ? kNever : candidates_[c].close;
+    any_recompute |= decisions_[c] == Decision::kRecompute;
   }
   replay_keys_.clear();
   replay_requests_.clear();
   processed_replays_.clear();
   if (any_recompute && !ProcessReplayRequests()) return false;
-  for (int32_t c = 0; c < candidate_count; ++c) {
-    if (decisions_[c] == Decision::kKeep) {
-      const OpIndex free_after = profile_.tensors[candidates_[c].tensor].free_after;
-      release_after_[c] =
-          free_after == kAfterIteration ? kNever : std::max(free_after, last_need_[c]);
-    } else {
-      release_after_[c] = last_need_[c];
-    }
-  }
   BuildReplays();
-  BuildReleaseLists();
   return true;
 }
 
@@ -502,34 +447,39 @@ bool Simulator::Impl::ProcessReplay(OpIndex producer, OpIndex q, int32_t who) {
   const uint64_t key = ReplayKey(q, producer);
   replay_keys_.push_back({key, who});
   if (!processed_replays_.insert(key).second) return true;
+  const TensorId target = who >= 0 ? candidates_[who].tensor : -who - 1;
   for (TensorId in : profile_.ops[producer].reads) {
-    const int32_t w = candidate_of_[in];
-    if (w >= 0) {
-      if (q <= candidates_[w].last_forward_use) continue;  // still resident from forward
-      if (decisions_[w] != Decision::kKeep) first_need_[w] = std::min(first_need_[w], q);
-      last_need_[w] = std::max(last_need_[w], q);
+    const CandidateId c = HoleAt(in, q);
+    if (c >= 0) {
+      if (decisions_[c] == Decision::kKeep) continue;
+      if (candidates_[c].wraps && q > candidates_[c].open) {
+        return Fail(q, absl::StrFormat("plan: cannot recompute %s before %s: input %s is "
+                                       "swapped out until the next iteration",
+                                       profile_.tensors[target].name, OpLabel(q),
+                                       profile_.tensors[in].name));
+      }
+      first_need_[c] = std::min(first_need_[c], q);
       continue;
     }
     const Tensor& t = profile_.tensors[in];
     const bool live = (t.alloc_before == kBeforeIteration || t.alloc_before <= q) &&
                       (t.free_after == kAfterIteration || t.free_after >= q);
     if (live) continue;
-    if (transient_producer_[in] < 0) {
-      const TensorId target = who >= 0 ? candidates_[who].tensor : -who - 1;
+    if (facts_.remat_until[in] < q) {
       return Fail(q, absl::StrFormat("plan: cannot recompute %s before %s: input %s of %s is "
                                      "freed by then and cannot be replayed",
                                      profile_.tensors[target].name, OpLabel(q), t.name,
                                      profile_.ops[producer].name));
     }
-    replay_requests_.push_back({transient_producer_[in], q, -in - 1});
+    replay_requests_.push_back({facts_.SoleWriter(in), q, -in - 1});
     std::push_heap(replay_requests_.begin(), replay_requests_.end());
   }
   return true;
 }
 
 // Replay requests (producer, need point) are processed in descending producer order: a request
-// only creates requests for earlier producers, so when a candidate's own producer comes up, every
-// need of that candidate is known.
+// only creates requests for earlier producers (an input is written before the op that reads
+// it), so when a candidate's own producer comes up, every need of that candidate is known.
 bool Simulator::Impl::ProcessReplayRequests() {
   size_t next = 0;  // into by_producer_desc_
   while (true) {
@@ -542,7 +492,7 @@ bool Simulator::Impl::ProcessReplayRequests() {
     if (!have_cand && !have_req) break;
     if (have_cand && (!have_req || candidates_[by_producer_desc_[next]].producer >=
                                        replay_requests_.front().producer)) {
-      const int32_t c = by_producer_desc_[next++];
+      const CandidateId c = by_producer_desc_[next++];
       if (!ProcessReplay(candidates_[c].producer, first_need_[c], c)) return false;
     } else {
       std::pop_heap(replay_requests_.begin(), replay_requests_.end());
@@ -576,18 +526,17 @@ void Simulator::Impl::BuildReplays() {
       r.last = static_cast<int32_t>(replay_maps_.size());
     }
   }
-  for (Replay& r : replays_) r.free_after = 0;
   for (size_t k = 0; k < replays_.size(); ++k) {
     Replay& r = replays_[k];
     const Op& op = p.ops[r.producer];
     r.transient_bytes = op.workspace_bytes;
     r.free_after += op.workspace_bytes;
     for (TensorId out : op.writes) {
-      const int32_t c = candidate_of_[out];
       bool materialised = false;
-      for (int32_t i = r.first; i < r.last; ++i) materialised |= replay_maps_[i] == c;
-      if (c >= 0 && materialised) continue;
-      if (ResidentAt(out, r.at)) continue;
+      for (int32_t i = r.first; i < r.last; ++i) {
+        materialised |= candidates_[replay_maps_[i]].tensor == out;
+      }
+      if (materialised || ResidentAt(out, r.at)) continue;
       r.transient_bytes += p.tensors[out].bytes;
       // Held until the last replay before the same op that reads it.
       size_t last_reader = k;
@@ -600,35 +549,24 @@ void Simulator::Impl::BuildReplays() {
   }
 }
 
-// Release lists: release_head_[j] starts the list, linked by release_next_, of the candidates
-// freed after op j.
-void Simulator::Impl::BuildReleaseLists() {
-  release_head_.assign(op_count_, -1);
-  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
-    if (release_after_[c] == kNever || release_after_[c] < 0) continue;
-    release_next_[c] = release_head_[release_after_[c]];
-    release_head_[release_after_[c]] = c;
-  }
-}
-
 // The swap-in queue, in the order the schedule issues them.
 void Simulator::Impl::BuildSwapInQueue(SwapInSchedule schedule) {
   const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
   swap_in_queue_.clear();
   issue_at_.assign(candidate_count, kNever);
-  for (int32_t c = 0; c < candidate_count; ++c) {
+  for (CandidateId c = 0; c < candidate_count; ++c) {
     if (decisions_[c] != Decision::kSwap) continue;
     swap_in_queue_.push_back(c);
     const OpIndex need = first_need_[c];
-    const OpIndex earliest = candidates_[c].last_forward_use + 1;
     OpIndex at = need - 1;
-    if (schedule == SwapInSchedule::kWithPreviousConv && prev_conv_[need] >= earliest) {
+    if (schedule == SwapInSchedule::kWithPreviousConv && need > 0 &&
+        prev_conv_[need] >= earliest_[c]) {
       at = prev_conv_[need];
     }
-    issue_at_[c] = std::max(at, earliest);
+    issue_at_[c] = std::max(at, earliest_[c]);
   }
   when_memory_allows_ = schedule == SwapInSchedule::kWhenMemoryAllows;
-  std::sort(swap_in_queue_.begin(), swap_in_queue_.end(), [&](int32_t a, int32_t b) {
+  std::sort(swap_in_queue_.begin(), swap_in_queue_.end(), [&](CandidateId a, CandidateId b) {
     const OpIndex ka = when_memory_allows_ ? first_need_[a] : issue_at_[a];
     const OpIndex kb = when_memory_allows_ ? first_need_[b] : issue_at_[b];
     if (ka != kb) return ka < kb;
@@ -637,7 +575,8 @@ void Simulator::Impl::BuildSwapInQueue(SwapInSchedule schedule) {
   });
 }
 
-// base_bytes_[k]: what the plan holds during op k apart from prefetches and in-flight swap-outs.
+// base_bytes_[k]: what the plan holds during op k apart from prefetches and in-flight swap-outs:
+// the in-core iteration less the holes, plus the replays' transient memory.
 void Simulator::Impl::BuildBase() {
   const int32_t n = op_count_;
   base_bytes_.assign(n + 1, 0);
@@ -646,15 +585,11 @@ void Simulator::Impl::BuildBase() {
     base_bytes_[lo] += bytes;
     base_bytes_[hi + 1] -= bytes;
   };
-  for (int32_t c = 0; c < static_cast<int32_t>(candidates_.size()); ++c) {
-    const Tensor& t = profile_.tensors[candidates_[c].tensor];
-    const OpIndex lo = std::max<OpIndex>(t.alloc_before, 0);
-    if (decisions_[c] == Decision::kKeep) {
-      add(lo, release_after_[c] == kNever ? n - 1 : release_after_[c], t.bytes);
-    } else {
-      add(lo, candidates_[c].last_forward_use, t.bytes);
-      add(first_need_[c], last_need_[c], t.bytes);
-    }
+  for (CandidateId c = 0; c < static_cast<CandidateId>(candidates_.size()); ++c) {
+    if (decisions_[c] == Decision::kKeep) continue;
+    const Candidate& k = candidates_[c];
+    add(earliest_[c], first_need_[c] - 1, -candidate_bytes_[c]);
+    if (k.wraps) add(k.open + 1, n - 1, -candidate_bytes_[c]);
   }
   for (const Replay& r : replays_) add(r.at, r.at, r.transient_bytes);
   int64_t run = 0;
@@ -665,13 +600,14 @@ void Simulator::Impl::BuildBase() {
   held_tree_.Build(base_bytes_, n);
 }
 
-bool Simulator::Impl::IssueSwapIn(int32_t c, OpIndex j, double t, bool can_wait) {
+bool Simulator::Impl::IssueSwapIn(CandidateId c, OpIndex j, double t, bool can_wait) {
   const int64_t bytes = candidate_bytes_[c];
+  const TensorId tensor = candidates_[c].tensor;
   Advance(t);
   const int32_t pi = pending_free_of_[c];
   if (pi >= 0 && static_cast<size_t>(pi) >= pending_head_) {
     pending_frees_[pi].cancelled = true;  // Note [Swap-in after swap-out]: never left the device
-  } else if (!Allocate(bytes, &t, can_wait, j, "swap-in", candidates_[c].tensor)) {
+  } else if (!Allocate(bytes, &t, can_wait, j, "swap-in", tensor)) {
     return false;
   }
   const double start = std::max({t, *h2d_free_us_, swap_out_end_us_[c]});
@@ -679,10 +615,8 @@ bool Simulator::Impl::IssueSwapIn(int32_t c, OpIndex j, double t, bool can_wait)
   *h2d_free_us_ = end;
   swap_in_end_us_[c] = end;
   result_.swapped_in_bytes += bytes;
-  result_.swap_ins.push_back({candidates_[c].tensor, j});
-  if (options_->record) {
-    result_.events.push_back({SimEvent::Kind::kSwapIn, j, candidates_[c].tensor, -1, start, end});
-  }
+  result_.swap_ins.push_back({c, j});
+  Record(SimEvent::Kind::kSwapIn, j, c, tensor, -1, start, end);
   return true;
 }
 
@@ -694,9 +628,6 @@ const SimResult& Simulator::Impl::Run(const Plan& plan, const SimOptions& option
   if (!ReadDecisions(plan)) return result_;
   const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
   first_need_.resize(candidate_count);
-  last_need_.resize(candidate_count);
-  release_after_.resize(candidate_count);
-  release_next_.assign(candidate_count, -1);
   if (!PrepareNeeds()) return result_;
 
   BuildSwapInQueue(plan.schedule);
@@ -730,34 +661,29 @@ void Simulator::Impl::ResetResult() {
   result_.memory.clear();
 }
 
-// Fills decisions_ from the plan's per-tensor decisions; false (after Fail) when the plan is
+// Fills decisions_ from the plan's per-candidate decisions; false (after Fail) when the plan is
 // malformed for this profile.
 bool Simulator::Impl::ReadDecisions(const Plan& plan) {
-  const Profile& p = profile_;
   decisions_.assign(candidates_.size(), Decision::kKeep);
-  if (!plan.decisions.empty() && plan.decisions.size() != p.tensors.size()) {
-    return Fail(0, absl::StrFormat("plan: %d decisions for %d tensors", plan.decisions.size(),
-                                   p.tensors.size()));
+  if (!plan.decisions.empty() && plan.decisions.size() != candidates_.size()) {
+    return Fail(0, absl::StrFormat("plan: %d decisions for %d candidates", plan.decisions.size(),
+                                   candidates_.size()));
   }
-  for (size_t t = 0; t < plan.decisions.size(); ++t) {
-    const Decision d = plan.decisions[t];
-    if (d == Decision::kKeep) continue;
-    const int32_t c = candidate_of_[t];
-    if (c < 0) {
-      return Fail(0, absl::StrFormat("plan: tensor %d (%s) is not a swap/recompute candidate", t,
-                                     p.tensors[t].name));
-    }
+  for (size_t c = 0; c < plan.decisions.size(); ++c) {
+    const Decision d = plan.decisions[c];
     if (d == Decision::kRecompute && !candidates_[c].recomputable) {
-      return Fail(0, absl::StrFormat("plan: tensor %d (%s) cannot be recomputed (its producer "
-                                     "cannot be replayed)",
-                                     t, p.tensors[t].name));
+      const Candidate& k = candidates_[c];
+      return Fail(0, absl::StrFormat("plan: %s between ops %d and %d cannot be recomputed (no "
+                                     "sound replay of a producer)",
+                                     profile_.tensors[k.tensor].name, k.open, k.close));
     }
     decisions_[c] = d;
   }
   return true;
 }
 
-// Resets the engines and memory, then allocates what exists before the iteration.
+// Resets the engines and memory, then allocates what exists before the iteration (less the
+// intervals that wrap and are not kept: those start on the host).
 bool Simulator::Impl::StartTimeline() {
   const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
   swap_out_end_us_.assign(candidate_count, 0);
@@ -772,19 +698,23 @@ bool Simulator::Impl::StartTimeline() {
   swap_in_queue_head_ = 0;
   head_blocked_until_ = -1;
   next_replay_ = 0;
+  int64_t initial = initial_bytes_;
+  for (CandidateId c = 0; c < candidate_count; ++c) {
+    if (candidates_[c].wraps && decisions_[c] != Decision::kKeep) initial -= candidate_bytes_[c];
+  }
   double t0 = 0;
-  return Allocate(initial_bytes_, &t0, false, 0, "tensors that exist before the iteration", -1);
+  return Allocate(initial, &t0, false, 0, "tensors that exist before the iteration", -1);
 }
 
 // Swap-ins issued at op j (Note [Swap-in scheduling]), when the compute engine is ready for it.
 bool Simulator::Impl::IssueSwapIns(OpIndex j, double ready) {
   while (swap_in_queue_head_ < swap_in_queue_.size()) {
-    const int32_t c = swap_in_queue_[swap_in_queue_head_];
+    const CandidateId c = swap_in_queue_[swap_in_queue_head_];
     if (!when_memory_allows_) {
       if (issue_at_[c] > j) break;
       if (!IssueSwapIn(c, j, ready, false)) return false;
     } else {
-      if (candidates_[c].last_forward_use >= j) break;
+      if (earliest_[c] > j) break;
       const bool forced = first_need_[c] <= j;
       if (!forced) {
         // Memory held by the plan only grows at a given op as prefetches are added, so if op k
@@ -814,10 +744,8 @@ bool Simulator::Impl::RunReplays(OpIndex j) {
     const Op& producer = profile_.ops[r.producer];
     double start = compute_free_us_;
     for (TensorId in : producer.reads) {
-      const int32_t w = candidate_of_[in];
-      if (w >= 0 && decisions_[w] == Decision::kSwap && j > candidates_[w].last_forward_use) {
-        start = std::max(start, swap_in_end_us_[w]);
-      }
+      const CandidateId w = HoleAt(in, j);
+      if (w >= 0 && decisions_[w] == Decision::kSwap) start = std::max(start, swap_in_end_us_[w]);
     }
     int64_t bytes = r.transient_bytes;
     for (int32_t k = r.first; k < r.last; ++k) bytes += candidate_bytes_[replay_maps_[k]];
@@ -832,23 +760,24 @@ bool Simulator::Impl::RunReplays(OpIndex j) {
     result_.compute_us += producer.duration_us;
     result_.recompute_us += producer.duration_us;
     ++result_.recomputed_ops;
-    if (options_->record) {
-      result_.events.push_back({SimEvent::Kind::kRecompute, r.producer, r.label, j, start, end});
-      for (int32_t k = r.first + 1; k < r.last; ++k) {
-        result_.events.push_back({SimEvent::Kind::kRecompute, r.producer,
-                                  candidates_[replay_maps_[k]].tensor, j, start, end});
-      }
+    if (r.first == r.last) {
+      Record(SimEvent::Kind::kRecompute, r.producer, -1, r.label, j, start, end);
+    }
+    for (int32_t k = r.first; k < r.last; ++k) {
+      const CandidateId c = replay_maps_[k];
+      Record(SimEvent::Kind::kRecompute, r.producer, c, candidates_[c].tensor, j, start, end);
     }
   }
   return true;
 }
 
-// The op itself: it starts when its swapped-in inputs have arrived and its memory is allocated.
+// The op itself: it starts when the swap-ins of the intervals it closes have arrived and its
+// memory is allocated.
 bool Simulator::Impl::ComputeOp(OpIndex j, double* end) {
   const Op& op = profile_.ops[j];
   double start = compute_free_us_;
-  for (int32_t u = backward_use_begin_[j]; u < backward_use_begin_[j + 1]; ++u) {
-    const int32_t c = backward_use_list_[u];
+  for (int32_t u = close_begin_[j]; u < close_begin_[j + 1]; ++u) {
+    const CandidateId c = close_list_[u];
     if (decisions_[c] == Decision::kSwap) start = std::max(start, swap_in_end_us_[c]);
   }
   if (!Allocate(alloc_bytes_[j] + op.workspace_bytes, &start, true, j, "allocation", -1)) {
@@ -858,8 +787,7 @@ bool Simulator::Impl::ComputeOp(OpIndex j, double* end) {
   compute_free_us_ = *end;
   result_.compute_us += op.duration_us;
   if (op.phase == Phase::kForward) result_.forward_end_us = *end;
-  if (options_->record)
-    result_.events.push_back({SimEvent::Kind::kCompute, j, -1, -1, start, *end});
+  Record(SimEvent::Kind::kCompute, j, -1, -1, -1, start, *end);
   return true;
 }
 
@@ -867,13 +795,11 @@ bool Simulator::Impl::ComputeOp(OpIndex j, double* end) {
 void Simulator::Impl::FinishOp(OpIndex j, double end) {
   Advance(end);
   bytes_in_use_ -= profile_.ops[j].workspace_bytes;
-  for (int32_t f = free_begin_[j]; f < free_begin_[j + 1]; ++f)
+  for (int32_t f = free_begin_[j]; f < free_begin_[j + 1]; ++f) {
     bytes_in_use_ -= profile_.tensors[free_list_[f]].bytes;
-  for (int32_t c = release_head_[j]; c >= 0; c = release_next_[c]) {
-    bytes_in_use_ -= candidate_bytes_[c];
   }
-  for (int32_t k = last_forward_use_begin_[j]; k < last_forward_use_begin_[j + 1]; ++k) {
-    const int32_t c = last_forward_use_list_[k];
+  for (int32_t k = open_begin_[j]; k < open_begin_[j + 1]; ++k) {
+    const CandidateId c = open_list_[k];
     if (decisions_[c] == Decision::kRecompute) {
       bytes_in_use_ -= candidate_bytes_[c];
     } else if (decisions_[c] == Decision::kSwap) {
@@ -884,28 +810,25 @@ void Simulator::Impl::FinishOp(OpIndex j, double end) {
       pending_free_of_[c] = static_cast<int32_t>(pending_frees_.size());
       pending_frees_.push_back({swap_end, candidate_bytes_[c], false});
       result_.swapped_out_bytes += candidate_bytes_[c];
-      if (options_->record) {
-        result_.events.push_back(
-            {SimEvent::Kind::kSwapOut, j, candidates_[c].tensor, -1, swap_start, swap_end});
-      }
+      Record(SimEvent::Kind::kSwapOut, j, c, candidates_[c].tensor, -1, swap_start, swap_end);
     }
   }
   Sample(end);
 }
 
-Simulator::Simulator(const Profile& profile, const MachineModel& machine)
-    : impl_(std::make_unique<Impl>(profile, machine)) {}
+Simulator::Simulator(const Profile& profile, const MachineModel& machine, CandidateFilter filter)
+    : impl_(std::make_unique<Impl>(profile, machine, filter)) {}
 Simulator::~Simulator() = default;
 
 const SimResult& Simulator::Run(const Plan& plan, const SimOptions& options) {
   return impl_->Run(plan, options);
 }
 
-const std::vector<FeatureMapInfo>& Simulator::candidates() const { return impl_->candidates_; }
+const std::vector<Candidate>& Simulator::candidates() const { return impl_->candidates_; }
 
 SimResult Simulate(const Profile& profile, const MachineModel& machine, const Plan& plan,
-                   const SimOptions& options) {
-  Simulator sim(profile, machine);
+                   const SimOptions& options, CandidateFilter filter) {
+  Simulator sim(profile, machine, filter);
   return sim.Run(plan, options);
 }
 

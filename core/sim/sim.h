@@ -1,7 +1,7 @@
 // The timeline and memory simulator (PoocH §4.1.2, §4.3).
 //
 // Given a Profile (one training iteration), a MachineModel and a Plan (keep / swap / recompute for
-// every feature map), Simulate() predicts the iteration time, the peak device memory and whether
+// every idle interval of a tensor), Simulate() predicts the iteration time, the peak device memory and whether
 // the plan fits, and optionally records the whole timeline. The planner (plan.h) calls it
 // thousands of times per plan, so it is built to be cheap: a Simulator object owns every buffer
 // and reuses it between runs, and SimOptions::record can skip the timeline.
@@ -13,10 +13,10 @@
 // The rules the simulator follows are the design notes at the top of sim.cc:
 //   Note [Engines]               one compute engine, a D2H and an H2D copy engine (one shared
 //                                engine when !machine.duplex); FIFO each.
-//   Note [Feature map uses]      forward uses, backward needs, the producer of a map.
-//   Note [Swap-out]              starts after the map's last forward use; memory freed when done.
+//   Note [Idle intervals]        (candidates.cc) what may leave the device, from when to when.
+//   Note [Swap-out]              starts after the interval opens; memory freed when done.
 //   Note [Swap-in scheduling]    kWithPreviousOp, kWithPreviousConv, kWhenMemoryAllows.
-//   Note [Swap-in after swap-out] a swap-in never starts before the map's swap-out completed.
+//   Note [Swap-in after swap-out] a swap-in never starts before its swap-out completed.
 //   Note [Recomputation]         replaying the producer; recursive needs; transient memory.
 //   Note [Memory accounting]     what is held when; waiting for swap-out frees; overflow.
 //
@@ -40,8 +40,8 @@ struct SimEvent {
     kCompute,    // ops[op] on the compute engine
     kRecompute,  // ops[op] (the producer of `tensor`) replayed on the compute engine, before
                  // ops[before_op] which needed `tensor`
-    kSwapOut,    // `tensor` copied device to host; issued when ops[op] (its last forward use)
-                 // ended
+    kSwapOut,    // `tensor` copied device to host; issued when ops[op] (the use opening its
+                 // interval) ended
     kSwapIn,     // `tensor` copied host to device; issued when ops[op] became the next op
   };
   Kind kind = Kind::kCompute;
@@ -50,6 +50,9 @@ struct SimEvent {
   OpIndex before_op = -1;  // kRecompute only
   double start_us = 0;
   double end_us = 0;
+  // The interval swapped or recomputed; -1 for kCompute and for a kRecompute that rebuilds a
+  // freed intermediate another replay reads (Note [Recomputation]).
+  CandidateId candidate = -1;
 };
 
 
@@ -94,20 +97,31 @@ struct SimResult {
   std::vector<MemorySample> memory;
 };
 
+// Which idle intervals a Simulator offers (FindCandidates, Note [Intervals that matter]).
+struct CandidateFilter {
+  // Only the intervals that overlap an op holding more than the machine's memory in-core. Tests
+  // of the copy rules on an ample machine turn it off to see every interval.
+  bool over_capacity_only = true;
+  int64_t min_bytes = 0;  // tensors smaller than this are not candidates
+};
+
 class Simulator {
  public:
   // REQUIRES: profile.Validate().ok(). Both are referenced, not copied, and must outlive this.
-  Simulator(const Profile& profile, const MachineModel& machine);
+  // The candidates are FindCandidates(profile, machine.memory_bytes (or 0 when
+  // !filter.over_capacity_only), filter.min_bytes).
+  Simulator(const Profile& profile, const MachineModel& machine, CandidateFilter filter = {});
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
 
   // Simulates one iteration under `plan`. A plan that is malformed for this profile (wrong
-  // decisions size, swap/recompute of a non-candidate, recompute of a map that cannot be
-  // replayed) gives feasible=false with the reason. The reference stays valid until the next Run.
+  // decisions size, recompute of an interval that cannot be replayed) gives feasible=false with the reason. The reference stays valid until the next Run.
   const SimResult& Run(const Plan& plan, const SimOptions& options = {});
 
-  const std::vector<FeatureMapInfo>& candidates() const;
+  // The idle intervals this machine's plans decide over (FindCandidates with the machine's
+  // memory: Note [Intervals that matter] in core/model/candidates.cc).
+  const std::vector<Candidate>& candidates() const;
 
  private:
   struct Impl;
@@ -117,7 +131,7 @@ class Simulator {
 // One-shot convenience wrapper around Simulator.
 // REQUIRES: profile.Validate().ok().
 SimResult Simulate(const Profile& profile, const MachineModel& machine, const Plan& plan,
-                   const SimOptions& options = {});
+                   const SimOptions& options = {}, CandidateFilter filter = {});
 
 }  // namespace pooch
 

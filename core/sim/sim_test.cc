@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -38,13 +39,23 @@ int64_t MemoryAt(const SimResult& r, double t) {
   return bytes;
 }
 
+// Every interval, whatever the machine (the tests check the copy rules on ample memory).
+constexpr CandidateFilter kEveryInterval{.over_capacity_only = false};
+
+SimResult Sim(const Profile& p, const MachineModel& m, const Plan& plan, SimOptions options = {}) {
+  return Simulate(p, m, plan, options, kEveryInterval);
+}
+
 // Checks a recorded timeline against the rules of sim.cc's design notes, independently of how the
 // simulator computed it. Each Check* appends one line per violation to bad_.
 class TimelineChecker {
  public:
-  TimelineChecker(const Profile& p, const MachineModel& m, const Plan& plan, const SimResult& r)
-      : p_(p), m_(m), plan_(plan), r_(r), cands_(FindCandidates(p)), compute_(p.ops.size()) {
-    for (const FeatureMapInfo& f : cands_) info_[f.tensor] = &f;
+  TimelineChecker(const Profile& p, const MachineModel& m, const Plan& plan, const SimResult& r,
+                  std::vector<Candidate> cands)
+      : p_(p), m_(m), plan_(plan), r_(r), cands_(std::move(cands)), compute_(p.ops.size()) {
+    for (CandidateId c = 0; c < static_cast<CandidateId>(cands_.size()); ++c) {
+      of_tensor_[cands_[c].tensor].push_back(c);
+    }
   }
 
   std::vector<std::string> Check() {
@@ -59,8 +70,17 @@ class TimelineChecker {
   }
 
  private:
-  Decision DecisionOf(TensorId t) const {
-    return plan_.decisions.empty() ? Decision::kKeep : plan_.decisions[t];
+  Decision DecisionOf(CandidateId c) const { return pooch::DecisionOf(plan_, c); }
+
+  // The interval of t that a use at op j closes or lies in, or -1.
+  CandidateId IntervalAt(TensorId t, OpIndex j) const {
+    auto it = of_tensor_.find(t);
+    if (it == of_tensor_.end()) return -1;
+    for (CandidateId c : it->second) {
+      const Candidate& k = cands_[c];
+      if (k.wraps ? (j <= k.close || j > k.open) : (k.open < j && j <= k.close)) return c;
+    }
+    return -1;
   }
 
   // Sorts the events by kind and engine, checking each on its own.
@@ -79,8 +99,8 @@ class TimelineChecker {
           }
           break;
         case SimEvent::Kind::kRecompute: {
-          recompute_[e.tensor].push_back(&e);
-          // One replay may rematerialise several maps: one event each, same interval.
+          if (e.candidate >= 0) recompute_[e.candidate].push_back(&e);
+          // One replay may rematerialise several intervals: one event each, same interval.
           const SimEvent* prev = engine_compute_.empty() ? nullptr : engine_compute_.back();
           if (prev == nullptr || prev->kind != e.kind || prev->op != e.op ||
               prev->start_us != e.start_us) {
@@ -94,13 +114,17 @@ class TimelineChecker {
           break;
         }
         case SimEvent::Kind::kSwapOut:
-          swap_out_[e.tensor] = &e;
+          if (swap_out_.count(e.candidate)) {
+            bad_.push_back(absl::StrCat("interval ", e.candidate, " swapped out twice"));
+          }
+          swap_out_[e.candidate] = &e;
           engine_d2h_.push_back(&e);
           break;
         case SimEvent::Kind::kSwapIn:
-          if (swap_in_.count(e.tensor))
-            bad_.push_back(absl::StrCat("tensor ", e.tensor, " swapped in twice"));
-          swap_in_[e.tensor] = &e;
+          if (swap_in_.count(e.candidate)) {
+            bad_.push_back(absl::StrCat("interval ", e.candidate, " swapped in twice"));
+          }
+          swap_in_[e.candidate] = &e;
           engine_h2d_.push_back(&e);
           break;
       }
@@ -143,39 +167,46 @@ class TimelineChecker {
     return true;
   }
 
-  // A map is available at op j (for a use after its last forward use) when its swap-in or
-  // recomputation completed before `start`.
+  // A tensor is available to a use at op j (or a replay before it) when the swap-in or the
+  // recomputation ending the interval the use closes (or lies in) completed before `start`.
   void CheckAvailable(TensorId t, OpIndex j, double start, const std::string& who) {
-    auto it = info_.find(t);
-    if (it == info_.end() || j <= it->second->last_forward_use) return;
-    const Decision d = DecisionOf(t);
-    if (d == Decision::kSwap) {
-      if (swap_in_.count(t) == 0) {
+    const CandidateId c = IntervalAt(t, j);
+    if (c < 0) return;
+    const Candidate& k = cands_[c];
+    const Decision d = DecisionOf(c);
+    if (d != Decision::kKeep && k.wraps && j > k.open) {
+      bad_.push_back(absl::StrCat(who, " uses ", t, " after it left for the next iteration"));
+    } else if (d == Decision::kSwap) {
+      if (swap_in_.count(c) == 0) {
         bad_.push_back(absl::StrCat(who, " uses swapped tensor ", t, " never swapped in"));
-      } else if (swap_in_[t]->end_us > start + kEps) {
+      } else if (swap_in_[c]->end_us > start + kEps) {
         bad_.push_back(absl::StrCat(who, " starts before the swap-in of ", t, " completes"));
       }
     } else if (d == Decision::kRecompute) {
       bool ok = false;
-      for (const SimEvent* e : recompute_[t]) {
+      for (const SimEvent* e : recompute_[c]) {
         ok |= e->end_us <= start + kEps && e->before_op <= j;
       }
       if (!ok) bad_.push_back(absl::StrCat(who, " uses dropped tensor ", t, " not recomputed"));
     }
   }
 
-  // What ops and replays use is available, and replays are for maps planned so, in time.
+  // What ops and replays use is available, and replays are for intervals planned so, in time.
   void CheckAvailability() {
     for (size_t j = 0; j < p_.ops.size(); ++j) {
       const std::string who = absl::StrCat("op ", j);
       for (TensorId t : p_.ops[j].reads) CheckAvailable(t, j, compute_[j]->start_us, who);
       for (TensorId t : p_.ops[j].writes) CheckAvailable(t, j, compute_[j]->start_us, who);
     }
-    for (const auto& [t, events] : recompute_) {
-      if (info_.count(t) && DecisionOf(t) != Decision::kRecompute) {
-        bad_.push_back("recomputed a map not planned so");
+    for (const auto& [c, events] : recompute_) {
+      if (DecisionOf(c) != Decision::kRecompute) {
+        bad_.push_back("recomputed an interval not planned so");
       }
       for (const SimEvent* e : events) {
+        const std::string t = absl::StrCat(e->tensor);
+        if (e->before_op <= cands_[c].open || e->before_op > cands_[c].close) {
+          bad_.push_back(absl::StrCat("replay for ", t, " outside its interval"));
+        }
         for (TensorId in : p_.ops[e->op].reads) {
           CheckAvailable(in, e->before_op, e->start_us, absl::StrCat("replay for ", t));
         }
@@ -186,25 +217,33 @@ class TimelineChecker {
     }
   }
 
-  // Swap-outs after the last forward use; swap-ins after the swap-out.
+  // Swap-outs after the op opening the interval; swap-ins after the swap-out (in the same
+  // iteration, unless the interval wraps).
   void CheckSwaps() {
-    for (const auto& [t, e] : swap_out_) {
-      if (DecisionOf(t) != Decision::kSwap) bad_.push_back("swapped out a map not planned so");
-      const OpIndex last = info_[t]->last_forward_use;
-      if (e->op != last || e->start_us + kEps < compute_[last]->end_us) {
-        bad_.push_back(absl::StrCat("swap-out of ", t, " before its last forward use ends"));
+    for (const auto& [c, e] : swap_out_) {
+      if (DecisionOf(c) != Decision::kSwap) bad_.push_back("swapped out an interval not so planned");
+      const OpIndex open = cands_[c].open;
+      if (e->op != open || e->start_us + kEps < compute_[open]->end_us) {
+        bad_.push_back(absl::StrCat("swap-out of ", c, " before its interval opens"));
       }
     }
-    for (const auto& [t, e] : swap_in_) {
-      if (swap_out_.count(t) == 0) {
-        bad_.push_back(absl::StrCat("swap-in of ", t, " without a swap-out"));
+    for (const auto& [c, e] : swap_in_) {
+      if (DecisionOf(c) != Decision::kSwap) bad_.push_back("swapped in an interval not so planned");
+      if (cands_[c].wraps) {
+        if (e->op > cands_[c].close) {
+          bad_.push_back(absl::StrCat("swap-in of wrapping ", c, " issued after its need"));
+        }
         continue;
       }
-      if (e->start_us + kEps < swap_out_[t]->end_us) {
-        bad_.push_back(absl::StrCat("swap-in of ", t, " starts before its swap-out ends"));
+      if (swap_out_.count(c) == 0) {
+        bad_.push_back(absl::StrCat("swap-in of ", c, " without a swap-out"));
+        continue;
       }
-      if (e->op <= info_[t]->last_forward_use) {
-        bad_.push_back(absl::StrCat("swap-in of ", t, " issued before its swap-out"));
+      if (e->start_us + kEps < swap_out_[c]->end_us) {
+        bad_.push_back(absl::StrCat("swap-in of ", c, " starts before its swap-out ends"));
+      }
+      if (e->op <= cands_[c].open) {
+        bad_.push_back(absl::StrCat("swap-in of ", c, " issued before its swap-out"));
       }
     }
   }
@@ -251,31 +290,33 @@ class TimelineChecker {
   const MachineModel& m_;
   const Plan& plan_;
   const SimResult& r_;
-  const std::vector<FeatureMapInfo> cands_;
-  std::map<TensorId, const FeatureMapInfo*> info_;  // the candidates by tensor
-  std::vector<const SimEvent*> compute_;            // per op
-  std::map<TensorId, const SimEvent*> swap_out_, swap_in_;
-  std::map<TensorId, std::vector<const SimEvent*>> recompute_;
+  const std::vector<Candidate> cands_;
+  std::map<TensorId, std::vector<CandidateId>> of_tensor_;  // the candidates by tensor
+  std::vector<const SimEvent*> compute_;                    // per op
+  std::map<CandidateId, const SimEvent*> swap_out_, swap_in_;
+  std::map<CandidateId, std::vector<const SimEvent*>> recompute_;
   std::vector<const SimEvent*> engine_compute_, engine_d2h_, engine_h2d_;  // per engine
   std::vector<std::string> bad_;
 };
 
-// Returns one line per violation of sim.cc's design notes in r's recorded timeline.
+// Returns one line per violation of sim.cc's design notes in r's recorded timeline; `cands` are
+// what plan.decisions are indexed by (every interval unless given).
 std::vector<std::string> CheckTimeline(const Profile& p, const MachineModel& m, const Plan& plan,
-                                       const SimResult& r) {
-  return TimelineChecker(p, m, plan, r).Check();
+                                       const SimResult& r,
+                                       std::optional<std::vector<Candidate>> cands = {}) {
+  return TimelineChecker(p, m, plan, r, cands ? *std::move(cands) : FindCandidates(p)).Check();
 }
 
-Plan RandomPlan(const Profile& p, std::mt19937_64& rng) {
-  Plan plan = KeepAllPlan(p);
+Plan RandomPlan(const std::vector<Candidate>& cands, std::mt19937_64& rng) {
+  Plan plan = KeepAllPlan(cands.size());
   const SwapInSchedule schedules[] = {SwapInSchedule::kWithPreviousOp,
                                       SwapInSchedule::kWithPreviousConv,
                                       SwapInSchedule::kWhenMemoryAllows};
   plan.schedule = schedules[rng() % 3];
-  for (const FeatureMapInfo& f : FindCandidates(p)) {
+  for (size_t c = 0; c < cands.size(); ++c) {
     const int choice = static_cast<int>(rng() % 3);
-    if (choice == 1) plan.decisions[f.tensor] = Decision::kSwap;
-    if (choice == 2 && f.recomputable) plan.decisions[f.tensor] = Decision::kRecompute;
+    if (choice == 1) plan.decisions[c] = Decision::kSwap;
+    if (choice == 2 && cands[c].recomputable) plan.decisions[c] = Decision::kRecompute;
   }
   return plan;
 }
@@ -284,7 +325,7 @@ TEST(SimTest, InCoreTimeIsTheSumOfDurationsAndPeakIsLiveBytes) {
   const Profile p = RandomProfile(1);
   ASSERT_TRUE(p.Validate().ok()) << p.Validate();
   // Without copies or recomputation nothing waits: the iteration is the ops back to back.
-  const SimResult r = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p));
+  const SimResult r = Sim(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0));
   EXPECT_TRUE(r.feasible) << r.failure;
   EXPECT_NEAR(r.iteration_us, TotalDuration(p), kEps);
   // The peak is the largest sum of live bytes (plus workspace) over the ops.
@@ -299,18 +340,18 @@ TEST(SimTest, InCoreTimeIsTheSumOfDurationsAndPeakIsLiveBytes) {
     peak = std::max(peak, live);
   }
   EXPECT_EQ(r.peak_bytes, peak);
-  EXPECT_THAT(CheckTimeline(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p), r),
+  EXPECT_THAT(CheckTimeline(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0), r),
               ::testing::IsEmpty());
 }
 
 TEST(SimTest, InCoreAboveCapacityIsInfeasibleAtTheOverflowingOp) {
   const Profile p = RandomProfile(2);
-  const SimResult big = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p));
-  const SimResult r = Simulate(p, TestMachine(big.peak_bytes - 1), KeepAllPlan(p));
+  const SimResult big = Sim(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0));
+  const SimResult r = Sim(p, TestMachine(big.peak_bytes - 1), KeepAllPlan(0));
   EXPECT_FALSE(r.feasible);
   EXPECT_GE(r.failed_at, 0);
   EXPECT_THAT(r.failure, HasSubstr("exceeds capacity"));
-  const SimResult fits = Simulate(p, TestMachine(big.peak_bytes), KeepAllPlan(p));
+  const SimResult fits = Sim(p, TestMachine(big.peak_bytes), KeepAllPlan(0));
   EXPECT_TRUE(fits.feasible) << fits.failure;
 }
 
@@ -318,7 +359,7 @@ TEST(SimTest, AllowOverflowStillPredictsTime) {
   const Profile p = RandomProfile(3);
   SimOptions options;
   options.allow_overflow = true;
-  const SimResult r = Simulate(p, TestMachine(1), KeepAllPlan(p), options);
+  const SimResult r = Sim(p, TestMachine(1), KeepAllPlan(0), options);
   EXPECT_FALSE(r.feasible);
   EXPECT_NEAR(r.iteration_us, TotalDuration(p), kEps);
   EXPECT_GT(r.peak_bytes, 1);
@@ -328,12 +369,12 @@ TEST(SimTest, AllowOverflowStillPredictsTime) {
 TEST(SimTest, SwapOutAfterLastForwardUseAndSwapInBeforeBackwardUse) {
   const Profile p = RandomProfile(4, {.min_layers = 3, .max_layers = 3, .skip_probability = 0});
   const MachineModel m = TestMachine(int64_t{1} << 40);
-  Plan plan = KeepAllPlan(p);
-  for (const FeatureMapInfo& f : FindCandidates(p)) plan.decisions[f.tensor] = Decision::kSwap;
+  Plan plan = KeepAllPlan(FindCandidates(p).size());
+  std::fill(plan.decisions.begin(), plan.decisions.end(), Decision::kSwap);
   for (SwapInSchedule s : {SwapInSchedule::kWithPreviousOp, SwapInSchedule::kWithPreviousConv,
                            SwapInSchedule::kWhenMemoryAllows}) {
     plan.schedule = s;
-    const SimResult r = Simulate(p, m, plan);
+    const SimResult r = Sim(p, m, plan);
     ASSERT_TRUE(r.feasible) << r.failure;
     EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
     EXPECT_GT(r.swapped_out_bytes, 0);
@@ -346,22 +387,23 @@ TEST(SimTest, SwapOutAfterLastForwardUseAndSwapInBeforeBackwardUse) {
 TEST(SimTest, SwapInIssuePoints) {
   const Profile p = RandomProfile(8, {.min_layers = 8, .max_layers = 8});
   const MachineModel m = TestMachine(int64_t{1} << 40);
-  const std::vector<FeatureMapInfo> cands = FindCandidates(p);
-  Plan plan = KeepAllPlan(p);
-  for (const FeatureMapInfo& f : cands) plan.decisions[f.tensor] = Decision::kSwap;
-  std::map<TensorId, OpIndex> issued;
+  const std::vector<Candidate> cands = FindCandidates(p);
+  Plan plan = KeepAllPlan(cands.size());
+  std::fill(plan.decisions.begin(), plan.decisions.end(), Decision::kSwap);
+  std::map<CandidateId, OpIndex> issued;
   for (SwapInSchedule s : {SwapInSchedule::kWithPreviousOp, SwapInSchedule::kWithPreviousConv,
                            SwapInSchedule::kWhenMemoryAllows}) {
     plan.schedule = s;
-    const SimResult r = Simulate(p, m, plan);
+    const SimResult r = Sim(p, m, plan);
     ASSERT_TRUE(r.feasible) << r.failure;
     ASSERT_EQ(r.swap_ins.size(), cands.size());
     issued.clear();
-    for (const Plan::SwapIn& in : r.swap_ins) issued[in.tensor] = in.issue_at;
-    for (const FeatureMapInfo& f : cands) {
-      const OpIndex need = f.backward_uses.front();
-      const OpIndex earliest = f.last_forward_use + 1;
-      const OpIndex at = issued.at(f.tensor);
+    for (const Plan::SwapIn& in : r.swap_ins) issued[in.candidate] = in.issue_at;
+    for (CandidateId c = 0; c < static_cast<CandidateId>(cands.size()); ++c) {
+      const Candidate& f = cands[c];
+      const OpIndex need = f.close;
+      const OpIndex earliest = f.wraps ? 0 : f.open + 1;
+      const OpIndex at = issued.at(c);
       switch (s) {
         case SwapInSchedule::kWithPreviousOp:
           EXPECT_EQ(at, std::max(need - 1, earliest));
@@ -389,12 +431,12 @@ TEST(SimTest, WhenMemoryAllowsIsNeverSlowerThanWithPreviousOpWithAmpleMemory) {
   for (uint64_t seed = 10; seed < 30; ++seed) {
     const Profile p = RandomProfile(seed);
     const MachineModel m = TestMachine(int64_t{1} << 40);
-    Plan plan = KeepAllPlan(p);
-    for (const FeatureMapInfo& f : FindCandidates(p)) plan.decisions[f.tensor] = Decision::kSwap;
+    Plan plan = KeepAllPlan(FindCandidates(p).size());
+    std::fill(plan.decisions.begin(), plan.decisions.end(), Decision::kSwap);
     plan.schedule = SwapInSchedule::kWithPreviousOp;
-    const double nosched = Simulate(p, m, plan).iteration_us;
+    const double nosched = Sim(p, m, plan).iteration_us;
     plan.schedule = SwapInSchedule::kWhenMemoryAllows;
-    const double sched = Simulate(p, m, plan).iteration_us;
+    const double sched = Sim(p, m, plan).iteration_us;
     EXPECT_LE(sched, nosched + kEps) << "seed " << seed;
   }
 }
@@ -402,12 +444,12 @@ TEST(SimTest, WhenMemoryAllowsIsNeverSlowerThanWithPreviousOpWithAmpleMemory) {
 TEST(SimTest, NonDuplexSharesOneCopyEngine) {
   const Profile p = RandomProfile(5);
   const MachineModel m = TestMachine(int64_t{1} << 40, /*duplex=*/false);
-  Plan plan = KeepAllPlan(p);
-  for (const FeatureMapInfo& f : FindCandidates(p)) plan.decisions[f.tensor] = Decision::kSwap;
-  const SimResult r = Simulate(p, m, plan);
+  Plan plan = KeepAllPlan(FindCandidates(p).size());
+  std::fill(plan.decisions.begin(), plan.decisions.end(), Decision::kSwap);
+  const SimResult r = Sim(p, m, plan);
   ASSERT_TRUE(r.feasible);
   EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
-  const SimResult duplex = Simulate(p, TestMachine(int64_t{1} << 40, true), plan);
+  const SimResult duplex = Sim(p, TestMachine(int64_t{1} << 40, true), plan);
   EXPECT_LE(duplex.iteration_us, r.iteration_us + kEps);
 }
 
@@ -416,27 +458,75 @@ TEST(SimTest, RejectsMalformedPlans) {
   const TensorId x = b.Tensor("x", 100);
   b.MarkInput(x);
   const TensorId y = b.Tensor("y", 100);
-  const TensorId gy = b.Tensor("gy", 100);
+  const TensorId z = b.Tensor("z", 100);
+  const TensorId u = b.Tensor("u", 100);
   const TensorId gx = b.Tensor("gx", 100);
   b.Op("f", OpKind::kConv, Phase::kForward, 10, {x}, {y}, 0, /*replayable=*/false);
-  b.Op("g", OpKind::kActivation, Phase::kForward, 10, {y}, {gy});
-  b.Op("g.backward", OpKind::kActivation, Phase::kBackward, 10, {gy, y}, {gx});
-  b.Op("f.backward", OpKind::kConv, Phase::kBackward, 10, {gx, x}, {});
+  b.Op("g", OpKind::kActivation, Phase::kForward, 10, {y}, {z});
+  b.Op("h", OpKind::kActivation, Phase::kForward, 10, {z}, {u});
+  b.Op("h.backward", OpKind::kActivation, Phase::kBackward, 10, {u, y}, {gx});
   const Profile p = b.Finish();
   ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  const std::vector<Candidate> cands = FindCandidates(p);
+  // y is idle between g and h.backward.
+  ASSERT_EQ(cands.size(), 1u);
+  EXPECT_EQ(cands[0].tensor, y);
+  EXPECT_EQ(cands[0].open, 1);
+  EXPECT_EQ(cands[0].close, 3);
   const MachineModel m = TestMachine(1 << 20);
-  Plan plan = KeepAllPlan(p);
-  plan.decisions[y] = Decision::kRecompute;  // its producer f is not replayable
-  SimResult r = Simulate(p, m, plan);
+  Plan plan = KeepAllPlan(cands.size());
+  plan.decisions[0] = Decision::kRecompute;  // its producer f is not replayable
+  SimResult r = Sim(p, m, plan);
   EXPECT_FALSE(r.feasible);
   EXPECT_THAT(r.failure, HasSubstr("cannot be recomputed"));
-  plan = KeepAllPlan(p);
-  plan.decisions[gx] = Decision::kSwap;  // a gradient, not a feature map
-  r = Simulate(p, m, plan);
-  EXPECT_FALSE(r.feasible);
-  EXPECT_THAT(r.failure, HasSubstr("not a swap/recompute candidate"));
+  plan.decisions[0] = Decision::kSwap;
+  r = Sim(p, m, plan);
+  EXPECT_TRUE(r.feasible) << r.failure;
+  EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
   plan.decisions.resize(2);
-  EXPECT_FALSE(Simulate(p, m, plan).feasible);
+  r = Sim(p, m, plan);
+  EXPECT_FALSE(r.feasible);
+  EXPECT_THAT(r.failure, HasSubstr("2 decisions for 1 candidates"));
+}
+
+// A persistent tensor's interval wraps from its last use to its first: under swap it starts the
+// iteration on the host, comes back before its first use, and leaves after its last.
+TEST(SimTest, WrappingIntervalStartsOnTheHost) {
+  ProfileBuilder b("weights");
+  const TensorId w = b.Tensor("w", 1000, /*persistent=*/true);
+  const TensorId x = b.Tensor("x", 100);
+  b.MarkInput(x);
+  const TensorId y = b.Tensor("y", 100);
+  const TensorId z = b.Tensor("z", 100);
+  b.Op("data", OpKind::kCopy, Phase::kForward, 10, {}, {x});
+  b.Op("f", OpKind::kConv, Phase::kForward, 10, {x, w}, {y});
+  b.Op("g", OpKind::kActivation, Phase::kForward, 10, {y}, {z});
+  b.Op("update", OpKind::kOptimizer, Phase::kOther, 10, {w, z}, {w});
+  b.Op("tail", OpKind::kOther, Phase::kOther, 10, {z}, {});
+  const Profile p = b.Finish();
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  const std::vector<Candidate> cands = FindCandidates(p);
+  CandidateId wrap = -1;
+  for (CandidateId c = 0; c < static_cast<CandidateId>(cands.size()); ++c) {
+    if (cands[c].tensor == w) wrap = c;
+  }
+  ASSERT_GE(wrap, 0);
+  EXPECT_TRUE(cands[wrap].wraps);
+  EXPECT_EQ(cands[wrap].open, 3);
+  EXPECT_EQ(cands[wrap].close, 1);
+  EXPECT_FALSE(cands[wrap].recomputable);
+  Plan plan = KeepAllPlan(cands.size());
+  plan.decisions[wrap] = Decision::kSwap;
+  const MachineModel m = TestMachine(1 << 20);
+  const SimResult r = Sim(p, m, plan);
+  ASSERT_TRUE(r.feasible) << r.failure;
+  EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
+  EXPECT_EQ(r.swapped_in_bytes, 1000);
+  EXPECT_EQ(r.swapped_out_bytes, 1000);
+  // It ends the iteration on the host, as it started it (the steady state).
+  ASSERT_FALSE(r.memory.empty());
+  const SimResult kept = Sim(p, m, KeepAllPlan(cands.size()));
+  EXPECT_EQ(kept.memory.back().bytes - r.memory.back().bytes, 1000);
 }
 
 // Recomputing a chain replays every dropped map back to the kept one (Note [Recomputation]).
@@ -444,16 +534,17 @@ TEST(SimTest, RecomputesChainsRecursively) {
   const Profile p = RandomProfile(
       6, {.min_layers = 6, .max_layers = 6, .skip_probability = 0, .replayable_probability = 1});
   const MachineModel m = TestMachine(int64_t{1} << 40);
-  Plan plan = KeepAllPlan(p);
+  const std::vector<Candidate> cands = FindCandidates(p);
+  Plan plan = KeepAllPlan(cands.size());
   int recomputed = 0;
-  for (const FeatureMapInfo& f : FindCandidates(p)) {
-    if (f.recomputable) {
-      plan.decisions[f.tensor] = Decision::kRecompute;
+  for (size_t c = 0; c < cands.size(); ++c) {
+    if (cands[c].recomputable) {
+      plan.decisions[c] = Decision::kRecompute;
       ++recomputed;
     }
   }
   ASSERT_GT(recomputed, 2);
-  const SimResult r = Simulate(p, m, plan);
+  const SimResult r = Sim(p, m, plan);
   ASSERT_TRUE(r.feasible) << r.failure;
   EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
   EXPECT_GE(r.recomputed_ops, recomputed);
@@ -465,17 +556,19 @@ TEST(SimTest, RecomputesChainsRecursively) {
 // a plan called feasible never exceeds capacity.
 TEST(SimTest, RandomPlansRespectDependenciesAndCapacity) {
   std::mt19937_64 rng(42);
+  const CandidateFilter k_every_or_matter[] = {kEveryInterval, CandidateFilter{}};
   int feasible = 0, infeasible = 0;
   for (uint64_t seed = 100; seed < 400; ++seed) {
     const Profile p = RandomProfile(seed);
     ASSERT_TRUE(p.Validate().ok()) << p.Validate();
-    const int64_t in_core = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p)).peak_bytes;
+    const int64_t in_core = Sim(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0)).peak_bytes;
     const double fraction = std::uniform_real_distribution<double>(0.3, 1.1)(rng);
     const MachineModel m =
         TestMachine(static_cast<int64_t>(in_core * fraction), /*duplex=*/rng() % 4 != 0);
-    Simulator sim(p, m);
+    // Every interval, and those that matter on this machine (the planner's view).
+    Simulator sim(p, m, k_every_or_matter[seed % 2]);
     for (int k = 0; k < 4; ++k) {
-      const Plan plan = RandomPlan(p, rng);
+      const Plan plan = RandomPlan(sim.candidates(), rng);
       const SimResult& r = sim.Run(plan);
       (r.feasible ? feasible : infeasible)++;
       if (!r.feasible) {
@@ -483,12 +576,12 @@ TEST(SimTest, RandomPlansRespectDependenciesAndCapacity) {
         continue;
       }
       EXPECT_LE(r.peak_bytes, m.memory_bytes);
-      const std::vector<std::string> bad = CheckTimeline(p, m, plan, r);
+      const std::vector<std::string> bad = CheckTimeline(p, m, plan, r, sim.candidates());
       EXPECT_THAT(bad, ::testing::IsEmpty()) << "seed " << seed << " plan " << k;
       // The fast path predicts the same.
       SimOptions fast;
       fast.record = false;
-      const SimResult quick = Simulate(p, m, plan, fast);
+      const SimResult quick = Simulate(p, m, plan, fast, k_every_or_matter[seed % 2]);
       EXPECT_EQ(quick.iteration_us, r.iteration_us);
       EXPECT_EQ(quick.peak_bytes, r.peak_bytes);
     }

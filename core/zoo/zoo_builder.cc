@@ -46,7 +46,6 @@ TensorId ZooBuilder::NewTensor(const std::string& name, int64_t bytes) {
   t.bytes = bytes;
   profile_.tensors.push_back(std::move(t));
   persistent_.push_back(false);
-  never_feature_.push_back(false);
   requires_grad_.push_back(true);
   return profile_.tensors.back().id;
 }
@@ -105,7 +104,6 @@ ZooValue ZooBuilder::Input(int64_t n, int64_t c, Dims3 spatial) {
   ZooValue x = NewValue("data", n, c, spatial);
   requires_grad_[x.tensor] = false;
   labels_ = NewTensor("labels", n * kFloatBytes);
-  never_feature_[labels_] = true;
   // The host-to-device copy of the mini-batch (Chainer's converter, every iteration). It runs on
   // the compute stream, so it is timed by the link, not the roofline.
   int64_t bytes = profile_.tensors[x.tensor].bytes + profile_.tensors[labels_].bytes;
@@ -154,11 +152,9 @@ ZooValue ZooBuilder::Conv(const std::string& name, const ZooValue& x, int64_t ou
 
 ZooValue ZooBuilder::BatchNorm(const std::string& name, const ZooValue& x) {
   ZooValue y = NewValue(name + ".y", x.n, x.c, x.spatial);
-  // Mean and inverse standard deviation per channel, kept by the layer for its backward. They
-  // are written in forward and read in backward but are a few KiB: like the paper, which
-  // classifies layer outputs only, we keep them resident and do not offer them to the planner.
+  // Mean and inverse standard deviation per channel, kept by the layer for its backward: a few
+  // KiB, offered to the planner like every tensor (Note [Idle intervals] in candidates.cc).
   TensorId saved = NewTensor(name + ".saved_stats", 2 * x.c * kFloatBytes);
-  never_feature_[saved] = true;
   // Scale and shift. The running mean and variance (2C more floats, no gradient) are left out:
   // a few KiB, and modelling their update would make the op look non-replayable, while the
   // runtime replays BN with the running-statistics update suppressed (DESIGN.md, decision 5).
@@ -383,11 +379,9 @@ absl::StatusOr<Profile> ZooBuilder::Finish() {
   }
 
   // Lifetimes: a framework allocates an array when its first writer runs and frees it when the
-  // last reference dies, i.e. after its last use. Feature maps: written in forward, read in
-  // backward.
+  // last reference dies, i.e. after its last use.
   const size_t n = profile_.tensors.size();
   std::vector<OpIndex> first(n, -1), last(n, -1);
-  std::vector<bool> forward_written(n, false), backward_read(n, false);
   for (OpIndex i = 0; i < static_cast<OpIndex>(profile_.ops.size()); ++i) {
     const Op& op = profile_.ops[i];
     for (const std::vector<TensorId>* list : {&op.reads, &op.writes}) {
@@ -395,11 +389,6 @@ absl::StatusOr<Profile> ZooBuilder::Finish() {
         if (first[t] < 0) first[t] = i;
         last[t] = i;
       }
-    }
-    if (op.phase == Phase::kForward) {
-      for (TensorId t : op.writes) forward_written[t] = true;
-    } else if (op.phase == Phase::kBackward) {
-      for (TensorId t : op.reads) backward_read[t] = true;
     }
   }
   for (Tensor& t : profile_.tensors) {
@@ -410,7 +399,6 @@ absl::StatusOr<Profile> ZooBuilder::Finish() {
     }
     t.alloc_before = first[t.id];
     t.free_after = last[t.id];
-    t.feature_map = forward_written[t.id] && backward_read[t.id] && !never_feature_[t.id];
   }
   return profile_;
 }

@@ -132,7 +132,6 @@ class ZooBuilder {
   std::vector<Param> params_;
   // By TensorId.
   std::vector<bool> persistent_;     // allocated before the iteration, never freed
-  std::vector<bool> never_feature_;  // saved statistics, labels: kept like workspaces
   std::vector<bool> requires_grad_;  // false for the mini-batch itself
   TensorId labels_ = -1;
   bool has_loss_ = false;

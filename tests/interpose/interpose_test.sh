@@ -425,15 +425,23 @@ print(sum(1 for t in p["tensors"] if t.get("swap_out_us", -1) > 0 and t.get("swa
     "$work/profile.json") || fail "cannot read the profile"
   [ "${timed:-0}" -gt 0 ] || fail "no tensor of the profile has measured copy times"
   if [ -z "$vary" ]; then
-    # Note [Swap-all profiling]: the profile is an iteration with every feature map swapped, so
-    # each one's swap-out was measured; with POOCH_PROFILE_SWAP=demand it is a demand-swapped one.
+    # Note [Swap-all profiling]: the profile is an iteration with every interval swapped, so
+    # each swapped tensor's swap-out was measured; with POOCH_PROFILE_SWAP=demand it is a
+    # demand-swapped one. The tensors swap-all swaps at this limit are those of its plan.
     grep -q '^pooch: iterations: .* profiled_under swap-all ' "$work/pooch.err" ||
       fail "not profiled under swap-all: $(grep 'iterations:' "$work/pooch.err")"
+    limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
+    run swapall "$pooch" plan --profile "$work/profile.json" --memory "$limit" \
+      --policy swap-all --json "$work/swapall.json"
+    [ "$rc" -eq 0 ] || fail "pooch plan --policy swap-all on the written profile: exit $rc"
     untimed=$(python3 -c 'import json, sys
 p = json.load(open(sys.argv[1]))
-print(sum(1 for t in p["tensors"] if t["feature_map"] and t.get("swap_out_us", -1) <= 0))' \
-      "$work/profile.json") || fail "cannot read the profile"
-    [ "$untimed" = 0 ] || fail "$untimed feature maps of the swap-all profile have no swap-out time"
+plan = json.load(open(sys.argv[2]))
+swapped = {d["tensor"] for d in plan["decisions"] if d["decision"] == "swap"}
+assert swapped, "swap-all swaps nothing"
+print(sum(1 for t in p["tensors"] if t["id"] in swapped and t.get("swap_out_us", -1) <= 0))' \
+      "$work/profile.json" "$work/swapall.json") || fail "cannot read the profile or the plan"
+    [ "$untimed" = 0 ] || fail "$untimed tensors swapped in the swap-all profile have no swap-out time"
   fi
   unset POOCH_PROFILE_OUT
   limit=$(awk '$2 == "memory:" { print $4 }' "$work/pooch.err")
@@ -484,8 +492,8 @@ policies)
   ;;
 
 lineage)
-  # POOCH_LINEAGE_OUT (core/lineage/lineage.h): args POOCH CNN_TRAIN. tiny at 80 % of its
-  # in-core peak under checkpoint, which recomputes: the file is a pooch-lineage document whose
+  # POOCH_LINEAGE_OUT (core/lineage/lineage.h): args POOCH CNN_TRAIN. tiny at 50 % of its
+  # in-core peak under pooch, whose plan recomputes there: the file is a pooch-lineage document whose
   # replays equal the summary's, the training still bit for bit; under demand (nothing
   # recomputes) one line says so and no file is written.
   need_simgpu
@@ -493,15 +501,15 @@ lineage)
   bin=$5
   set -- --model tiny --batch 64 --iters 8
   incore_reference "$@"
-  SIMGPU_MEMORY=$((peak * 80 / 100))
+  SIMGPU_MEMORY=$((peak * 50 / 100))
   export SIMGPU_MEMORY
   POOCH_LINEAGE_OUT=$work/lineage.json
   export POOCH_LINEAGE_OUT
-  run checkpoint "$pooch" run --policy checkpoint -- "$bin" "$@"
-  [ "$rc" -eq 0 ] || fail "checkpoint: exit $rc"
-  same_checksum checkpoint
-  replays=$(grep '^pooch: recompute:' "$work/checkpoint.err" | awk '{ print $12 }')
-  [ "${replays:-0}" -gt 0 ] || fail "checkpoint: no replay, nothing to check"
+  run planned "$pooch" run --policy pooch -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "pooch: exit $rc"
+  same_checksum planned
+  replays=$(grep '^pooch: recompute:' "$work/planned.err" | awk '{ print $12 }')
+  [ "${replays:-0}" -gt 0 ] || fail "pooch: no replay, nothing to check"
   python3 - "$work/lineage.json" "$replays" <<'PY' || fail "lineage file: see above"
 import json, sys
 doc = json.load(open(sys.argv[1]))
