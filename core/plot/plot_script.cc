@@ -20,7 +20,7 @@ constexpr double kUsPerMs = 1000.0;
 // bottom): the title above the memory panel, the lanes below it, their legend at the bottom.
 constexpr int kWidth = 1600;
 constexpr int kHeight = 1000;
-constexpr double kLeft = 0.125;
+constexpr double kLeft = 0.14;
 constexpr double kRight = 0.975;
 constexpr double kMemoryTop = 0.9;
 constexpr double kMemoryBottom = 0.425;
