@@ -1,8 +1,8 @@
 // `pooch plan`: offline what-if planning. Builds a Profile (from the zoo or a pooch-profile JSON
 // file), makes a plan for a machine with one policy or all of them, and prints what the plan
 // keeps, swaps and recomputes, the predicted iteration time and throughput, the peak memory, and
-// the overhead against in-core with unbounded memory. Optionally writes the plan (--json) and the
-// simulated timeline (--trace).
+// the overhead against in-core with unbounded memory. Optionally writes the plan (--json), the
+// simulated timeline (--trace) and its picture (--plot, core/plot/plot.h).
 #include "core/plan/plan.h"
 
 #include <algorithm>
@@ -32,6 +32,7 @@
 #include "core/model/machines.h"
 #include "core/model/model.h"
 #include "core/model/model_json.h"
+#include "core/plot/plot.h"
 #include "core/sim/sim.h"
 #include "core/zoo/zoo.h"
 
@@ -85,6 +86,10 @@ void PrintHelp() {
                "                     zoo network to edit, or to feed back with --profile\n"
                "  --trace FILE       write the simulated timeline as a Chrome trace (Perfetto,\n"
                "                     chrome://tracing); one policy only\n"
+               "  --plot FILE.png    draw device memory over one iteration (in-core, the plan,\n"
+               "                     the capacity) and the compute, recompute, swap-out and\n"
+               "                     swap-in activity beneath it; one policy only; needs\n"
+               "                     gnuplot (Debian: gnuplot-nox), exit 2 without it\n"
                "  --help             this text\n"
                "\n"
                "exit codes: 0 a plan fits (with 'all': at least one); 1 no plan fits;\n"
@@ -112,6 +117,7 @@ struct Request {
   PlanOptions options;
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;
+  std::optional<std::string> plot_path;
   std::optional<std::string> profile_out_path;
 };
 
@@ -175,9 +181,10 @@ absl::StatusOr<Request> ParseRequest(const Flags& flags) {
   if (*refine) r.options.refine_simulations = static_cast<int>(**refine);
   r.json_path = flags.Get("json");
   r.trace_path = flags.Get("trace");
+  r.plot_path = flags.Get("plot");
   r.profile_out_path = flags.Get("write-profile");
-  if (r.all_policies && (r.json_path || r.trace_path)) {
-    return absl::InvalidArgumentError("--json and --trace need one --policy, not 'all'");
+  if (r.all_policies && (r.json_path || r.trace_path || r.plot_path)) {
+    return absl::InvalidArgumentError("--json, --trace and --plot need one --policy, not 'all'");
   }
 
   if (profile_path) {
@@ -275,6 +282,15 @@ int PlanOne(const Request& r, const SimResult& baseline) {
       return kExitUsage;
     }
   }
+  if (r.plot_path) {
+    std::string title = absl::StrCat(r.profile.name, " on ", r.machine.name);
+    if (absl::Status s =
+            WritePlanPlot(*r.plot_path, title, r.profile, r.machine, result->plan, sim);
+        !s.ok()) {
+      ReportError(absl::StrCat("plan: --plot: ", s.message()));
+      return kExitUsage;
+    }
+  }
   return kExitOk;
 }
 
@@ -317,8 +333,8 @@ int PlanAll(const Request& r, const SimResult& baseline) {
 
 int PlanMain(int argc, char** argv) {
   FlagSpec spec;
-  spec.values = {"model",     "profile", "batch",  "image", "frames", "machine",      "memory",
-                 "link-gbps", "policy",  "refine", "json",  "trace",  "write-profile"};
+  spec.values = {"model",     "profile", "batch",  "image", "frames", "machine",       "memory",
+                 "link-gbps", "policy",  "refine", "json",  "trace",  "write-profile", "plot"};
   spec.switches = {"help"};
   absl::StatusOr<Flags> flags = ParseFlags(argc, argv, spec);
   if (!flags.ok()) {

@@ -1,7 +1,7 @@
 // `pooch run`: runs a program with libpooch.so preloaded.
 //
-//   pooch run [--memory-limit 12GiB] [--policy P] [--trace f.json] [--min-swap-bytes N]
-//             [--log LEVEL] [--no-summary] -- CMD ARGS...
+//   pooch run [--memory-limit 12GiB] [--policy P] [--trace f.json] [--plot f.png]
+//             [--min-swap-bytes N] [--log LEVEL] [--no-summary] -- CMD ARGS...
 //
 // Each flag sets its POOCH_* variable (core/config/config.h), validated here with the same parser
 // the library uses at start-up, so a bad value fails before the program starts. The command also
@@ -43,18 +43,21 @@ constexpr FlagVariable kValueFlags[] = {
     {"memory-limit", "POOCH_MEMORY_LIMIT"},
     {"policy", "POOCH_POLICY"},
     {"trace", "POOCH_TRACE"},
+    {"plot", "POOCH_PLOT"},
     {"min-swap-bytes", "POOCH_MIN_SWAP_BYTES"},
     {"log", "POOCH_LOG"},
 };
 
 void PrintUsage(std::ostream& out) {
   out << "usage: pooch run [--memory-limit SIZE] [--policy P] [--trace FILE.json]\n"
-         "                 [--min-swap-bytes SIZE] [--log LEVEL] [--no-summary] -- CMD ARGS...\n"
+         "                 [--plot FILE.png] [--min-swap-bytes SIZE] [--log LEVEL] [--no-summary]\n"
+         "                 -- CMD ARGS...\n"
          "\n"
          "Runs CMD with libpooch.so preloaded. Each flag sets a variable (README, \"Variables\"):\n"
          "  --memory-limit SIZE    POOCH_MEMORY_LIMIT   device bytes pooch may use (12GiB, 500MB)\n"
          "  --policy P             POOCH_POLICY         off, demand, ... (default pooch)\n"
          "  --trace FILE.json      POOCH_TRACE          Chrome trace of swaps and ops\n"
+         "  --plot FILE.png        POOCH_PLOT           picture of each plan made (gnuplot)\n"
          "  --min-swap-bytes SIZE  POOCH_MIN_SWAP_BYTES smaller allocations stay resident\n"
          "  --log LEVEL            POOCH_LOG            error, warn, info, debug\n"
          "  --no-summary           POOCH_SUMMARY=0      no summary on stderr at exit\n"

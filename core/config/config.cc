@@ -175,6 +175,16 @@ const Variable kVariables[] = {
        c.trace_path = std::string(value);
        return absl::OkStatus();
      }},
+    {{"POOCH_PLOT", "off", "path",
+      "Draw each plan pooch makes as a PNG here (the last plan wins): device memory over one "
+      "iteration in-core and under the plan, the limit it was planned for, and the compute, "
+      "recompute, swap-out and swap-in activity beneath it. Needs gnuplot (Debian: "
+      "gnuplot-nox); without it, or when the file cannot be written, one line and training "
+      "goes on."},
+     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+       c.plot_path = std::string(value);
+       return absl::OkStatus();
+     }},
     {{"POOCH_LOG", "warn", "error, warn, info, debug",
       "The least severe message printed on stderr."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {

@@ -64,6 +64,7 @@ struct Config {
   RunMode mode = RunMode::kPlanned;        // POOCH_POLICY
   Policy planned_policy = Policy::kPooch;  // POOCH_POLICY, when mode == kPlanned
   std::string trace_path;                  // POOCH_TRACE; empty = no trace
+  std::string plot_path;                   // POOCH_PLOT; empty = no picture of the plan
   LogLevel log_level = LogLevel::kWarn;
   bool summary = true;  // POOCH_SUMMARY
   int profile_iters = 2;

@@ -51,6 +51,7 @@ TEST(ConfigTest, Defaults) {
   EXPECT_EQ(c->mode, RunMode::kPlanned);
   EXPECT_EQ(c->planned_policy, Policy::kPooch);
   EXPECT_EQ(c->trace_path, "");
+  EXPECT_EQ(c->plot_path, "");
   EXPECT_EQ(c->log_level, LogLevel::kWarn);
   EXPECT_TRUE(c->summary);
   EXPECT_EQ(c->profile_iters, 2);
@@ -77,6 +78,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
       {"POOCH_HOST_MEMORY_LIMIT", "64 GB"},
       {"POOCH_POLICY", "off"},
       {"POOCH_TRACE", "/tmp/t.json"},
+      {"POOCH_PLOT", "/tmp/plan.png"},
       {"POOCH_LOG", "DEBUG"},
       {"POOCH_SUMMARY", "off"},
       {"POOCH_PROFILE_ITERS", "5"},
@@ -92,6 +94,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
   EXPECT_EQ(c->host_memory_limit, int64_t{64} * 1000 * 1000 * 1000);
   EXPECT_EQ(c->mode, RunMode::kOff);
   EXPECT_EQ(c->trace_path, "/tmp/t.json");
+  EXPECT_EQ(c->plot_path, "/tmp/plan.png");
   EXPECT_EQ(c->log_level, LogLevel::kDebug);
   EXPECT_FALSE(c->summary);
   EXPECT_EQ(c->profile_iters, 5);
@@ -205,7 +208,7 @@ TEST(ConfigTest, FirstErrorInTableOrder) {
 TEST(ConfigTest, MarkdownTableListsEveryVariable) {
   const std::string table = ConfigMarkdownTable();
   EXPECT_THAT(table, StartsWith("| Variable | Default | Meaning |\n|---|---|---|\n"));
-  EXPECT_EQ(ConfigVariables().size(), 13u);
+  EXPECT_EQ(ConfigVariables().size(), 14u);
   for (const ConfigVariable& v : ConfigVariables()) {
     EXPECT_THAT(table, HasSubstr(absl::StrCat("| `", v.name, "` | ", v.default_text, " |")));
   }

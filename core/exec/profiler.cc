@@ -1,6 +1,8 @@
 // The Profiler (profiler.h).
 #include "core/exec/profiler.h"
 
+#include <errno.h>  // program_invocation_short_name
+
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -24,6 +26,7 @@
 #include "core/model/candidates.h"
 #include "core/model/model_json.h"
 #include "core/plan/plan.h"
+#include "core/plot/plot.h"
 #include "core/profile/op_stream_recorder.h"
 #include "core/profile/profile_builder.h"
 
@@ -627,7 +630,27 @@ class Profiler::Impl {
                                       {"headroom_bytes", headroom_}};
       trace_->OnRuntime("plan", args);
     }
+    if (!config_.plot_path.empty()) PlotLocked(profile, machine, *plan);
     return *std::move(plan);
+  }
+
+  // POOCH_PLOT: each plan made is drawn (core/plot/plot.h), so the file shows the last. It blocks
+  // the hook that made the plan while gnuplot runs, as planning does. A failure is said once and
+  // not tried again.
+  void PlotLocked(const pooch::Profile& profile, const pooch::MachineModel& machine,
+                  const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (plot_failed_) return;
+    const std::string title = absl::StrFormat(
+        "%s under pooch: the measured iteration (%d ops), copies at %.1f GB/s to the device",
+        program_invocation_short_name, profile.ops.size(), machine.h2d_gbps);
+    if (absl::Status s =
+            pooch::WritePlanPlot(config_.plot_path, title, profile, machine, plan.plan, plan.sim);
+        !s.ok()) {
+      plot_failed_ = true;
+      LogLine("POOCH_PLOT: %s; no picture of the plan", std::string(s.message()).c_str());
+      return;
+    }
+    POOCH_LOG_AT(kInfo, "POOCH_PLOT: the plan is drawn in %s", config_.plot_path.c_str());
   }
 
   pooch::Mutex mu_;
@@ -669,6 +692,7 @@ class Profiler::Impl {
   int64_t demand_ins_mark_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_iteration_hits_ ABSL_GUARDED_BY(mu_) = -1;
   std::optional<PlanActions> actions_ ABSL_GUARDED_BY(mu_);
+  bool plot_failed_ ABSL_GUARDED_BY(mu_) = false;  // POOCH_PLOT could not be drawn
 };
 
 Profiler::Profiler(Device& device, ResidencyManager& manager, SmallAllocator& small,

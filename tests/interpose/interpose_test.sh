@@ -528,6 +528,55 @@ PY
   echo "ok: lineage file with $replays replays"
   ;;
 
+plot)
+  # POOCH_PLOT (issue 12; core/plot/plot.h): args POOCH CNN_TRAIN. tiny on a 20 MiB simgpu (it
+  # needs about 30 MB) under `pooch run --policy pooch`, profiled under demand swapping so that
+  # the plan is made in the third iteration. Without gnuplot, or with a path that cannot be
+  # written, one line and the training goes on; with gnuplot (else the case is skipped, 77) the
+  # PNG is drawn (`pooch run --plot`), by a gnuplot that runs without LD_PRELOAD or any
+  # POOCH_*/SIMGPU_* variable.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  SIMGPU_MEMORY=20MiB
+  POOCH_PROFILE_SWAP=demand
+  export SIMGPU_MEMORY POOCH_PROFILE_SWAP
+  set -- --model tiny --batch 64 --iters 3
+  mkdir "$work/empty" "$work/bin"
+  run nognuplot env PATH="$work/empty" POOCH_PLOT="$work/none.png" \
+    "$pooch" run --policy pooch -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "without gnuplot: exit $rc"
+  [ "$(grep -c '^pooch: POOCH_PLOT: ' "$work/nognuplot.err")" -eq 1 ] &&
+    grep -q '^pooch: POOCH_PLOT: gnuplot is not installed.*gnuplot-nox' "$work/nognuplot.err" ||
+    fail "without gnuplot: want one line naming gnuplot-nox"
+  [ ! -e "$work/none.png" ] || fail "without gnuplot: a file was left"
+  run unwritable env POOCH_PLOT="$work/no/such/folder/plan.png" \
+    "$pooch" run --policy pooch -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "unwritable POOCH_PLOT: exit $rc"
+  [ "$(grep -c '^pooch: POOCH_PLOT: ' "$work/unwritable.err")" -eq 1 ] &&
+    grep -q '^pooch: POOCH_PLOT: cannot write' "$work/unwritable.err" ||
+    fail "unwritable POOCH_PLOT: want one line saying so"
+  gnuplot=$(command -v gnuplot) || {
+    echo "SKIP: gnuplot is not installed (scripts/setup.sh installs gnuplot-nox): no PNG drawn"
+    exit 77
+  }
+  # The gnuplot pooch finds first records the environment it was given.
+  printf '#!/bin/sh\nenv >"%s/gnuplot.env"\nexec "%s" "$@"\n' "$work" "$gnuplot" >"$work/bin/gnuplot"
+  chmod +x "$work/bin/gnuplot"
+  run plot env PATH="$work/bin:$PATH" "$pooch" run --policy pooch --plot "$work/plan.png" -- \
+    "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "POOCH_PLOT: exit $rc"
+  grep -q '^pooch: POOCH_PLOT' "$work/plot.err" && fail "POOCH_PLOT: $(grep POOCH_PLOT "$work/plot.err")"
+  [ -s "$work/gnuplot.env" ] || fail "POOCH_PLOT: gnuplot was not run"
+  grep -E '^(LD_PRELOAD|POOCH_|SIMGPU_)' "$work/gnuplot.env" &&
+    fail "POOCH_PLOT: gnuplot ran with pooch's or simgpu's variables (above)"
+  magic=$(head -c 8 "$work/plan.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')
+  [ "$magic" = 89504e470d0a1a0a ] || fail "POOCH_PLOT: $work/plan.png is not a PNG ('$magic')"
+  size=$(wc -c <"$work/plan.png")
+  [ "$size" -gt 10000 ] || fail "POOCH_PLOT: the PNG is only $size bytes"
+  echo "ok: POOCH_PLOT drew a $size-byte PNG; without gnuplot or a writable path, one line"
+  ;;
+
 *)
   fail "unknown case"
   ;;

@@ -28,6 +28,8 @@ CASES = [
     ("core/profile", "core/config/config.h", "fails"),    # the old tracker -> config edge
     ("core/config", "core/plan/plan.h", "builds"),
     ("core/zoo", "core/sim/sim.h", "fails"),              # beside, not below
+    ("core/plot", "core/sim/sim.h", "builds"),
+    ("core/plot", "core/plan/plan.h", "fails"),           # the picture needs no planner
     ("core/base", "core/model/model.h", "fails"),
     ("core/exec", "core/lineage/replay_recipe.h", "builds"),
     ("core/exec", "interpose/process/managed.h", "fails"),  # core never includes interpose
