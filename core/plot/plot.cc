@@ -22,13 +22,8 @@ absl::Status Draw(const std::string& path, const std::string& title, const Profi
   SimOptions recorded;
   recorded.record = true;
   recorded.allow_overflow = true;
-  const SimResult in_core = Simulate(profile, machine, KeepAllPlan(profile), recorded);
-  SimResult replanned;
+  const SimResult in_core = Simulate(profile, machine, KeepAllPlan(0), recorded);
   const SimResult* plan_sim = &planned;
-  if (planned.memory.empty() && planned.events.empty()) {
-    replanned = Simulate(profile, machine, plan, recorded);
-    plan_sim = &replanned;
-  }
 
   PlotText text;
   text.output_path = path;

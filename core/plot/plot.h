@@ -21,7 +21,7 @@
 namespace pooch {
 
 // Draws `plan` on `machine` into the PNG at `path` (replacing it): `planned` is the plan's
-// simulation (recorded; simulated again here when it holds no timeline); the in-core curve is
+// simulation with its timeline recorded (PlanResult::sim is); the in-core curve is
 // simulated here (everything kept, SimOptions::allow_overflow, so it is drawn even where it does
 // not fit). `title` is the picture's first title line (what was planned, where); the second gives
 // plan.policy's figures against in-core's.

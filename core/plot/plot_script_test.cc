@@ -178,7 +178,7 @@ TEST(PlotScriptTest, PlannedZooNetwork) {
   ASSERT_TRUE(profile.ok()) << profile.status();
   SimOptions overflow;
   overflow.allow_overflow = true;
-  const SimResult in_core = Simulate(*profile, *machine, KeepAllPlan(*profile), overflow);
+  const SimResult in_core = Simulate(*profile, *machine, KeepAllPlan(0), overflow);
   machine->memory_bytes = in_core.peak_bytes / 2;
   absl::StatusOr<PlanResult> plan = MakePlan(*profile, *machine, Policy::kPooch);
   ASSERT_TRUE(plan.ok()) << plan.status();
