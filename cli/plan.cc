@@ -195,6 +195,9 @@ absl::StatusOr<Request> ParseRequest(const Flags& flags) {
     if (!p.ok()) return p.status();
     r.profile = *std::move(p);
     r.batch = *batch;
+    // A measured profile holds only the allocations the runtime moves: plan all of them, as the
+    // runtime does (a zoo network keeps kDefaultMinCandidateBytes).
+    r.options.min_candidate_bytes = 0;
     return r;
   }
   ZooInput in;
@@ -353,7 +356,8 @@ int PlanMain(int argc, char** argv) {
   const Request& r = *request;
   // The intervals that matter on this machine (Note [Intervals that matter]), over how many
   // tensors and bytes.
-  const std::vector<Candidate> candidates = FindCandidates(r.profile, r.machine.memory_bytes);
+  const std::vector<Candidate> candidates =
+      FindCandidates(r.profile, &r.machine, r.options.min_candidate_bytes);
   std::vector<bool> counted(r.profile.tensors.size(), false);
   int tensors = 0;
   int64_t tensor_bytes = 0;

@@ -423,6 +423,15 @@ class Profiler::Impl {
     return recorder_.tracker().Reference().empty() || recorder_.tracker().recording_next();
   }
 
+  // How plans are made at run time: the run's refinement budget, and every allocation of the
+  // profile a candidate (it holds only those the manager moves, POOCH_MIN_SWAP_BYTES and up).
+  static pooch::PlanOptions RunPlanOptions() {
+    pooch::PlanOptions options;
+    options.refine_simulations = pooch::kRunRefineSimulations;
+    options.min_candidate_bytes = 0;
+    return options;
+  }
+
   // Returns true when the swap-all pass starts (the profile will be made at its end).
   bool StartSwapAllPassLocked(const pooch::BuiltProfile& built,
                               const pooch::OpStreamRecorder::Positions& positions)
@@ -440,7 +449,7 @@ class Profiler::Impl {
       return false;
     }
     absl::StatusOr<pooch::PlanResult> plan =
-        pooch::MakePlan(built.profile, machine_, pooch::Policy::kSwapAll);
+        pooch::MakePlan(built.profile, machine_, pooch::Policy::kSwapAll, RunPlanOptions());
     if (!plan.ok() || !plan->sim.feasible) {
       POOCH_LOG_AT(
           kInfo, "swap-all does not fit: profiled under demand swapping (%s)",
@@ -484,7 +493,7 @@ class Profiler::Impl {
     }
     const int64_t limit = manager_.memory_limit();
     int64_t step = limit / 64;
-    for (const pooch::Candidate& c : pooch::FindCandidates(built_->profile, limit, config_.min_swap_bytes)) {
+    for (const pooch::Candidate& c : pooch::FindCandidates(built_->profile, &machine_)) {
       step = std::max(step, built_->profile.tensors[static_cast<size_t>(c.tensor)].bytes);
     }
     if (headroom_ + step > limit / 4) return;
@@ -595,9 +604,7 @@ class Profiler::Impl {
     machine.memory_bytes -= headroom_;       // Note [Headroom]
     const pooch::Policy policy =
         config_.mode == pooch::RunMode::kPlanned ? config_.planned_policy : pooch::Policy::kPooch;
-    pooch::PlanOptions options;
-    options.refine_simulations = pooch::kRunRefineSimulations;
-    options.min_candidate_bytes = config_.min_swap_bytes;
+    const pooch::PlanOptions options = RunPlanOptions();
     const absl::Time started = absl::Now();
     absl::StatusOr<pooch::PlanResult> plan = pooch::MakePlan(profile, machine, policy, options);
     const double plan_s = absl::ToDoubleSeconds(absl::Now() - started);

@@ -40,17 +40,28 @@
 //
 // Note [Intervals that matter]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Taking a tensor off the device during an interval lowers memory only at the ops inside it; the
-// in-core iteration shows where memory is short. An interval none of whose inner ops holds more
-// than the device's capacity in-core cannot make any plan fit, and keeping it costs nothing, so
-// planning on a given machine considers only the intervals that overlap an over-capacity op.
-// A weight's wrap interval thus reaches the planner when memory is short anywhere between its
-// optimizer update and its next forward use, and the search stays small: intervals in a region
-// where memory is plentiful (the start and end of a ResNet-50 iteration) never reach it. (The exception, memory that replays add at their need point, comes from
-// intervals that are themselves over capacity.) Tensors below the runtime's POOCH_MIN_SWAP_BYTES
-// (1 MiB by default) are not offered either: the runtime sub-allocates them and never moves
-// them, and the analytic zoo has hundreds (batch-norm scales, saved statistics, small weights)
-// that would only slow the search. A measured profile has none (they are "other").
+// Planning for a machine considers only the intervals that can pay on it:
+//   - over capacity: taking a tensor off the device lowers memory only at the ops inside its
+//     interval, and the in-core iteration shows where memory is short. An interval none of whose
+//     inner ops holds more than the device's memory in-core cannot make a plan fit, and keeping
+//     it costs nothing. A weight's wrap interval reaches the planner when memory is short
+//     anywhere between its optimizer update and its next forward use; intervals where memory is
+//     plentiful (the start and end of a ResNet-50 iteration) never do.
+//   - long enough: its inner ops take at least the tensor's copy out and back
+//     (SwapOutUs + SwapInUs). A shorter one cannot hide its own copies, and offering it misleads
+//     the search, which starts from every interval swapped (§4.4): measured with `pooch plan` on
+//     resnext101-3d at batch 256 (v100-pcie3, 16 GiB), offering them gave +27.4 % over in-core
+//     against +13.7 % without, and +9.4 % against +9.9 % on ResNet-50 at batch 640. (Such an
+//     interval is typically a block input between its first use and the addition a few ops
+//     later; its tensor still has the long interval to backward that the planner sees.) When no
+//     plan fits without them, MakePlan plans again with them (Note [Short intervals] in
+//     core/plan/plan.cc): a plan that stalls beats demand swapping.
+//   - big enough: tensors below the runtime's POOCH_MIN_SWAP_BYTES (1 MiB by default) are
+//     sub-allocated and never moved at run time, so they are never offered; the analytic zoo has
+//     hundreds (batch-norm scales, saved statistics, small weights). A measured profile has none
+//     (they are "other").
+// (Replays add memory at their need point; that memory comes from intervals that are themselves
+// offered.)
 #include "core/model/candidates.h"
 
 #include <algorithm>
@@ -155,8 +166,8 @@ void LabelPhasesByPeak(Profile& profile) {
   }
 }
 
-std::vector<Candidate> FindCandidates(const Profile& profile, int64_t capacity,
-                                      int64_t min_bytes) {
+std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel* machine,
+                                      int64_t min_bytes, bool long_only) {
   const OpIndex n = static_cast<OpIndex>(profile.ops.size());
   const int32_t tensor_count = static_cast<int32_t>(profile.tensors.size());
   std::vector<std::vector<OpIndex>> uses(tensor_count);
@@ -170,6 +181,7 @@ std::vector<Candidate> FindCandidates(const Profile& profile, int64_t capacity,
   }
   // over_before[j]: how many ops before j hold more than capacity in-core (Note [Intervals that
   // matter]); an interval matters when one of its inner ops does.
+  const int64_t capacity = machine != nullptr ? machine->memory_bytes : 0;
   std::vector<int32_t> over_before(n + 1, 0);
   if (capacity > 0) {
     const std::vector<int64_t> in_core = InCoreBytesPerOp(profile);
@@ -180,6 +192,15 @@ std::vector<Candidate> FindCandidates(const Profile& profile, int64_t capacity,
     if (lo > hi) return false;
     return over_before[hi + 1] - over_before[lo] > 0;
   };
+  std::vector<double> us_before(n + 1, 0);  // compute time of the ops before j
+  for (OpIndex j = 0; j < n; ++j) us_before[j + 1] = us_before[j] + profile.ops[j].duration_us;
+  auto us_in = [&](OpIndex lo, OpIndex hi) { return lo > hi ? 0.0 : us_before[hi + 1] - us_before[lo]; };
+  // Long enough to hide the tensor's copy out and back (Note [Intervals that matter]).
+  auto long_enough = [&](TensorId t, double idle_us) {
+    if (machine == nullptr || !long_only) return true;
+    const Tensor& x = profile.tensors[t];
+    return idle_us >= SwapOutUs(x, *machine) + SwapInUs(x, *machine);
+  };
   const ReplayFacts facts = ComputeReplayFacts(profile);
   std::vector<Candidate> out;
   for (TensorId t = 0; t < tensor_count; ++t) {
@@ -188,7 +209,10 @@ std::vector<Candidate> FindCandidates(const Profile& profile, int64_t capacity,
       continue;
     }
     for (size_t k = 0; k + 1 < u.size(); ++k) {
-      if (u[k + 1] <= u[k] + 1 || !over_in(u[k] + 1, u[k + 1] - 1)) continue;
+      if (u[k + 1] <= u[k] + 1 || !over_in(u[k] + 1, u[k + 1] - 1) ||
+          !long_enough(t, us_in(u[k] + 1, u[k + 1] - 1))) {
+        continue;
+      }
       Candidate c;
       c.tensor = t;
       c.open = u[k];
@@ -203,7 +227,8 @@ std::vector<Candidate> FindCandidates(const Profile& profile, int64_t capacity,
     const Tensor& x = profile.tensors[t];
     const bool whole_iteration = x.alloc_before == kBeforeIteration && x.free_after == kAfterIteration;
     if (whole_iteration && (u.back() < n - 1 || u.front() > 0) &&
-        (over_in(u.back() + 1, n - 1) || over_in(0, u.front() - 1))) {
+        (over_in(u.back() + 1, n - 1) || over_in(0, u.front() - 1)) &&
+        long_enough(t, us_in(u.back() + 1, n - 1) + us_in(0, u.front() - 1))) {
       Candidate c;
       c.tensor = t;
       c.open = u.back();

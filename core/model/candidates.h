@@ -52,12 +52,14 @@ struct ReplayFacts {
 ReplayFacts ComputeReplayFacts(const Profile& profile);
 
 // The tensors' idle intervals, ordered by `open`, then tensor, then close (so "from the output
-// layer" is reverse order). With capacity > 0 only the intervals that matter on a device of that
-// many bytes are kept: those during which the in-core iteration holds more than capacity at
-// some op (Note [Intervals that matter]); capacity <= 0 keeps every interval. Tensors smaller
-// than min_bytes are never candidates (the runtime does not move them: POOCH_MIN_SWAP_BYTES).
-std::vector<Candidate> FindCandidates(const Profile& profile, int64_t capacity = 0,
-                                      int64_t min_bytes = 0);
+// layer" is reverse order). With a machine, only the intervals that matter on it are kept
+// (Note [Intervals that matter]): those during which the in-core iteration holds more than its
+// memory at some op, and (with long_only) that are long enough to hide their own copy out and
+// back; without one, every interval. Tensors smaller than min_bytes are never candidates (the
+// runtime does not move them: POOCH_MIN_SWAP_BYTES).
+std::vector<Candidate> FindCandidates(const Profile& profile,
+                                      const MachineModel* machine = nullptr,
+                                      int64_t min_bytes = 0, bool long_only = true);
 
 // The planner's default min_bytes: POOCH_MIN_SWAP_BYTES's default (allocations below it are
 // sub-allocated and never swapped at run time, so a plan for them could not be carried out).

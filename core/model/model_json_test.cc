@@ -47,8 +47,6 @@ TEST(ModelJsonTest, ParsesAllFieldsAndDefaults) {
   ASSERT_EQ(p->ops.size(), 4u);
   EXPECT_EQ(p->tensors[0].alloc_before, kBeforeIteration);
   EXPECT_EQ(p->tensors[1].bytes, 2000);
-  EXPECT_TRUE(p->tensors[1].feature_map);
-  EXPECT_FALSE(p->tensors[2].feature_map);               // default
   EXPECT_EQ(p->tensors[3].free_after, kAfterIteration);  // default
   EXPECT_EQ(p->tensors[3].swap_in_us, -1);               // default
   EXPECT_EQ(p->ops[0].kind, OpKind::kConv);
@@ -57,6 +55,27 @@ TEST(ModelJsonTest, ParsesAllFieldsAndDefaults) {
   EXPECT_EQ(p->ops[0].workspace_bytes, 64);
   EXPECT_TRUE(p->ops[0].replayable);  // default
   EXPECT_FALSE(p->ops[3].replayable);
+}
+
+// "feature_map", which files of earlier releases carry, is read (it must still be a boolean:
+// ErrorsNameThePath) and ignored: candidates come from the access pattern. ProfileToJson no
+// longer writes it.
+TEST(ModelJsonTest, FeatureMapIsAcceptedAndIgnored) {
+  absl::StatusOr<Profile> with = ParseProfileJson(kSmall);
+  ASSERT_TRUE(with.ok()) << with.status();
+  nlohmann::json doc = nlohmann::json::parse(kSmall);
+  for (nlohmann::json& t : doc["tensors"]) {
+    if (t.contains("feature_map")) t["feature_map"] = !t["feature_map"].get<bool>();
+  }
+  absl::StatusOr<Profile> flipped = ParseProfileJson(doc.dump());
+  ASSERT_TRUE(flipped.ok()) << flipped.status();
+  EXPECT_TRUE(*flipped == *with);
+  for (nlohmann::json& t : doc["tensors"]) t.erase("feature_map");
+  absl::StatusOr<Profile> without = ParseProfileJson(doc.dump());
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_TRUE(*without == *with);
+  const nlohmann::json written = nlohmann::json::parse(ProfileToJson(*with));
+  for (const nlohmann::json& t : written["tensors"]) EXPECT_FALSE(t.contains("feature_map"));
 }
 
 TEST(ModelJsonTest, RoundTripsRandomProfiles) {
@@ -150,15 +169,57 @@ TEST(ModelJsonTest, ErrorsNameThePath) {
 
 TEST(ModelJsonTest, Plan) {
   const Profile p = RandomProfile(3);
-  absl::StatusOr<PlanResult> r = MakePlan(p, TestMachine(int64_t{1} << 40), Policy::kSwapAll);
+  // Below the in-core peak, so that there are intervals to plan; RandomProfile's maps are at
+  // least 64 KiB, its weights 4 KiB.
+  const int64_t peak = Simulate(p, TestMachine(int64_t{1} << 40), Plan{}).peak_bytes;
+  PlanOptions options;
+  options.min_candidate_bytes = 8 << 10;
+  absl::StatusOr<PlanResult> r =
+      MakePlan(p, TestMachine(peak * 7 / 10), Policy::kSwapAll, options);
   ASSERT_TRUE(r.ok()) << r.status();
-  const nlohmann::json plan = nlohmann::json::parse(PlanToJson(r->plan, p));
+  const std::vector<Candidate>& cands = r->candidates;
+  ASSERT_FALSE(cands.empty());
+  const nlohmann::json plan = nlohmann::json::parse(PlanToJson(r->plan, p, cands));
   EXPECT_EQ(plan["format"], "pooch-plan");
+  EXPECT_EQ(plan["version"], 2);
   EXPECT_EQ(plan["policy"], "swap-all");
   EXPECT_EQ(plan["schedule"], "when-memory-allows");
-  EXPECT_EQ(plan["decisions"].size(), FindCandidates(p).size());
-  EXPECT_EQ(plan["counts"]["swap"], FindCandidates(p).size());
-  EXPECT_EQ(plan["swap_ins"].size(), r->plan.swap_ins.size());
+  // One entry per candidate, in candidate order, naming its interval.
+  ASSERT_EQ(plan["decisions"].size(), cands.size());
+  for (size_t c = 0; c < cands.size(); ++c) {
+    const nlohmann::json& d = plan["decisions"][c];
+    const Tensor& t = p.tensors[cands[c].tensor];
+    EXPECT_EQ(d["candidate"], c);
+    EXPECT_EQ(d["tensor"], t.id);
+    EXPECT_EQ(d["name"], t.name);
+    EXPECT_EQ(d["bytes"], t.bytes);
+    EXPECT_EQ(d["open"], cands[c].open);
+    EXPECT_EQ(d["close"], cands[c].close);
+    EXPECT_EQ(d["wraps"], cands[c].wraps);
+    EXPECT_EQ(d["decision"], "swap");
+  }
+  EXPECT_EQ(plan["counts"]["swap"], cands.size());
+  EXPECT_EQ(plan["counts"]["keep"], 0);
+  EXPECT_EQ(plan["counts"]["recompute"], 0);
+  ASSERT_EQ(plan["swap_ins"].size(), r->plan.swap_ins.size());
+  ASSERT_FALSE(r->plan.swap_ins.empty());
+  for (size_t i = 0; i < r->plan.swap_ins.size(); ++i) {
+    const Plan::SwapIn& s = r->plan.swap_ins[i];
+    const nlohmann::json& j = plan["swap_ins"][i];
+    EXPECT_EQ(j["candidate"], s.candidate);
+    EXPECT_EQ(j["issue_at"], s.issue_at);
+    EXPECT_EQ(j["name"], p.tensors[cands[s.candidate].tensor].name);
+  }
+  // A plan with fewer decisions than candidates keeps the rest.
+  Plan partial = r->plan;
+  partial.decisions.resize(1);
+  const nlohmann::json short_plan = nlohmann::json::parse(PlanToJson(partial, p, cands));
+  ASSERT_EQ(short_plan["decisions"].size(), cands.size());
+  EXPECT_EQ(short_plan["decisions"][0]["decision"], "swap");
+  if (cands.size() > 1) {
+    EXPECT_EQ(short_plan["decisions"][1]["decision"], "keep");
+  }
+  EXPECT_EQ(short_plan["counts"]["keep"], cands.size() - 1);
 }
 
 TEST(ModelJsonTest, TestdataFilesParse) {

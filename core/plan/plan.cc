@@ -1,6 +1,7 @@
 // MakePlan: policy names, dispatch, and what every policy's result gets (plan.h).
 #include "core/plan/plan.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -69,50 +70,73 @@ const SimResult& PlanContext::Record(const Plan& plan) {
 }
 
 
+namespace {
+
+absl::StatusOr<Plan> RunPolicy(PlanContext& ctx, Policy policy) {
+  switch (policy) {
+    case Policy::kInCore:
+      return PlanInCore(ctx);
+    case Policy::kSwapAllNoSched:
+      return PlanSwapAll(ctx, SwapInSchedule::kWithPreviousOp);
+    case Policy::kSwapAll:
+      return PlanSwapAll(ctx, SwapInSchedule::kWhenMemoryAllows);
+    case Policy::kSwapOpt:
+      return PlanSwapOpt(ctx);
+    case Policy::kPooch:
+      return PlanPooch(ctx);
+    case Policy::kSuperNeurons:
+      return PlanSuperNeurons(ctx);
+    case Policy::kCheckpoint:
+      return PlanCheckpoint(ctx);
+    case Policy::kOptimal:
+      return PlanOptimal(ctx);
+  }
+  return absl::InternalError("unknown policy");
+}
+
+}  // namespace
+
+// Note [Short intervals]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A policy first plans over the intervals long enough to hide their own copies (Note
+// [Intervals that matter] in core/model/candidates.cc). When it finds no feasible plan there,
+// it plans again over every interval that matters by capacity, short ones included: swapping a
+// short interval stalls the computation, but a plan that stalls still beats demand swapping, and
+// some iterations (small networks at a small fraction of their peak) fit only that way. The
+// result says which candidates it decided over (PlanResult::candidates), and counts the
+// simulations of both attempts.
 absl::StatusOr<PlanResult> MakePlan(const Profile& profile, const MachineModel& machine,
                                     Policy policy, const PlanOptions& options) {
   if (absl::Status valid = profile.Validate(); !valid.ok()) return valid;
-  PlanContext ctx(profile, machine, options);
-  absl::StatusOr<Plan> plan;
-  switch (policy) {
-    case Policy::kInCore:
-      plan = PlanInCore(ctx);
-      break;
-    case Policy::kSwapAllNoSched:
-      plan = PlanSwapAll(ctx, SwapInSchedule::kWithPreviousOp);
-      break;
-    case Policy::kSwapAll:
-      plan = PlanSwapAll(ctx, SwapInSchedule::kWhenMemoryAllows);
-      break;
-    case Policy::kSwapOpt:
-      plan = PlanSwapOpt(ctx);
-      break;
-    case Policy::kPooch:
-      plan = PlanPooch(ctx);
-      break;
-    case Policy::kSuperNeurons:
-      plan = PlanSuperNeurons(ctx);
-      break;
-    case Policy::kCheckpoint:
-      plan = PlanCheckpoint(ctx);
-      break;
-    case Policy::kOptimal:
-      plan = PlanOptimal(ctx);
-      break;
+  auto ctx = std::make_unique<PlanContext>(profile, machine, options);
+  absl::StatusOr<Plan> plan = RunPolicy(*ctx, policy);
+  int64_t earlier_simulations = 0;
+  if (!plan.ok() && plan.status().code() == absl::StatusCode::kFailedPrecondition) {
+    earlier_simulations = ctx->simulations();
+    auto all = std::make_unique<PlanContext>(profile, machine, options, /*long_only=*/false);
+    if (all->candidates().size() != ctx->candidates().size()) {
+      absl::StatusOr<Plan> retry = RunPolicy(*all, policy);
+      if (retry.ok()) {
+        plan = std::move(retry);
+        ctx = std::move(all);
+      } else {
+        earlier_simulations += all->simulations();
+      }
+    }
   }
   if (!plan.ok()) return plan.status();
   PlanResult result;
   result.plan = *std::move(plan);
   result.plan.policy = PolicyName(policy);
-  result.sim = ctx.Record(result.plan);
+  result.sim = ctx->Record(result.plan);
   if (!result.sim.feasible) {
     // Every policy checks feasibility itself; this is a planner bug, not a user error.
     return absl::InternalError(
         absl::StrCat(PolicyName(policy), ": chose an infeasible plan: ", result.sim.failure));
   }
   result.plan.swap_ins = result.sim.swap_ins;
-  result.candidates = ctx.candidates();
-  result.simulations = ctx.simulations();
+  result.candidates = ctx->candidates();
+  result.simulations = earlier_simulations + ctx->simulations();
   return result;
 }
 

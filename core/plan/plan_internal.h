@@ -19,11 +19,13 @@ namespace pooch {
 // What a policy works with: the profile, the machine, one reusable Simulator, the candidates.
 class PlanContext {
  public:
-  PlanContext(const Profile& profile, const MachineModel& machine, const PlanOptions& options)
+  // `long_only`: offer only intervals long enough to hide their copies (Note [Short intervals]).
+  PlanContext(const Profile& profile, const MachineModel& machine, const PlanOptions& options,
+              bool long_only = true)
       : profile_(profile),
         machine_(machine),
         options_(options),
-        sim_(profile, machine, {.min_bytes = options.min_candidate_bytes}) {}
+        sim_(profile, machine, {.min_bytes = options.min_candidate_bytes, .long_only = long_only}) {}
 
   const Profile& profile() const { return profile_; }
   const MachineModel& machine() const { return machine_; }

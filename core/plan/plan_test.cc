@@ -25,9 +25,31 @@ using ::pooch::testing::TestMachine;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// RandomProfile's weights and weight gradients are 4 KiB, its activations at least 64 KiB: with
+// this threshold the candidates are the activations' and their gradients' intervals, as few as
+// `optimal` can search exhaustively on small graphs (the 1 MiB default would drop most maps).
+constexpr int64_t kRandomMinBytes = 8 << 10;
+
+PlanOptions RandomOptions() {
+  PlanOptions o;
+  o.min_candidate_bytes = kRandomMinBytes;
+  return o;
+}
+
+// The in-core peak: a keep-everything simulation on a machine so large that nothing is a
+// candidate (Note [Intervals that matter]), so the empty plan keeps everything.
+int64_t InCorePeak(const Profile& p) {
+  const SimResult r = Simulate(p, TestMachine(int64_t{1} << 40), Plan{});
+  EXPECT_TRUE(r.feasible) << r.failure;
+  return r.peak_bytes;
+}
+
 // PoocH Figure 11: eight layers; the forward of layers 0-4 is long and hides their swap-outs,
 // layers 5-7 are short so their swap-outs queue up past the end of forward; in backward the
-// swap-ins of 7, 6 and 4 are longer than the computation they overlap, 5's is short.
+// swap-ins of 7, 6 and 4 are longer than the computation they overlap, 5's is short. A loss op
+// of zero duration sits between forward and backward: without an op between f7 (which reads m7)
+// and b7 (which reads it again) m7 would have no idle interval (Note [Idle intervals]); taking
+// no time, it leaves the paper's timeline unchanged.
 struct Figure11 {
   Profile profile;
   std::vector<TensorId> map;  // map[i]: the feature map of layer i (its input)
@@ -42,16 +64,17 @@ Figure11 MakeFigure11() {
   Figure11 f;
   for (int i = 0; i <= 8; ++i) f.map.push_back(b.Tensor(absl::StrCat("m", i), 1000));
   b.MarkInput(f.map[0]);
+  // Gradients are small, so that memory never delays a swap-in at the capacity the test uses.
   std::vector<TensorId> grad;
-  for (int i = 0; i <= 8; ++i) grad.push_back(b.Tensor(absl::StrCat("g", i), 1000));
+  for (int i = 0; i <= 8; ++i) grad.push_back(b.Tensor(absl::StrCat("g", i), 10));
   for (int i = 0; i < 8; ++i) {
     b.Op(absl::StrCat("f", i), OpKind::kConv, Phase::kForward, forward_us[i], {f.map[i]},
          {f.map[i + 1]});
   }
+  b.Op("loss", OpKind::kLoss, Phase::kForward, 0, {f.map[8]}, {grad[8]});
   for (int i = 7; i >= 0; --i) {
-    std::vector<TensorId> reads = {f.map[i]};
-    if (i < 7) reads.push_back(grad[i + 1]);
-    b.Op(absl::StrCat("b", i), OpKind::kConv, Phase::kBackward, backward_us[i], reads, {grad[i]});
+    b.Op(absl::StrCat("b", i), OpKind::kConv, Phase::kBackward, backward_us[i],
+         {f.map[i], grad[i + 1]}, {grad[i]});
   }
   f.profile = b.Finish();
   for (int i = 0; i < 8; ++i) {
@@ -65,15 +88,32 @@ Figure11 MakeFigure11() {
 TEST(PlanTest, Figure11OverheadMaps) {
   const Figure11 f = MakeFigure11();
   ASSERT_TRUE(f.profile.Validate().ok()) << f.profile.Validate();
-  const MachineModel m = TestMachine(int64_t{1} << 30);
-  Plan plan = KeepAllPlan(f.profile);
-  for (TensorId t : f.map) plan.decisions[t] = Decision::kSwap;
-  const SimResult r = Simulate(f.profile, m, plan);
+  // One byte below the in-core peak (at the loss, every map resident): every map's interval
+  // spans the loss, so all eight matter by capacity; the swap-all plan holds far less, so memory
+  // never delays a copy and the timeline is the paper's. The figure's point is the maps whose
+  // copies are not hidden, so the short intervals stay in (long_only off).
+  const MachineModel m = TestMachine(InCorePeak(f.profile) - 1);
+  Simulator sim(f.profile, m, {.long_only = false});
+  const std::vector<Candidate>& cands = sim.candidates();
+  ASSERT_EQ(cands.size(), f.map.size());
+  for (size_t i = 0; i < cands.size(); ++i) {
+    EXPECT_EQ(cands[i].tensor, f.map[i]) << i;  // ordered by the op that opens them
+    EXPECT_EQ(cands[i].open, static_cast<OpIndex>(i));
+    EXPECT_EQ(cands[i].close, static_cast<OpIndex>(16 - i));  // b_i
+  }
+  Plan plan = KeepAllPlan(cands.size());
+  for (Decision& d : plan.decisions) d = Decision::kSwap;
+  const SimResult r = sim.Run(plan);
   ASSERT_TRUE(r.feasible) << r.failure;
   const OverheadMaps sets = FindOverheadMaps(r);
+  auto tensors = [&](const std::vector<CandidateId>& ids) {
+    std::vector<TensorId> out;
+    for (CandidateId c : ids) out.push_back(cands[c].tensor);
+    return out;
+  };
   const std::vector<TensorId>& l = f.map;
-  EXPECT_THAT(sets.swap_out, ElementsAre(l[5], l[6], l[7]));  // L_O = {5, 6, 7}
-  EXPECT_THAT(sets.swap_in, ElementsAre(l[4], l[6], l[7]));   // L_I = {4, 6, 7}
+  EXPECT_THAT(tensors(sets.swap_out), ElementsAre(l[5], l[6], l[7]));  // L_O = {5, 6, 7}
+  EXPECT_THAT(tensors(sets.swap_in), ElementsAre(l[4], l[6], l[7]));   // L_I = {4, 6, 7}
 }
 
 TEST(PlanTest, PolicyNamesRoundTrip) {
@@ -107,24 +147,52 @@ TEST(PlanTest, InCoreSaysHowMuchItNeeds) {
 
 TEST(PlanTest, OptimalRefusesLargeGraphs) {
   const Profile p = RandomProfile(3, {.min_layers = 30, .max_layers = 30});
-  absl::StatusOr<PlanResult> r = MakePlan(p, TestMachine(1 << 20), Policy::kOptimal);
+  const MachineModel m = TestMachine(1 << 20);
+  ASSERT_GT(FindCandidates(p, &m, kRandomMinBytes).size(),
+            static_cast<size_t>(PlanOptions{}.optimal_max_maps));
+  absl::StatusOr<PlanResult> r = MakePlan(p, m, Policy::kOptimal, RandomOptions());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr("too large"));
+}
+
+// The plan is indexed by the candidates PlanResult carries, which are the intervals that matter
+// on the machine with the options' threshold.
+TEST(PlanTest, ResultCarriesTheCandidatesItsDecisionsIndex) {
+  const Profile p = RandomProfile(12, {.min_layers = 6, .max_layers = 6});
+  const MachineModel m = TestMachine(InCorePeak(p) * 7 / 10);
+  for (int64_t min_bytes : {int64_t{0}, kRandomMinBytes, int64_t{1} << 20}) {
+    PlanOptions o;
+    o.min_candidate_bytes = min_bytes;
+    absl::StatusOr<PlanResult> r = MakePlan(p, m, Policy::kSwapAll, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->candidates, FindCandidates(p, &m, min_bytes)) << min_bytes;
+    EXPECT_EQ(r->plan.decisions.size(), r->candidates.size()) << min_bytes;
+    for (const Plan::SwapIn& s : r->plan.swap_ins) {
+      ASSERT_GE(s.candidate, 0);
+      ASSERT_LT(static_cast<size_t>(s.candidate), r->candidates.size());
+      EXPECT_EQ(r->plan.decisions[s.candidate], Decision::kSwap);
+    }
+  }
 }
 
 TEST(PlanTest, CheckpointKeepsAboutSqrtN) {
   const Profile p =
       RandomProfile(4, {.min_layers = 25, .max_layers = 25, .replayable_probability = 1});
-  absl::StatusOr<PlanResult> r = MakePlan(p, TestMachine(int64_t{1} << 40), Policy::kCheckpoint);
+  // Below the in-core peak, so that the iteration's intervals matter (on a machine where
+  // everything fits there would be nothing to checkpoint).
+  const MachineModel m = TestMachine(InCorePeak(p) * 9 / 10);
+  absl::StatusOr<PlanResult> r = MakePlan(p, m, Policy::kCheckpoint, RandomOptions());
   ASSERT_TRUE(r.ok()) << r.status();
-  const std::vector<FeatureMapInfo> cands = FindCandidates(p);
+  const std::vector<Candidate>& cands = r->candidates;
+  ASSERT_GE(cands.size(), 16u);  // enough for sqrt(n) to be well below n
+  ASSERT_EQ(r->plan.decisions.size(), cands.size());
   int keep = 0, recompute = 0;
-  for (const FeatureMapInfo& f : cands) {
-    keep += r->plan.decisions[f.tensor] == Decision::kKeep;
-    recompute += r->plan.decisions[f.tensor] == Decision::kRecompute;
+  for (CandidateId c = 0; c < static_cast<CandidateId>(cands.size()); ++c) {
+    keep += r->plan.decisions[c] == Decision::kKeep;
+    recompute += r->plan.decisions[c] == Decision::kRecompute;
   }
   const double sqrt_n = std::sqrt(static_cast<double>(cands.size()));
-  EXPECT_LE(keep, sqrt_n + 2) << cands.size() << " maps";
+  EXPECT_LE(keep, sqrt_n + 2) << cands.size() << " candidates";
   EXPECT_GT(recompute, 0);
   EXPECT_GT(r->sim.recompute_us, 0);
 }
@@ -148,17 +216,20 @@ TEST(PlanTest, PoliciesAgainstOptimalOnRandomSmallGraphs) {
   int over_5 = 0, over_10 = 0;
   int superneurons_failed = 0;
   const auto start = std::chrono::steady_clock::now();
+  const PlanOptions o = RandomOptions();
   for (uint64_t seed = 1000; compared < 120 && seed < 3000; ++seed) {
     const Profile p = RandomProfile(seed, options);
-    if (FindCandidates(p).size() > 10) continue;
-    const int64_t in_core = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p)).peak_bytes;
+    const int64_t in_core = InCorePeak(p);
     const double fraction = std::uniform_real_distribution<double>(0.4, 0.97)(rng);
     const MachineModel m = TestMachine(static_cast<int64_t>(in_core * fraction), rng() % 4 != 0);
-    absl::StatusOr<PlanResult> optimal = MakePlan(p, m, Policy::kOptimal);
+    // Small enough for optimal over every interval too (Note [Short intervals]: a policy may
+    // plan over those when the long ones give no plan).
+    if (FindCandidates(p, &m, kRandomMinBytes, /*long_only=*/false).size() > 10) continue;
+    absl::StatusOr<PlanResult> optimal = MakePlan(p, m, Policy::kOptimal, o);
     ASSERT_TRUE(optimal.ok() || optimal.status().code() == absl::StatusCode::kFailedPrecondition)
         << optimal.status();
     for (Policy policy : AllPolicies()) {
-      absl::StatusOr<PlanResult> r = MakePlan(p, m, policy);
+      absl::StatusOr<PlanResult> r = MakePlan(p, m, policy, o);
       if (!r.ok()) {
         ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition)
             << PolicyName(policy) << " seed " << seed << ": " << r.status();
@@ -167,7 +238,9 @@ TEST(PlanTest, PoliciesAgainstOptimalOnRandomSmallGraphs) {
         continue;
       }
       // The returned plan, simulated afresh, fits.
-      const SimResult again = Simulate(p, m, r->plan);
+      const bool long_only = r->candidates == FindCandidates(p, &m, kRandomMinBytes);
+      const SimResult again =
+          Simulate(p, m, r->plan, {}, {.min_bytes = kRandomMinBytes, .long_only = long_only});
       ASSERT_TRUE(again.feasible) << PolicyName(policy) << " seed " << seed << ": "
                                   << again.failure;
       EXPECT_LE(again.peak_bytes, m.memory_bytes);
@@ -180,7 +253,7 @@ TEST(PlanTest, PoliciesAgainstOptimalOnRandomSmallGraphs) {
       }
     }
     if (!optimal.ok()) continue;
-    absl::StatusOr<PlanResult> pooch = MakePlan(p, m, Policy::kPooch);
+    absl::StatusOr<PlanResult> pooch = MakePlan(p, m, Policy::kPooch, o);
     if (!pooch.ok()) {
       ++pooch_missed;
       ADD_FAILURE() << "pooch found no plan where optimal did, seed " << seed << ": "
@@ -212,16 +285,16 @@ TEST(PlanTest, PoliciesAgainstOptimalOnRandomSmallGraphs) {
 // faster plans: pooch is never slower than the paper's method alone (refine_simulations = 0),
 // and somewhere it is faster.
 TEST(PlanTest, RefinementNeverSlowerThanThePapersMethod) {
-  PlanOptions paper;
+  PlanOptions paper = RandomOptions();
   paper.refine_simulations = 0;
   int faster = 0;
   for (uint64_t seed = 1100; seed < 1180; ++seed) {
     const Profile p = RandomProfile(seed, {.min_layers = 3, .max_layers = 9});
-    const int64_t in_core = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p)).peak_bytes;
+    const int64_t in_core = InCorePeak(p);
     for (double fraction : {0.5, 0.7, 0.9}) {
       const MachineModel m = TestMachine(static_cast<int64_t>(in_core * fraction));
       absl::StatusOr<PlanResult> base = MakePlan(p, m, Policy::kPooch, paper);
-      absl::StatusOr<PlanResult> refined = MakePlan(p, m, Policy::kPooch);
+      absl::StatusOr<PlanResult> refined = MakePlan(p, m, Policy::kPooch, RandomOptions());
       ASSERT_EQ(base.ok(), refined.ok()) << "seed " << seed;
       if (!base.ok()) continue;
       EXPECT_LE(refined->sim.iteration_us, base->sim.iteration_us) << "seed " << seed;
@@ -239,20 +312,29 @@ TEST(PlanTest, SuperNeuronsReportsSwapInOverflow) {
   for (uint64_t seed = 5000; seed < 5030; ++seed) {
     const Profile p =
         RandomProfile(seed, {.min_layers = 8, .max_layers = 12, .replayable_probability = 0});
-    Plan all = KeepAllPlan(p);
-    for (const FeatureMapInfo& f : FindCandidates(p)) all.decisions[f.tensor] = Decision::kSwap;
-    int64_t lo = 1, hi = int64_t{1} << 40;  // smallest capacity that swap-all fits in
+    // Swap every interval that matters at `capacity` (which ones do depends on the capacity).
+    auto swap_all_fits = [&](int64_t capacity) {
+      const MachineModel m = TestMachine(capacity);
+      Plan all = KeepAllPlan(FindCandidates(p, &m, kRandomMinBytes).size());
+      for (Decision& d : all.decisions) d = Decision::kSwap;
+      return Simulate(p, m, all, {}, {.min_bytes = kRandomMinBytes}).feasible;
+    };
+    // The smallest capacity that swap-all fits in, by bisection. Feasibility need not be
+    // monotone in the capacity (fewer intervals matter on a larger device), but bisection
+    // always ends on a capacity at which it fits (hi only ever takes such values).
+    int64_t lo = 1, hi = int64_t{1} << 40;
+    ASSERT_TRUE(swap_all_fits(hi));
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (Simulate(p, TestMachine(mid), all).feasible) {
+      if (swap_all_fits(mid)) {
         hi = mid;
       } else {
         lo = mid + 1;
       }
     }
     const MachineModel m = TestMachine(lo);
-    absl::StatusOr<PlanResult> sn = MakePlan(p, m, Policy::kSuperNeurons);
-    ASSERT_TRUE(MakePlan(p, m, Policy::kPooch).ok()) << "seed " << seed;
+    absl::StatusOr<PlanResult> sn = MakePlan(p, m, Policy::kSuperNeurons, RandomOptions());
+    ASSERT_TRUE(MakePlan(p, m, Policy::kPooch, RandomOptions()).ok()) << "seed " << seed;
     if (sn.ok()) continue;
     EXPECT_EQ(sn.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(sn.status().message(), HasSubstr("exceeds capacity"));
@@ -264,15 +346,15 @@ TEST(PlanTest, SuperNeuronsReportsSwapInOverflow) {
 // Planning time on a large random iteration (hundreds of layers). Printed, loosely bounded.
 TEST(PlanTest, PlanningLargeGraphsIsFast) {
   const Profile p = RandomProfile(9, {.min_layers = 400, .max_layers = 400});
-  const int64_t in_core = Simulate(p, TestMachine(int64_t{1} << 40), KeepAllPlan(p)).peak_bytes;
-  const MachineModel m = TestMachine(in_core / 3);
+  const MachineModel m = TestMachine(InCorePeak(p) / 3);
   for (Policy policy : {Policy::kSwapAll, Policy::kSwapOpt, Policy::kPooch, Policy::kSuperNeurons,
                         Policy::kCheckpoint}) {
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<PlanResult> r = MakePlan(p, m, policy);
+    absl::StatusOr<PlanResult> r = MakePlan(p, m, policy, RandomOptions());
     const double s = Seconds(start);
-    std::printf("%-13s %zu ops: %.3f s, %lld simulations, %s\n", PolicyName(policy), p.ops.size(),
-                s, static_cast<long long>(r.ok() ? r->simulations : 0),
+    std::printf("%-13s %zu ops, %zu candidates: %.3f s, %lld simulations, %s\n",
+                PolicyName(policy), p.ops.size(), r.ok() ? r->candidates.size() : size_t{0}, s,
+                static_cast<long long>(r.ok() ? r->simulations : 0),
                 r.ok() ? absl::StrCat(r->sim.iteration_us, " us").c_str()
                        : std::string(r.status().message()).c_str());
     EXPECT_LT(s, 60);

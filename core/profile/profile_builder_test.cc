@@ -1,9 +1,13 @@
 #include "core/profile/profile_builder.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/model/candidates.h"
 #include "core/plan/plan.h"
 #include "core/model/profile_testutil.h"
 #include "core/profile/profile_builder_testutil.h"
@@ -34,6 +38,33 @@ BuiltProfile Build(const RecordedIteration& it, const ProfileBuildOptions& o = {
   absl::StatusOr<BuiltProfile> b = BuildProfile(it, o);
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? *std::move(b) : BuiltProfile{};
+}
+
+// The (open, close) of tensor t's idle intervals that do not wrap, in order.
+std::vector<std::pair<OpIndex, OpIndex>> IntervalsOf(const std::vector<Candidate>& cands,
+                                                      TensorId t) {
+  std::vector<std::pair<OpIndex, OpIndex>> out;
+  for (const Candidate& c : cands) {
+    if (c.tensor == t && !c.wraps) out.emplace_back(c.open, c.close);
+  }
+  return out;
+}
+
+bool HasWrap(const std::vector<Candidate>& cands, TensorId t) {
+  return std::any_of(cands.begin(), cands.end(),
+                     [&](const Candidate& c) { return c.tensor == t && c.wraps; });
+}
+
+const Candidate* Find(const std::vector<Candidate>& cands, TensorId t, OpIndex open) {
+  for (const Candidate& c : cands) {
+    if (c.tensor == t && c.open == open && !c.wraps) return &c;
+  }
+  return nullptr;
+}
+
+int64_t Peak(const Profile& p) {
+  const std::vector<int64_t> bytes = InCoreBytesPerOp(p);
+  return *std::max_element(bytes.begin(), bytes.end());
 }
 
 TEST(ProfileBuilderTest, OpKindFromApiName) {
@@ -77,14 +108,13 @@ TEST(ProfileBuilderTest, ConvNetTensorsAndLifetimes) {
     EXPECT_EQ(t.free_after, kAfterIteration);
     EXPECT_EQ(t.bytes, 64 << 10);
     EXPECT_EQ(b.tensor_alloc_ordinal[t.id], -1);
-    EXPECT_FALSE(t.feature_map);
   }
-  // "other": persistent, untouched, never a feature map.
+  // "other": persistent and untouched, so it has no idle interval to plan (no use at all).
   const TensorId other = Of(b, kOtherAllocation);
   EXPECT_EQ(p.tensors[other].name, "other");
   EXPECT_EQ(p.tensors[other].bytes, 3 << 20);
   EXPECT_EQ(p.tensors[other].alloc_before, kBeforeIteration);
-  EXPECT_FALSE(p.tensors[other].feature_map);
+  for (const Candidate& c : FindCandidates(p)) EXPECT_NE(c.tensor, other);
 
   // Ordinals follow the kAlloc events: x is the first allocation, y[0] the second.
   EXPECT_EQ(b.tensor_alloc_ordinal[Of(b, k.x)], 0);
@@ -107,30 +137,72 @@ TEST(ProfileBuilderTest, ConvNetTensorsAndLifetimes) {
   EXPECT_EQ(logits.free_after, k.softmax_op);
 }
 
-TEST(ProfileBuilderTest, ConvNetPhasesAndFeatureMaps) {
+// Phases are labels from memory alone (LabelPhasesByPeak): the in-core peak is the last layer's
+// ReLU backward, which allocates dy[2] while every map is still held; it and everything before
+// it is forward, the rest backward (the SGD updates included: nothing is kOther any more).
+TEST(ProfileBuilderTest, ConvNetPhasesByPeak) {
   ConvNetIds k;
   const BuiltProfile b = Build(ConvNet(3, 1 << 20, &k));
   const Profile& p = b.profile;
+  const std::vector<int64_t> bytes = InCoreBytesPerOp(p);
+  ASSERT_EQ(std::max_element(bytes.begin(), bytes.end()) - bytes.begin(), k.relu_back_op[2]);
   for (OpIndex i = 0; i < static_cast<OpIndex>(p.ops.size()); ++i) {
-    // The turn is softmax backward; the SGD updates after the last feature-map use are kOther.
-    const Phase want = i < k.turn_op           ? Phase::kForward
-                       : i < k.first_update_op ? Phase::kBackward
-                                               : Phase::kOther;
+    const Phase want = i <= k.relu_back_op[2] ? Phase::kForward : Phase::kBackward;
     EXPECT_EQ(p.ops[i].phase, want) << i << " " << p.ops[i].name;
   }
-  EXPECT_EQ(k.first_update_op, k.filter_op[0] + 1);
-  std::vector<TensorId> maps;
-  for (const Tensor& t : p.tensors) {
-    if (t.feature_map) maps.push_back(t.id);
+}
+
+// The candidates are the tensors' idle intervals (Note [Idle intervals] in candidates.cc), read
+// off the recorded accesses.
+TEST(ProfileBuilderTest, ConvNetCandidates) {
+  ConvNetIds k;
+  const BuiltProfile b = Build(ConvNet(3, 1 << 20, &k));
+  const Profile& p = b.profile;
+  const std::vector<Candidate> cands = FindCandidates(p);
+  using I = std::pair<OpIndex, OpIndex>;
+  const OpIndex gemm_forward = k.softmax_op - 1;
+  const OpIndex gemm_filter = k.turn_op + 2;  // reads a[2] for the fc weight's gradient
+  // Every forward map is idle from its last forward use to its first backward use; a[0] and
+  // a[1] also between the next layer's filter gradient and their own ReLU backward (the data
+  // gradient runs in between).
+  EXPECT_THAT(IntervalsOf(cands, Of(b, k.x)), ElementsAre(I(k.conv_op[0], k.filter_op[0])));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(IntervalsOf(cands, Of(b, k.y[i])), ElementsAre(I(k.relu_op[i], k.relu_back_op[i])))
+        << i;
   }
-  EXPECT_THAT(maps,
-              UnorderedElementsAre(Of(b, k.x), Of(b, k.y[0]), Of(b, k.a[0]), Of(b, k.y[1]),
-                                   Of(b, k.a[1]), Of(b, k.y[2]), Of(b, k.a[2]), Of(b, k.prob)));
-  // The planner sees the same maps as candidates (each has a forward and a backward use).
-  EXPECT_EQ(FindCandidates(p).size(), maps.size());
-  // Freed inside forward, and allocated at the turn: not feature maps.
-  EXPECT_FALSE(p.tensors[Of(b, k.logits)].feature_map);
-  EXPECT_FALSE(p.tensors[Of(b, k.dlogits)].feature_map);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(IntervalsOf(cands, Of(b, k.a[i])),
+                ElementsAre(I(k.conv_op[i + 1], k.filter_op[i + 1]),
+                            I(k.filter_op[i + 1], k.relu_back_op[i])))
+        << i;
+  }
+  EXPECT_THAT(IntervalsOf(cands, Of(b, k.a[2])), ElementsAre(I(gemm_forward, gemm_filter)));
+  // Used by adjacent ops only: nothing to gain. (prob, read right after softmax by softmax
+  // backward, was a "feature map" under the old rule, which keyed on the API name.)
+  for (uint64_t a : {k.logits, k.prob, k.dlogits}) {
+    EXPECT_THAT(IntervalsOf(cands, Of(b, a)), ::testing::IsEmpty()) << a;
+  }
+  // Gradients are consumed by the next op, except the last layer's: the fc weight gradient runs
+  // between the op that writes da[2] and the ReLU backward that reads it.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(IntervalsOf(cands, Of(b, k.dy[i])), ::testing::IsEmpty()) << i;
+  }
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(IntervalsOf(cands, Of(b, k.da[i])), ::testing::IsEmpty()) << i;
+  }
+  EXPECT_THAT(IntervalsOf(cands, Of(b, k.da[2])), ElementsAre(I(k.turn_op + 1, k.relu_back_op[2])));
+  // Parameters exist the whole iteration: each has the interval that wraps from its SGD update
+  // to its next forward use, and w[0] is idle from its forward use to its update.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(HasWrap(cands, Of(b, k.w[i]))) << i;
+    EXPECT_TRUE(HasWrap(cands, Of(b, k.dw[i]))) << i;
+  }
+  EXPECT_THAT(IntervalsOf(cands, Of(b, k.w[0])), ElementsAre(I(k.conv_op[0], k.first_update_op)));
+  for (const Candidate& c : cands) {
+    if (c.wraps) {
+      EXPECT_FALSE(c.recomputable) << c.tensor;
+    }
+  }
 }
 
 TEST(ProfileBuilderTest, ConvNetReadsWritesAndReplayable) {
@@ -147,64 +219,88 @@ TEST(ProfileBuilderTest, ConvNetReadsWritesAndReplayable) {
   EXPECT_THAT(update.reads, UnorderedElementsAre(Of(b, k.dw[0]), Of(b, k.w[0])));
   EXPECT_THAT(update.writes, ElementsAre(Of(b, k.w[0])));
 
-  // Default horizon (end of backward): the weights are written only after it, so convolutions
-  // replay; the input copy is not replay-capable.
+  // Op::replayable is what the interposer can replay: every conv and ReLU is, although the SGD
+  // update later writes the weights the convolutions read (there is no iteration-wide horizon
+  // any more: whether a replay reads unchanged inputs is decided per interval, Note [Sound
+  // replays] in candidates.cc); the input copy is not replay-capable.
   EXPECT_FALSE(p.ops[k.copy_op].replayable);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(p.ops[k.conv_op[i]].replayable) << i;
     EXPECT_TRUE(p.ops[k.relu_op[i]].replayable) << i;
   }
-  // End of iteration: every op that reads a parameter the optimizer updates is not replayable.
-  const BuiltProfile strict = Build(it, {.replay_horizon = ReplayHorizon::kEndOfIteration});
+  EXPECT_TRUE(p.ops[k.softmax_op - 1].replayable);  // the gemm reads wfc, updated at the end
+  // What the planner makes of it: a conv output's and a relu output's intervals close before the
+  // update writes the weight, so they are recomputable; the copied-in input is not.
+  const std::vector<Candidate> cands = FindCandidates(p);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_FALSE(strict.profile.ops[k.conv_op[i]].replayable) << i;
-    EXPECT_TRUE(strict.profile.ops[k.relu_op[i]].replayable) << i;
+    const Candidate* y = Find(cands, Of(b, k.y[i]), k.relu_op[i]);
+    ASSERT_NE(y, nullptr) << i;
+    EXPECT_EQ(y->producer, k.conv_op[i]);
+    EXPECT_TRUE(y->recomputable) << i;
   }
-  EXPECT_FALSE(strict.profile.ops[k.softmax_op - 1].replayable);  // the gemm reads wfc
-  // What the planner makes of it: a relu output is recomputable, the copied-in input is not.
-  int seen = 0;
-  for (const FeatureMapInfo& f : FindCandidates(p)) {
-    if (f.tensor == Of(b, k.a[1])) {
-      EXPECT_TRUE(f.recomputable);
-      ++seen;
-    }
-    if (f.tensor == Of(b, k.x)) {
-      EXPECT_FALSE(f.recomputable);
-      ++seen;
-    }
-  }
-  EXPECT_EQ(seen, 2);
+  const Candidate* a1 = Find(cands, Of(b, k.a[1]), k.filter_op[2]);
+  ASSERT_NE(a1, nullptr);
+  EXPECT_EQ(a1->producer, k.relu_op[1]);
+  EXPECT_TRUE(a1->recomputable);
+  const Candidate* x = Find(cands, Of(b, k.x), k.conv_op[0]);
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->producer, k.copy_op);
+  EXPECT_FALSE(x->recomputable);
 }
 
+// Formerly: ops whose inputs a later backward op writes were marked non-replayable for the whole
+// iteration (the replay horizon). Now Op::replayable is only what the interposer can replay, and
+// the later write makes exactly those intervals non-recomputable whose replay would come after
+// it.
 TEST(ProfileBuilderTest, InPlaceOpAndLaterWriteWithinBackward) {
   Recorder r;
   const uint64_t scale = r.Persistent(4096);
   const uint64_t t = r.Alloc(1 << 20);
   const uint64_t u = r.Alloc(1 << 20);
-  r.Op("cudnnConvolutionForward", 10, {scale}, {t});         // 0
-  r.Op("cudnnActivationForward", 10, {}, {}, {t});           // 1: in place
-  r.Op("cudnnOpTensor", 10, {t, scale}, {u});                // 2: reads scale
-  r.Op("cudnnActivationBackward", 10, {t, u}, {}, {scale});  // 3: writes scale
+  const uint64_t v = r.Alloc(1 << 20);
+  const uint64_t out = r.Alloc(1 << 20);
+  r.Op("cudnnConvolutionForward", 10, {scale}, {t});               // 0
+  r.Op("cudnnActivationForward", 10, {}, {}, {t});                 // 1: in place
+  r.Op("cudnnOpTensor", 10, {t, scale}, {u});                      // 2: reads scale
+  r.Op("cudnnSoftmaxForward", 10, {}, {v});                        // 3
+  r.Op("cudnnActivationBackward", 10, {t, u, v}, {}, {scale});     // 4: writes scale
+  r.Op("cudnnSoftmaxBackward", 10, {v}, {});                       // 5
+  r.Op("cudnnOpTensor", 10, {u}, {out});                           // 6
   r.Free(t);
   r.Free(u);
+  r.Free(v);
   const BuiltProfile b = Build(r.iteration());
   const Profile& p = b.profile;
-  const TensorId tt = Of(b, t), ts = Of(b, scale);
+  const TensorId tt = Of(b, t), tu = Of(b, u), ts = Of(b, scale);
   EXPECT_THAT(p.ops[1].reads, ElementsAre(tt));
   EXPECT_THAT(p.ops[1].writes, ElementsAre(tt));
-  // In place: the op's own output does not count as a changed input.
-  EXPECT_TRUE(p.ops[1].replayable);
-  // Ops 0 and 2 read `scale`, which op 3 (backward, before the horizon) writes.
-  EXPECT_FALSE(p.ops[0].replayable);
-  EXPECT_FALSE(p.ops[2].replayable);
-  EXPECT_TRUE(p.ops[3].replayable);
-  EXPECT_EQ(p.ops[3].phase, Phase::kBackward);
-  EXPECT_TRUE(p.tensors[tt].feature_map);
-  EXPECT_FALSE(p.tensors[ts].feature_map);
-  // The in-place writer is a second forward writer: the map is a candidate, not recomputable.
-  const std::vector<FeatureMapInfo> cands = FindCandidates(p);
-  ASSERT_EQ(cands.size(), 2u);
-  for (const FeatureMapInfo& f : cands) EXPECT_FALSE(f.recomputable) << f.tensor;
+  for (OpIndex i = 0; i < 7; ++i) EXPECT_TRUE(p.ops[i].replayable) << i;
+  const std::vector<Candidate> cands = FindCandidates(p);
+  // t has two writers (op 0 and the in-place op 1): its interval is a candidate, to swap, but
+  // no replay rebuilds it.
+  const Candidate* ct = Find(cands, tt, 2);
+  ASSERT_NE(ct, nullptr);
+  EXPECT_EQ(ct->close, 4);
+  EXPECT_EQ(ct->producer, -1);
+  EXPECT_FALSE(ct->recomputable);
+  // u = op 2 (t, scale). Replaying op 2 before op 4 reads the scale it read; before op 6 it
+  // would read the scale op 4 wrote.
+  const Candidate* u1 = Find(cands, tu, 2);
+  const Candidate* u2 = Find(cands, tu, 4);
+  ASSERT_NE(u1, nullptr);
+  ASSERT_NE(u2, nullptr);
+  EXPECT_EQ(u1->close, 4);
+  EXPECT_EQ(u2->close, 6);
+  EXPECT_EQ(u1->producer, 2);
+  EXPECT_EQ(u2->producer, 2);
+  EXPECT_TRUE(u1->recomputable);
+  EXPECT_FALSE(u2->recomputable);
+  // scale: written only at op 4, after the intervals it has before it: no producer.
+  for (const Candidate& c : cands) {
+    if (c.tensor == ts) {
+      EXPECT_EQ(c.producer, -1);
+    }
+  }
 }
 
 TEST(ProfileBuilderTest, UntouchedAllocationStillHoldsMemory) {
@@ -230,9 +326,10 @@ TEST(ProfileBuilderTest, UntouchedAllocationStillHoldsMemory) {
   EXPECT_EQ(tt.alloc_before, 2);
   EXPECT_EQ(tt.free_after, kAfterIteration);
   MachineModel m = pooch::testing::TestMachine(int64_t{1} << 30);
-  const SimResult s = Simulate(p, m, KeepAllPlan(p));
+  const SimResult s = Simulate(p, m, Plan{});  // keeps everything
   ASSERT_TRUE(s.feasible) << s.failure;
   EXPECT_EQ(s.peak_bytes, (1 << 20) + (64 << 20) + (8 << 20));
+  EXPECT_EQ(Peak(p), s.peak_bytes);
 }
 
 TEST(ProfileBuilderTest, FreeBeforeFirstOpAndReusedAllocationId) {
@@ -326,12 +423,24 @@ TEST(ProfileBuilderTest, EveryPolicyPlansABuiltProfileUnderATightLimit) {
   ConvNetIds k;
   const BuiltProfile b = Build(ConvNet(4, 4 << 20, &k, /*other_bytes=*/1 << 20));
   const Profile& p = b.profile;
-  const size_t maps = FindCandidates(p).size();
-  EXPECT_EQ(maps, 10u);  // x, 4 x (conv out, relu out), prob
   const MachineModel unbounded = pooch::testing::TestMachine(int64_t{1} << 40);
-  const SimResult in_core = Simulate(p, unbounded, KeepAllPlan(p));
+  const SimResult in_core = Simulate(p, unbounded, Plan{});
   ASSERT_TRUE(in_core.feasible);
   const MachineModel tight = pooch::testing::TestMachine(in_core.peak_bytes * 8 / 10);
+  // With the default 1 MiB threshold only the 4 MiB tensors' intervals are planned (as in
+  // ConvNetCandidates), and of those only the ones spanning an op that holds more than the limit
+  // in-core (Note [Intervals that matter]): x, the four conv outputs, each ReLU output's interval
+  // across the turn, da[3]'s across the fc weight gradient, and a[2]'s across layer 3's data
+  // gradient. The same intervals of a[0] and a[1] come later in backward, where memory is
+  // plentiful.
+  const size_t all = FindCandidates(p, &tight, kDefaultMinCandidateBytes, false).size();
+  EXPECT_EQ(all, 11u);
+  // Of those, the ones long enough to hide their copies on this machine come first (Note
+  // [Short intervals]); a policy falls back to all of them when they give no plan.
+  const size_t maps = FindCandidates(p, &tight, kDefaultMinCandidateBytes).size();
+  EXPECT_GT(maps, 0u);
+  EXPECT_LT(maps, all);
+  EXPECT_EQ(FindCandidates(p, nullptr, kDefaultMinCandidateBytes).size(), 13u);
   for (Policy policy : AllPolicies()) {
     absl::StatusOr<PlanResult> r = MakePlan(p, tight, policy);
     if (policy == Policy::kInCore) {
@@ -342,10 +451,225 @@ TEST(ProfileBuilderTest, EveryPolicyPlansABuiltProfileUnderATightLimit) {
       continue;
     }
     ASSERT_TRUE(r.ok()) << PolicyName(policy) << ": " << r.status();
+    EXPECT_EQ(r->candidates.size(), maps);
     EXPECT_LE(r->sim.peak_bytes, tight.memory_bytes) << PolicyName(policy);
     int moved = 0;
     for (Decision d : r->plan.decisions) moved += d != Decision::kKeep;
     EXPECT_GT(moved, 0) << PolicyName(policy);
+  }
+}
+
+// Issue 12, "What it must show", point 3. A small encoder-decoder recorded the way PyTorch runs
+// it: the decoder upsamples with a transposed convolution, which cuDNN computes with
+// cudnnConvolutionBackwardData *in forward*; the backward ops are PyTorch's generic kernels and
+// cuDNN's backend API, whose names say nothing about direction. The old rule (the first op whose
+// name contains "Backward" is the turn; feature maps are the tensors allocated before it) put the
+// turn at the transposed convolution, so every decoder output was "allocated after the turn" and
+// none could ever be swapped or recomputed. The decoder outputs hold most of the memory, so no
+// plan over the old feature maps fits; with idle intervals they are candidates and pooch fits.
+struct EncoderDecoder {
+  RecordedIteration it;
+  uint64_t x = 0, e1 = 0, e2 = 0;  // the input and the encoder's outputs
+  std::vector<uint64_t> decoder;   // d[0] (transposed conv + skip) .. d[layers]
+  int transposed_conv_op = -1, skip_add_op = -1, loss_op = -1, optimizer_op = -1;
+};
+
+EncoderDecoder MakeEncoderDecoder(int layers) {
+  using ::pooch::testing::Recorder;
+  constexpr int64_t kMiB = 1 << 20;
+  const char* kElementwise =
+      "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+      "at::native::threshold_kernel_impl<float>>(at::TensorIteratorBase&, float, float)>";
+  const char* kVectorized =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+      "at::detail::Array<char*, 3>>(int, at::native::CUDAFunctor_add<float>, "
+      "at::detail::Array<char*, 3>)";
+  const char* kBackend = "cudnnBackendExecute";
+  Recorder r;
+  EncoderDecoder k;
+  const uint64_t w1 = r.Persistent(64 << 10), dw1 = r.Persistent(64 << 10);
+  const uint64_t w2 = r.Persistent(64 << 10), dw2 = r.Persistent(64 << 10);
+  const uint64_t wt = r.Persistent(64 << 10), dwt = r.Persistent(64 << 10);
+  std::vector<uint64_t> w, dw;
+  for (int j = 1; j <= layers; ++j) {
+    w.push_back(r.Persistent(64 << 10));
+    dw.push_back(r.Persistent(64 << 10));
+  }
+  const uint64_t labels = r.Persistent(4 * kMiB);
+
+  // Forward.
+  k.x = r.Alloc(2 * kMiB);
+  r.Op("cudaMemcpyAsync", 120, {}, {k.x}, {}, /*replay_capable=*/false);
+  k.e1 = r.Alloc(4 * kMiB);
+  r.Op("cudnnConvolutionForward", 200, {k.x, w1}, {k.e1});
+  k.e2 = r.Alloc(1 * kMiB);  // stride 2
+  r.Op("cudnnConvolutionForward", 100, {k.e1, w2}, {k.e2});
+  k.decoder.push_back(r.Alloc(4 * kMiB));
+  k.transposed_conv_op = r.Op("cudnnConvolutionBackwardData", 200, {k.e2, wt}, {k.decoder[0]});
+  k.skip_add_op = r.Op("cudnnAddTensor", 20, {k.e1}, {}, {k.decoder[0]});  // d0 += e1, in place
+  for (int j = 1; j <= layers; ++j) {
+    const uint64_t c = r.Alloc(4 * kMiB);
+    r.Op("cudnnConvolutionForward", 200, {k.decoder[j - 1], w[j - 1]}, {c});
+    k.decoder.push_back(r.Alloc(4 * kMiB));
+    r.Op("cudnnActivationForward", 20, {c}, {k.decoder[j]});
+    r.Free(c);  // ReLU's backward reads its output, not its input
+  }
+  const uint64_t loss = r.Alloc(4096);
+  k.loss_op = r.Op("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+                   "at::native::MeanOps<float, float>, unsigned int, float, 4>>",
+                   30, {k.decoder[layers], labels}, {loss});
+
+  // Backward: no name says so.
+  const uint64_t dloss = r.Alloc(4096);
+  r.Op("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+       "at::detail::Array<char*, 1>>(int, at::native::FillFunctor<float>, "
+       "at::detail::Array<char*, 1>)",
+       2, {}, {dloss});
+  r.Free(loss);
+  uint64_t dd = r.Alloc(4 * kMiB);  // gradient of d[layers]
+  r.Op(kElementwise, 30, {k.decoder[layers], labels, dloss}, {dd});
+  r.Free(dloss);
+  for (int j = layers; j >= 1; --j) {
+    const uint64_t dc = r.Alloc(4 * kMiB);
+    r.Op(kElementwise, 20, {k.decoder[j], dd}, {dc});  // ReLU backward
+    r.Free(dd);
+    r.Free(k.decoder[j]);
+    dd = r.Alloc(4 * kMiB);
+    r.Op(kBackend, 200, {dc, w[j - 1]}, {dd});                       // data gradient
+    r.Op(kBackend, 200, {dc, k.decoder[j - 1]}, {}, {dw[j - 1]});    // filter gradient
+    r.Free(dc);
+  }
+  r.Free(k.decoder[0]);
+  // dd is now the gradient of d[0] = T(e2) + e1: it flows to e1 through the skip and to e2
+  // through the transposed convolution (a plain convolution backward).
+  const uint64_t de1 = r.Alloc(4 * kMiB);
+  r.Op(kVectorized, 20, {dd}, {de1});
+  const uint64_t de2 = r.Alloc(1 * kMiB);
+  r.Op(kBackend, 100, {dd, wt}, {de2});
+  r.Op(kBackend, 100, {dd, k.e2}, {}, {dwt});
+  r.Free(dd);
+  r.Op(kBackend, 100, {de2, w2}, {}, {de1});    // accumulates into e1's gradient
+  r.Op(kBackend, 100, {de2, k.e1}, {}, {dw2});
+  r.Free(de2);
+  r.Free(k.e2);
+  r.Op(kBackend, 200, {de1, k.x}, {}, {dw1});
+  r.Free(de1);
+  r.Free(k.e1);
+  r.Free(k.x);
+  // The optimizer step: one fused kernel over every parameter.
+  std::vector<uint64_t> grads = {dw1, dw2, dwt}, params = {w1, w2, wt};
+  grads.insert(grads.end(), dw.begin(), dw.end());
+  params.insert(params.end(), w.begin(), w.end());
+  k.optimizer_op = r.Op("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<"
+                        "at::native::(anonymous namespace)::TensorListMetadata<4>>",
+                        40, grads, {}, params);
+  k.it = r.iteration();
+  return k;
+}
+
+TEST(ProfileBuilderTest, DecoderOutputsAreCandidatesWhateverTheApiNames) {
+  constexpr int kLayers = 4;
+  const EncoderDecoder k = MakeEncoderDecoder(kLayers);
+  const BuiltProfile b = Build(k.it);
+  const Profile& p = b.profile;
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  const OpIndex n = static_cast<OpIndex>(p.ops.size());
+
+  // The old rule's turn: the first op whose API name contains "Backward". It is the transposed
+  // convolution, in forward; no backward op's name contains it (nor "backward").
+  OpIndex old_turn = n;
+  for (OpIndex i = 0; i < n; ++i) {
+    if (absl::StrContains(p.ops[i].name, "Backward")) {
+      old_turn = i;
+      break;
+    }
+  }
+  ASSERT_EQ(old_turn, k.transposed_conv_op);
+  for (OpIndex i = k.loss_op + 1; i < n; ++i) {
+    EXPECT_FALSE(absl::StrContains(absl::AsciiStrToLower(p.ops[i].name), "backward")) << i;
+  }
+  // The old rule's feature maps were the tensors allocated in the iteration before the turn:
+  // the input and the encoder's outputs. Every decoder output is allocated at or after it.
+  auto old_feature_map = [&](TensorId t) {
+    return b.tensor_alloc_ordinal[t] >= 0 && p.tensors[t].alloc_before < old_turn;
+  };
+  std::vector<TensorId> old_maps;
+  for (TensorId t = 0; t < static_cast<TensorId>(p.tensors.size()); ++t) {
+    if (old_feature_map(t)) old_maps.push_back(t);
+  }
+  EXPECT_THAT(old_maps, UnorderedElementsAre(Of(b, k.x), Of(b, k.e1), Of(b, k.e2)));
+  for (uint64_t d : k.decoder) {
+    EXPECT_GE(p.tensors[Of(b, d)].alloc_before, old_turn) << d;
+  }
+  // Phases are labelled by the memory peak (in backward): the transposed convolution is forward.
+  EXPECT_EQ(p.ops[k.transposed_conv_op].phase, Phase::kForward);
+  EXPECT_EQ(p.ops[k.optimizer_op].phase, Phase::kBackward);
+
+  // Every decoder output has an idle interval from its last forward use to its first backward
+  // use.
+  const std::vector<Candidate> all = FindCandidates(p, nullptr, kDefaultMinCandidateBytes);
+  for (size_t j = 0; j < k.decoder.size(); ++j) {
+    const TensorId d = Of(b, k.decoder[j]);
+    OpIndex last_forward = -1, first_backward = -1;
+    for (OpIndex i = 0; i < n; ++i) {
+      const Op& op = p.ops[i];
+      const bool uses = std::count(op.reads.begin(), op.reads.end(), d) +
+                            std::count(op.writes.begin(), op.writes.end(), d) > 0;
+      if (!uses) continue;
+      if (i <= k.loss_op) last_forward = i;
+      if (i > k.loss_op && first_backward < 0) first_backward = i;
+    }
+    ASSERT_GE(last_forward, 0) << j;
+    ASSERT_GT(first_backward, 0) << j;
+    const Candidate* last = nullptr;
+    for (const Candidate& c : all) {
+      if (c.tensor == d && !c.wraps && c.open == last_forward) last = &c;
+    }
+    ASSERT_NE(last, nullptr) << "decoder output " << j;
+    EXPECT_EQ(last->close, first_backward) << j;
+    // d[0] has two writers (the transposed convolution and the in-place skip addition): swap
+    // only. The ReLU outputs are rebuilt by replaying conv and ReLU (the conv's input and
+    // weight are unchanged until the interval closes).
+    EXPECT_EQ(last->recomputable, j > 0) << j;
+  }
+
+  const int64_t peak = Peak(p);
+  for (double fraction : {0.6, 0.4}) {
+    SCOPED_TRACE(fraction);
+    const MachineModel m =
+        pooch::testing::TestMachine(static_cast<int64_t>(static_cast<double>(peak) * fraction));
+    // Where the old rule found none: a plan over the old feature maps leaves every other tensor
+    // where in-core has it, so at some op it holds more than the limit even if x, e1 and e2 were
+    // off the device the whole time.
+    const std::vector<int64_t> in_core = InCoreBytesPerOp(p);
+    int64_t old_lower_bound = 0;
+    for (OpIndex i = 0; i < n; ++i) {
+      int64_t bytes = in_core[i];
+      for (TensorId t : old_maps) {
+        const Tensor& x = p.tensors[t];
+        if (x.alloc_before <= i && (x.free_after == kAfterIteration || i <= x.free_after)) {
+          bytes -= x.bytes;
+        }
+      }
+      old_lower_bound = std::max(old_lower_bound, bytes);
+    }
+    EXPECT_GT(old_lower_bound, m.memory_bytes);
+
+    absl::StatusOr<PlanResult> r = MakePlan(p, m, Policy::kPooch);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->sim.feasible);
+    EXPECT_LE(r->sim.peak_bytes, m.memory_bytes);
+    const DecisionCounts counts = CountDecisions(r->plan, r->candidates);
+    EXPECT_GT(counts.swap + counts.recompute, 0);
+    // And it moves decoder outputs, which the old rule could not.
+    int decoder_moved = 0;
+    for (CandidateId c = 0; c < static_cast<CandidateId>(r->candidates.size()); ++c) {
+      const TensorId t = r->candidates[c].tensor;
+      const bool decoder = std::any_of(k.decoder.begin(), k.decoder.end(),
+                                       [&](uint64_t d) { return Of(b, d) == t; });
+      decoder_moved += decoder && r->plan.decisions[c] != Decision::kKeep;
+    }
+    EXPECT_GT(decoder_moved, 0);
   }
 }
 

@@ -276,8 +276,9 @@ Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine,
                       CandidateFilter filter)
     : profile_(profile), machine_(machine) {
   op_count_ = static_cast<int32_t>(profile_.ops.size());
-  candidates_ = FindCandidates(profile_, filter.over_capacity_only ? machine_.memory_bytes : 0,
-                               filter.min_bytes);
+  candidates_ =
+      FindCandidates(profile_, filter.matter_only ? &machine_ : nullptr, filter.min_bytes,
+                     filter.long_only);
   facts_ = ComputeReplayFacts(profile_);
   of_tensor_.assign(profile_.tensors.size(), {});
   for (CandidateId c = 0; c < static_cast<CandidateId>(candidates_.size()); ++c) {

@@ -99,17 +99,18 @@ struct SimResult {
 
 // Which idle intervals a Simulator offers (FindCandidates, Note [Intervals that matter]).
 struct CandidateFilter {
-  // Only the intervals that overlap an op holding more than the machine's memory in-core. Tests
-  // of the copy rules on an ample machine turn it off to see every interval.
-  bool over_capacity_only = true;
+  // Only the intervals that matter on the machine (over its memory in-core, long enough to hide
+  // their copies). Tests of the copy rules on an ample machine turn it off to see every interval.
+  bool matter_only = true;
   int64_t min_bytes = 0;  // tensors smaller than this are not candidates
+  bool long_only = true;  // only intervals long enough to hide their own copies
 };
 
 class Simulator {
  public:
   // REQUIRES: profile.Validate().ok(). Both are referenced, not copied, and must outlive this.
-  // The candidates are FindCandidates(profile, machine.memory_bytes (or 0 when
-  // !filter.over_capacity_only), filter.min_bytes).
+  // The candidates are FindCandidates(profile, &machine (or none when !filter.matter_only),
+  // filter.min_bytes, filter.long_only).
   Simulator(const Profile& profile, const MachineModel& machine, CandidateFilter filter = {});
   ~Simulator();
   Simulator(const Simulator&) = delete;

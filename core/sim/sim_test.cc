@@ -40,7 +40,7 @@ int64_t MemoryAt(const SimResult& r, double t) {
 }
 
 // Every interval, whatever the machine (the tests check the copy rules on ample memory).
-constexpr CandidateFilter kEveryInterval{.over_capacity_only = false};
+constexpr CandidateFilter kEveryInterval{.matter_only = false};
 
 SimResult Sim(const Profile& p, const MachineModel& m, const Plan& plan, SimOptions options = {}) {
   return Simulate(p, m, plan, options, kEveryInterval);
