@@ -3,13 +3,15 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <system_error>
 
 namespace cnn_train {
 namespace {
 
-constexpr std::string_view kModels[] = {"resnet50", "resnet18", "vgg16", "alexnet", "tiny"};
+constexpr std::string_view kModels[] = {"resnet50", "resnet18", "vgg16",   "alexnet",
+                                        "tiny",     "unet",     "densenet"};
 constexpr std::string_view kValueFlags[] = {"--model", "--batch", "--image", "--classes",
                                             "--iters", "--seed",  "--lr",    "--momentum"};
 
@@ -34,15 +36,18 @@ std::optional<float> ParseFloat(std::string_view text, float min, float max) {
 }  // namespace
 
 const char* UsageText() {
-  return "usage: cnn_train [--model resnet50|resnet18|vgg16|alexnet|tiny] [--batch N]\n"
-         "                 [--image S] [--classes C] [--iters N] [--seed S] [--lr X]\n"
-         "                 [--momentum X] [--vary-batch] [--nvtx]\n"
+  return "usage: cnn_train [--model resnet50|resnet18|vgg16|alexnet|tiny|unet|densenet]\n"
+         "                 [--batch N] [--image S] [--classes C] [--iters N] [--seed S]\n"
+         "                 [--lr X] [--momentum X] [--vary-batch] [--nvtx] [--host-loss]\n"
          "Trains a CNN on synthetic data with cuDNN and cuBLAS. Prints one line per iteration,\n"
          "  iter N loss L ms T img_per_s R\n"
          "then peak_device_bytes B and params_checksum H (FNV-1a of the parameters, hex).\n"
-         "Defaults: resnet50, batch 32, image 224 (tiny 32), classes 1000 (tiny 10), iters 10,\n"
-         "seed 1, lr 0.01, momentum 0.9. --vary-batch halves the batch when iter % 3 == 2.\n"
+         "Defaults: resnet50, batch 32, image 224 (tiny, densenet 32; unet 64, a multiple of\n"
+         "8), classes 1000 (tiny, unet, densenet 10), iters 10, seed 1, lr 0.01, momentum 0.9.\n"
+         "--vary-batch halves the batch when iter % 3 == 2.\n"
          "--nvtx wraps each iteration in an NVTX range named pooch:iteration.\n"
+         "--host-loss reads the loss back between forward and backward (loss.item()) and\n"
+         "prints loss_item N L there.\n"
          "Exit status: 0 ok, 2 bad arguments, 3 out of device memory, 4 other CUDA/cuDNN/cuBLAS "
          "error.\n";
 }
@@ -60,11 +65,18 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       options.nvtx = true;
       continue;
     }
+    if (arg == "--host-loss") {
+      options.host_loss = true;
+      continue;
+    }
     if (!arg.starts_with("--")) return "unexpected argument '" + std::string(arg) + "'";
     std::string_view name = arg;
     std::string_view value;
     const size_t eq = arg.find('=');
     if (eq != std::string_view::npos) name = arg.substr(0, eq);
+    if (name == "--vary-batch" || name == "--nvtx" || name == "--host-loss") {
+      return std::string(name) + " takes no value";
+    }
     bool known = false;
     for (std::string_view flag : kValueFlags) known = known || name == flag;
     if (!known) return "unknown flag '" + std::string(name) + "'";
@@ -81,7 +93,7 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
     if (name == "--model") {
       bool known_model = false;
       for (std::string_view model : kModels) known_model = known_model || value == model;
-      if (!known_model) return bad("resnet50, resnet18, vgg16, alexnet or tiny");
+      if (!known_model) return bad("resnet50, resnet18, vgg16, alexnet, tiny, unet or densenet");
       options.model = std::string(value);
     } else if (name == "--batch") {
       const auto v = ParseInt<int>(value, 1, 1 << 20);
@@ -113,9 +125,15 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       options.momentum = *v;
     }
   }
-  const bool tiny = options.model == "tiny";
-  if (options.image == 0) options.image = tiny ? 32 : 224;
-  if (options.classes == 0) options.classes = tiny ? 10 : 1000;
+  const bool small =
+      options.model == "tiny" || options.model == "unet" || options.model == "densenet";
+  if (options.image == 0) options.image = options.model == "unet" ? 64 : small ? 32 : 224;
+  if (options.classes == 0) options.classes = small ? 10 : 1000;
+  // Three 2x2 poolings down and three 2x upsamplings back must meet the skip maps' sides.
+  if (options.model == "unet" && options.image % 8 != 0) {
+    return "bad value '" + std::to_string(options.image) +
+           "' for --image (unet needs a multiple of 8)";
+  }
   return options;
 }
 

@@ -9,10 +9,11 @@
 namespace cnn_train {
 
 struct Options {
-  std::string model = "resnet50";  // resnet50 | resnet18 | vgg16 | alexnet | tiny
+  // resnet50 | resnet18 | vgg16 | alexnet | tiny | unet | densenet
+  std::string model = "resnet50";
   int batch = 32;
-  int image = 0;    // input side in pixels; 0: the model's default (224, tiny 32)
-  int classes = 0;  // 0: the model's default (1000, tiny 10)
+  int image = 0;  // input side in pixels; 0: the model's default (224; tiny, densenet 32; unet 64)
+  int classes = 0;  // 0: the model's default (1000; tiny, unet, densenet 10)
   int iters = 10;
   uint64_t seed = 1;
   float lr = 0.01f;
@@ -21,6 +22,9 @@ struct Options {
   // allocation sizes change between iterations (for pooch's dynamic-network tests).
   bool vary_batch = false;
   bool nvtx = false;  // each iteration in an NVTX range "pooch:iteration"
+  // The loss is computed on the device and read back to the host between forward and backward
+  // (a synchronous cudaMemcpy of one float), and printed, as a script's loss.item() does.
+  bool host_loss = false;
 };
 
 struct HelpRequested {};

@@ -1,6 +1,7 @@
-// cnn_train: trains a CNN (ResNet-50/18, VGG-16, AlexNet or a tiny one) on synthetic data with
-// the CUDA runtime, cuDNN and cuBLAS only. It is the unmodified program that pooch's tests and
-// benchmarks run, on a real GPU or on simgpu. See args.cc (--help) for flags and output.
+// cnn_train: trains a CNN (ResNet-50/18, VGG-16, AlexNet, U-Net, DenseNet or a tiny one) on
+// synthetic data with the CUDA runtime, cuDNN and cuBLAS only. It is the unmodified program
+// that pooch's tests and benchmarks run, on a real GPU or on simgpu. See args.cc (--help) for
+// flags and output.
 #include <cstdio>
 #include <string>
 #include <variant>

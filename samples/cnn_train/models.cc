@@ -3,50 +3,10 @@
 #include <utility>
 
 #include "checks.h"
+#include "model_builder.h"
 
 namespace cnn_train {
 namespace {
-
-// Helpers that append a layer after node `in` and return the new node.
-class Builder {
- public:
-  explicit Builder(Network& net) : net_(net) {}
-
-  int Conv(const std::string& name, int in, int channels, int kernel, int stride, int pad,
-           bool bias = false) {
-    return net_.Add(name, MakeConv(name, net_.dims(in), channels, kernel, stride, pad, bias), {in});
-  }
-  int Bn(const std::string& name, int in) {
-    return net_.Add(name, MakeBatchNorm(name, net_.dims(in)), {in});
-  }
-  int Relu(const std::string& name, int in) {
-    return net_.Add(name, MakeRelu(net_.dims(in)), {in});
-  }
-  int MaxPool(const std::string& name, int in, int kernel, int stride, int pad) {
-    return net_.Add(name, MakeMaxPool(net_.dims(in), kernel, stride, pad), {in});
-  }
-  int AvgPool(const std::string& name, int in) {
-    return net_.Add(name, MakeGlobalAvgPool(net_.dims(in)), {in});
-  }
-  int Sum(const std::string& name, int a, int b) {
-    return net_.Add(name, MakeAdd(net_.dims(a), net_.dims(b)), {a, b});
-  }
-  int Fc(const std::string& name, int in, int features) {
-    return net_.Add(name, MakeLinear(net_.dims(in), features), {in});
-  }
-  // conv -> BN -> ReLU, named <prefix>conv<i>, <prefix>bn<i>, <prefix>relu<i>.
-  int ConvBnRelu(const std::string& prefix, const std::string& i, int in, int channels, int kernel,
-                 int stride, int pad) {
-    int x = Conv(prefix + "conv" + i, in, channels, kernel, stride, pad);
-    x = Bn(prefix + "bn" + i, x);
-    return Relu(prefix + "relu" + i, x);
-  }
-
-  int channels(int node) const { return net_.dims(node).c; }
-
- private:
-  Network& net_;
-};
 
 // The ResNet stem: 7x7/2 conv, BN, ReLU, 3x3/2 max pool.
 int ResNetStem(Builder& b) {
@@ -92,7 +52,7 @@ void BuildResNet(Network& net, bool bottleneck, const int (&blocks)[4], int clas
                      : BasicBlock(b, prefix, x, width, stride);
     }
   }
-  x = b.AvgPool("avgpool", x);
+  x = b.GlobalAvgPool("avgpool", x);
   b.Fc("fc", x, classes);
 }
 
@@ -145,7 +105,7 @@ void BuildTiny(Network& net, int classes) {
   x = BasicBlock(b, "layer1.0.", x, 8, 1);
   x = BasicBlock(b, "layer1.1.", x, 8, 1);
   x = BasicBlock(b, "layer2.0.", x, 16, 2);
-  x = b.AvgPool("avgpool", x);
+  x = b.GlobalAvgPool("avgpool", x);
   b.Fc("fc", x, classes);
 }
 
@@ -163,6 +123,10 @@ std::unique_ptr<Network> BuildModel(const std::string& model, int image, int cla
     BuildAlexNet(*net, classes);
   } else if (model == "tiny") {
     BuildTiny(*net, classes);
+  } else if (model == "unet") {
+    BuildUNet(*net, classes);
+  } else if (model == "densenet") {
+    BuildDenseNet(*net, classes);
   } else {
     Fail(kExitUsage, "unknown model '%s'", model.c_str());
   }

@@ -10,6 +10,17 @@
 //             8 channels, one of 16 (strided, with a projection shortcut), global average
 //             pool and a classifier; 8 convolutions, a fraction of a second per iteration at
 //             batch 32 on a CPU
+//   unet      a U-Net (Ronneberger et al. 2015) at a quarter of the paper's widths: three
+//             encoder levels of 16, 32, 64 channels (two 3x3 conv-BN-ReLU, 2x2 max pool), a
+//             128-channel bottleneck, three decoder levels (2x2/2 transposed convolution with
+//             bias, the encoder's map added into it in place, two conv-BN-ReLU), then per-pixel
+//             class scores (1x1 conv with bias) averaged over the image; the image side must be
+//             a multiple of 8 (models_unet.cc)
+//   densenet  DenseNet-BC-40 with growth 12 (Huang et al. 2017) for 32x32 images: a 3x3 stem
+//             conv of 24 channels, three dense blocks of six layers (BN-ReLU-1x1 conv to 48,
+//             BN-ReLU-3x3 conv to 12) concatenated by copies into one buffer per block,
+//             transitions (BN-ReLU-1x1 conv halving the channels, 2x2 average pool), BN-ReLU,
+//             global average pool and a classifier (models_densenet.cc)
 // Dropout is left out (it needs random state on the device, and changes nothing about the
 // memory traffic pooch has to manage). The classifier input is whatever the features give, so
 // vgg16 and alexnet accept image sizes other than 224 without adaptive pooling.

@@ -36,7 +36,7 @@ void FillInit(const ParamSpec& p, SplitMix64& rng, float* out) {
 
 }  // namespace
 
-Network::Network(Dims input) { nodes_.push_back({"input", nullptr, {}, input}); }
+Network::Network(Dims input) { nodes_.push_back({"input", nullptr, {}, input, kInput, false}); }
 
 Network::~Network() {
   if (memory_ == nullptr) return;
@@ -44,9 +44,27 @@ Network::~Network() {
 }
 
 int Network::Add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs) {
+  for (int in : inputs) {
+    if (nodes_[in].overwritten) {
+      Fail(kExitApiError, "internal error: %s reads %s after an in-place layer overwrote it",
+           name.c_str(), nodes_[in].name.c_str());
+    }
+  }
   const Dims out = layer->out();
-  nodes_.push_back({std::move(name), std::move(layer), std::move(inputs), out});
-  return output();
+  const int id = static_cast<int>(nodes_.size());
+  int owner = id;
+  if (const int k = layer->in_place(); k >= 0) {
+    nodes_[inputs[k]].overwritten = true;
+    owner = nodes_[inputs[k]].owner;
+  }
+  nodes_.push_back({std::move(name), std::move(layer), std::move(inputs), out, owner, false});
+  return id;
+}
+
+void Network::Release(Context& ctx, int i) {
+  if (y_[i] == nullptr) return;
+  if (--holders_[nodes_[i].owner] == 0) ctx.memory->Free(y_[i]);
+  y_[i] = nullptr;
 }
 
 void Network::InitParams(Context& ctx, uint64_t seed) {
@@ -92,6 +110,7 @@ void Network::InitParams(Context& ctx, uint64_t seed) {
   }
   y_.assign(nodes_.size(), nullptr);
   dy_.assign(nodes_.size(), nullptr);
+  holders_.assign(nodes_.size(), 0);
 }
 
 const float* Network::Forward(Context& ctx, int batch, const float* host_input) {
@@ -109,22 +128,25 @@ const float* Network::Forward(Context& ctx, int batch, const float* host_input) 
   }
   const int64_t input_count = batch * nodes_[kInput].out.count();
   y_[kInput] = ctx.memory->AllocateFloats(input_count, "input");
+  holders_[kInput] = 1;
   CUDA_CHECK(cudaMemcpy(y_[kInput], host_input, Bytes(input_count), cudaMemcpyHostToDevice));
   for (size_t i = 1; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
     ForwardArgs args;
     args.batch = batch;
     for (int in : node.inputs) args.x.push_back(y_[in]);
-    y_[i] = ctx.memory->AllocateFloats(batch * node.out.count(), node.name + " output");
+    if (node.owner == static_cast<int>(i)) {
+      y_[i] = ctx.memory->AllocateFloats(batch * node.out.count(), node.name + " output");
+    } else {
+      y_[i] = y_[node.owner];  // in place: the overwritten input's tensor
+    }
+    ++holders_[node.owner];
     args.y = y_[i];
     node.layer->Forward(ctx, args);
-    // An output no backward reads is freed once its last consumer ran (a batch-norm output
+    // An output no backward reads is let go once its last consumer ran (a batch-norm output
     // that only a ReLU reads), as a framework's autograd drops what it did not save.
     for (int in : node.inputs) {
-      if (--pending[in] == 0 && !saved[in]) {
-        ctx.memory->Free(y_[in]);
-        y_[in] = nullptr;
-      }
+      if (--pending[in] == 0 && !saved[in]) Release(ctx, in);
     }
   }
   return y_[output()];
@@ -144,9 +166,23 @@ void Network::Backward(Context& ctx, int batch) {
     args.batch = batch;
     args.y = y_[i];
     args.dy = dy_[i];
-    for (int in : node.inputs) {
+    const int in_place = node.layer->in_place();
+    bool handed_on = false;  // dy_[i] became the overwritten input's gradient
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const int in = node.inputs[k];
       args.x.push_back(y_[in]);
-      if (in == kInput) {  // nobody wants the gradient of the images
+      if (static_cast<int>(k) == in_place) {
+        // The in-place layer is its input's last reader in forward, so the first here: the
+        // input's gradient is this output gradient, the same tensor.
+        if (dy_[in] != nullptr || in == kInput) {
+          Fail(kExitApiError, "internal error: %s has a gradient before %s",
+               nodes_[in].name.c_str(), node.name.c_str());
+        }
+        dy_[in] = dy_[i];
+        handed_on = true;
+        args.dx.push_back(nullptr);
+        args.dx_beta.push_back(0.0f);
+      } else if (in == kInput) {  // nobody wants the gradient of the images
         args.dx.push_back(nullptr);
         args.dx_beta.push_back(0.0f);
       } else if (dy_[in] == nullptr) {  // first consumer (in backward order): overwrite
@@ -160,13 +196,11 @@ void Network::Backward(Context& ctx, int batch) {
       }
     }
     node.layer->Backward(ctx, args);
-    ctx.memory->Free(y_[i]);
-    ctx.memory->Free(dy_[i]);
-    y_[i] = nullptr;
+    Release(ctx, i);
+    if (!handed_on) ctx.memory->Free(dy_[i]);
     dy_[i] = nullptr;
   }
-  ctx.memory->Free(y_[kInput]);
-  y_[kInput] = nullptr;
+  Release(ctx, kInput);
 }
 
 void Network::SgdStep(Context& ctx, float lr, float momentum) {
@@ -195,6 +229,12 @@ uint64_t Network::ParamsChecksum() const {
     }
   }
   return hash;
+}
+
+std::vector<ParamSpec*> Network::trainable_params() const {
+  std::vector<ParamSpec*> params;
+  for (const Trainable& t : trainables_) params.push_back(t.param);
+  return params;
 }
 
 }  // namespace cnn_train

@@ -12,7 +12,12 @@
 //     ("<layer> output gradient"; later consumers add to it) and, once a layer's backward has
 //     run, cudaFrees its output and output gradient: no later (earlier-in-forward) layer reads
 //     them. So feature maps are allocated in forward and last used in backward, which is the
-//     allocation stream pooch has to manage.
+//     allocation stream pooch has to manage;
+//   - an in-place layer (Layer::in_place) allocates nothing: its output is the tensor of the
+//     input it overwrites, and so is its output gradient, which backward hands on to that
+//     input as its gradient. A tensor is freed once every node whose output it is has let it
+//     go (a dense block's buffer is the output of the block's first node and of each copy into
+//     it), so one allocation is written by many layers, as in a framework.
 // Not thread-safe.
 #ifndef POOCH_SAMPLES_CNN_TRAIN_NETWORK_H_
 #define POOCH_SAMPLES_CNN_TRAIN_NETWORK_H_
@@ -38,6 +43,8 @@ class Network {
 
   // Appends a layer fed by the outputs of `inputs` (node ids, earlier nodes only) and returns
   // its node id. `name` appears in out-of-memory messages, e.g. "layer3.2.conv2".
+  // REQUIRES: no input was overwritten by an in-place layer added before (a later reader would
+  // see the overwritten tensor); read the in-place layer's node instead.
   int Add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs);
   const Dims& dims(int node) const { return nodes_[node].out; }
   // The last node added: the logits.
@@ -69,18 +76,28 @@ class Network {
   // FNV-1a of the bytes of every trainable parameter, in order, copied to the host.
   uint64_t ParamsChecksum() const;
 
+  // The trainable parameters in layer order (value and gradient on the device), for tests.
+  // REQUIRES: InitParams ran.
+  std::vector<ParamSpec*> trainable_params() const;
+
  private:
   struct Node {
     std::string name;
     std::unique_ptr<Layer> layer;  // null for the input
     std::vector<int> inputs;
     Dims out;
+    int owner;         // the node whose new output this node's output is (itself unless in place)
+    bool overwritten;  // an in-place layer has written into this node's output
   };
 
+  // Lets node `i`'s output go; frees the tensor when no node's output is it any more.
+  void Release(Context& ctx, int i);
+
   std::vector<Node> nodes_;
-  std::vector<float*> y_;   // per node: forward output, live from forward to its backward
-                            // (null once freed, when no backward reads it)
-  std::vector<float*> dy_;  // per node: gradient of that output
+  std::vector<int> holders_;  // per owner node: nodes whose output its tensor is and still held
+  std::vector<float*> y_;     // per node: forward output, live from forward to its backward
+                              // (null once freed, when no backward reads it)
+  std::vector<float*> dy_;    // per node: gradient of that output
   // The trainable parameters, in layer order, with their momentum buffers (ParamSpec holds the
   // value and gradient pointers).
   struct Trainable {

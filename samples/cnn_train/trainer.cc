@@ -55,11 +55,35 @@ double CrossEntropy(const std::vector<float>& probs, const std::vector<int>& lab
   return sum / static_cast<double>(labels.size());
 }
 
+// --host-loss: the mean cross-entropy on the device, -(1/N) * sum(onehot .* log_softmax), as a
+// log-softmax and a gemv (the flattened tensors' dot product), then read back with a
+// synchronous cudaMemcpy of the one float, as loss.item() does in the middle of an iteration.
+float LossItem(Context& ctx, int batch, int classes, const float* logits, const float* onehot) {
+  const int64_t count = int64_t{batch} * classes;
+  const TensorDesc desc(batch, classes, 1, 1);
+  float* log_probs = ctx.memory->AllocateFloats(count, "log-softmax output");
+  float* loss = ctx.memory->AllocateFloats(1, "loss");
+  const float one = 1.0f;
+  const float zero = 0.0f;
+  const float minus_inv_batch = -1.0f / static_cast<float>(batch);
+  CUDNN_CHECK(cudnnSoftmaxForward(ctx.cudnn, CUDNN_SOFTMAX_LOG, CUDNN_SOFTMAX_MODE_INSTANCE, &one,
+                                  desc.get(), logits, &zero, desc.get(), log_probs));
+  const int n = static_cast<int>(count);
+  CUBLAS_CHECK(cublasSgemv(ctx.cublas, CUBLAS_OP_T, n, 1, &minus_inv_batch, log_probs, n, onehot, 1,
+                           &zero, loss, 1));
+  float host = 0.0f;
+  CUDA_CHECK(cudaMemcpy(&host, loss, sizeof(float), cudaMemcpyDeviceToHost));
+  ctx.memory->Free(loss);
+  ctx.memory->Free(log_probs);
+  return host;
+}
+
 // The loss head: softmax over the logits, and the gradient (softmax - onehot) / N formed on
-// the device from a one-hot tensor uploaded per iteration (a copy, an axpy and a scal).
+// the device from a one-hot tensor uploaded per iteration (a copy, an axpy and a scal). With
+// `loss_item`, the loss is also read back (LossItem) before the gradient is formed.
 // Returns the softmax output, which the caller copies to the host for the loss and frees.
 float* SoftmaxCrossEntropy(Context& ctx, Network& net, int batch, int classes, const float* logits,
-                           const std::vector<float>& host_onehot) {
+                           const std::vector<float>& host_onehot, float* loss_item) {
   const int64_t count = int64_t{batch} * classes;
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   const TensorDesc desc(batch, classes, 1, 1);
@@ -70,6 +94,7 @@ float* SoftmaxCrossEntropy(Context& ctx, Network& net, int batch, int classes, c
                                   &one, desc.get(), logits, &zero, desc.get(), probs));
   float* onehot = ctx.memory->AllocateFloats(count, "one-hot labels");
   CUDA_CHECK(cudaMemcpy(onehot, host_onehot.data(), bytes, cudaMemcpyHostToDevice));
+  if (loss_item != nullptr) *loss_item = LossItem(ctx, batch, classes, logits, onehot);
   float* dlogits = net.AllocateOutputGradient(ctx, batch);
   CUDA_CHECK(cudaMemcpy(dlogits, probs, bytes, cudaMemcpyDeviceToDevice));
   const float minus_one = -1.0f;
@@ -129,7 +154,13 @@ class Trainer {
     if (options_.nvtx) nvtxRangePushA("pooch:iteration");
     CUDA_CHECK(cudaEventRecord(start_, 0));
     const float* logits = net_->Forward(ctx_, batch, images_.data());
-    float* probs = SoftmaxCrossEntropy(ctx_, *net_, batch, classes, logits, host_onehot_);
+    float loss_item = 0.0f;
+    float* probs = SoftmaxCrossEntropy(ctx_, *net_, batch, classes, logits, host_onehot_,
+                                       options_.host_loss ? &loss_item : nullptr);
+    if (options_.host_loss) {  // the host uses the value before backward, as a script would
+      std::printf("loss_item %d %.6f\n", iter, loss_item);
+      std::fflush(stdout);
+    }
     net_->Backward(ctx_, batch);
     net_->SgdStep(ctx_, options_.lr, options_.momentum);
     CUDA_CHECK(cudaEventRecord(stop_, 0));

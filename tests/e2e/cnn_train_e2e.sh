@@ -15,6 +15,13 @@
 #               first momentum buffer) and 97 (the first feature map)
 #   resnet18    ResNet-18 b8 64x64, 10 classes, math on, 3 iterations: a finite loss that does
 #               not rise (with 1000 classes a batch of 8 sees new labels every iteration)
+#   unet        unet b8 32x32, 20 iterations (transposed convolutions, skips added in place): the
+#               loss falls as in tiny, and a second run gives the same checksum and losses
+#   densenet    densenet b8 32x32, 12 iterations (concatenation buffers): the same checks
+#   hostloss    tiny --host-loss: a loss_item line before each iteration's line, equal to its
+#               loss to the printed digits, and the training bit for bit as without the flag
+#   vgg16       VGG-16 b2 32x32, 10 classes, 2 iterations: trains, and the parameters, their
+#               gradients and momentum (3 x 33.6 M floats) are most of its peak
 #   args        bad arguments: one line on stderr, exit 2 (no device needed)
 # Exit 0 on success; otherwise prints what failed and exits 1.
 set -u
@@ -46,6 +53,32 @@ check_iters() {  # check_iters FILE N: N well-formed iteration lines, peak and c
   [ "$n" -eq "$2" ] || fail "$1: expected $2 'iter N loss L ms T img_per_s R' lines, got $n"
   grep -q -E '^peak_device_bytes [0-9]+$' "$1" || fail "$1: no peak_device_bytes line"
   grep -q -E '^params_checksum [0-9a-f]{16}$' "$1" || fail "$1: no params_checksum line"
+}
+
+# trains N ARGS...: two runs of cnn_train ARGS (N iterations) exit 0 with N iteration lines;
+# the loss is finite and falls (mean of the last 5 below the mean of the first 5); both runs
+# give the same losses and params_checksum.
+trains() {
+  iters=$1
+  shift
+  run a "$@" --iters "$iters"
+  [ "$rc" -eq 0 ] || fail "run 1 exited $rc: $(cat "$work/a.err")"
+  check_iters "$work/a.out" "$iters"
+  run b "$@" --iters "$iters"
+  [ "$rc" -eq 0 ] || fail "run 2 exited $rc"
+  field "$work/a.out" loss | awk -v n="$iters" '
+    { v[NR] = $1; if ($1 !~ /^-?[0-9]+[.][0-9]+$/) bad = 1 }
+    END {
+      for (i = 1; i <= 5; i++) { first += v[i]; last += v[NR - 5 + i] }
+      first /= 5; last /= 5
+      printf "loss: mean of first 5 %.6f, mean of last 5 %.6f\n", first, last
+      exit !(NR == n && !bad && last < first)
+    }' || fail "the loss did not fall"
+  [ "$(grep params_checksum "$work/a.out")" = "$(grep params_checksum "$work/b.out")" ] ||
+    fail "two runs gave different params_checksum"
+  [ "$(field "$work/a.out" loss)" = "$(field "$work/b.out" loss)" ] ||
+    fail "two runs gave different losses"
+  grep -E '^(peak_device_bytes|params_checksum)' "$work/a.out"
 }
 
 case $case_name in
@@ -128,8 +161,48 @@ case $case_name in
       END { exit !(NR == 3 && !bad && v[3] <= v[1] * 1.05) }' ||
       fail "loss not finite or rising"
     ;;
+  unet)
+    need_simgpu
+    trains 20 --model unet --batch 8 --image 32
+    ;;
+  densenet)
+    need_simgpu
+    trains 12 --model densenet --batch 8 --image 32
+    ;;
+  hostloss)
+    need_simgpu
+    run a --model tiny --iters 4 --host-loss
+    [ "$rc" -eq 0 ] || fail "exited $rc"
+    check_iters "$work/a.out" 4
+    run b --model tiny --iters 4
+    [ "$rc" -eq 0 ] || fail "without --host-loss: exited $rc"
+    # Each iteration's loss_item line comes before its iter line, with the same loss.
+    awk '$1 == "loss_item" { item[$2] = $3; next }
+         $1 == "iter" { n++; if (!($2 in item) || item[$2] != $4) bad = 1 }
+         END { exit !(n == 4 && !bad) }' "$work/a.out" ||
+      fail "loss_item lines missing, late or different from the iteration's loss"
+    [ "$(grep params_checksum "$work/a.out")" = "$(grep params_checksum "$work/b.out")" ] ||
+      fail "--host-loss changed params_checksum"
+    grep -E '^(loss_item|params_checksum)' "$work/a.out"
+    ;;
+  vgg16)
+    need_simgpu
+    run a --model vgg16 --batch 2 --image 32 --classes 10 --iters 2
+    [ "$rc" -eq 0 ] || fail "exited $rc"
+    check_iters "$work/a.out" 2
+    cat "$work/a.out"
+    # 33,638,218 trainable floats (conv 14,714,688; fc 2,101,248 + 16,781,312 + 40,970), each
+    # with a gradient and a momentum buffer.
+    state=$((33638218 * 3 * 4))
+    awk -v state="$state" '$1 == "peak_device_bytes" {
+        printf "model state %d bytes, peak %d bytes (%.1f %%)\n", state, $2, 100 * state / $2
+        exit !($2 > state && state > 0.9 * $2) }' "$work/a.out" ||
+      fail "peak not just above the model state"
+    field "$work/a.out" loss | awk '$1 !~ /^-?[0-9]+[.][0-9]+$/ { exit 1 }' || fail "loss not finite"
+    ;;
   args)
-    for bad_args in "--model nope" "--batch 0" "--batch 12x" "--iters" "--frobnicate 1" "extra"; do
+    for bad_args in "--model nope" "--batch 0" "--batch 12x" "--iters" "--frobnicate 1" "extra" \
+      "--model unet --image 36" "--host-loss=1"; do
       # shellcheck disable=SC2086
       run a $bad_args
       [ "$rc" -eq 2 ] || fail "'$bad_args': expected exit 2, got $rc"
@@ -138,7 +211,7 @@ case $case_name in
     done
     ;;
   *)
-    echo "usage: cnn_train_e2e.sh tiny|vary|resnet50|oom|inject|resnet18|args CNN_TRAIN SIMGPU_LIB_DIR" >&2
+    echo "usage: cnn_train_e2e.sh tiny|vary|resnet50|oom|inject|resnet18|unet|densenet|hostloss|vgg16|args CNN_TRAIN SIMGPU_LIB_DIR" >&2
     exit 2
     ;;
 esac

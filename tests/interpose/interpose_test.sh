@@ -474,6 +474,14 @@ policies)
     # 4 iterations: two to find the iteration, one with every feature map swapped (the profile,
     # Note [Swap-all profiling]), one under the plan (CI time: 4 s per iteration).
     resnet18) set -- --model resnet18 --batch 8 --image 64 --classes 10 --iters 4 ;;
+    # Issue 12's access patterns, 4 iterations as resnet18: transposed convolutions and skips
+    # added in place (unet), concatenation buffers written by many copies (densenet). Batch 16
+    # puts most maps at or above POOCH_MIN_SWAP_BYTES (unet: 4, 2, 1 MiB by level; only the
+    # bottleneck's 0.5 MiB are small), so that 30 % leaves room beside the resident ones.
+    unet) set -- --model unet --batch 16 --image 64 --iters 4 ;;
+    densenet) set -- --model densenet --batch 16 --image 32 --iters 4 ;;
+    # The loss read back to the host between forward and backward in every iteration.
+    tiny-hostloss) set -- --model tiny --batch 64 --iters 8 --host-loss ;;
     *) fail "unknown model $model" ;;
   esac
   incore_reference "$@"

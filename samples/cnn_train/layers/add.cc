@@ -1,5 +1,8 @@
-// Elementwise sum of two tensors of the same shape: the residual connection.
-// Backward passes the output gradient to both inputs unchanged.
+// Elementwise sum of two tensors of the same shape: a ResNet's residual connection (a new
+// output, cudnnOpTensor), or in place, a U-Net's long skip connection added into the decoder's
+// upsampled map (`up += skip`, cudnnAddTensor with beta 1), as frameworks write it to save a
+// map. Backward passes the output gradient to both inputs unchanged (in place, Network passes it
+// to input 0 without a copy).
 #include <map>
 #include <memory>
 
@@ -11,7 +14,7 @@ namespace {
 
 class Add final : public Layer {
  public:
-  Add(Dims a, Dims b) {
+  Add(Dims a, Dims b, bool in_place) : in_place_(in_place) {
     if (a.c != b.c || a.h != b.h || a.w != b.w) {
       Fail(kExitApiError, "internal error: residual add of different shapes");
     }
@@ -25,11 +28,16 @@ class Add final : public Layer {
   const char* kind() const override { return "add"; }
   bool backward_reads_inputs() const override { return false; }
   bool backward_reads_output() const override { return false; }
+  int in_place() const override { return in_place_ ? 0 : -1; }
 
   void Forward(Context& ctx, const ForwardArgs& args) override {
     const TensorDesc& d = DescFor(args.batch);
     const float one = 1.0f;
     const float zero = 0.0f;
+    if (in_place_) {  // args.y is args.x[0]
+      CUDNN_CHECK(cudnnAddTensor(ctx.cudnn, &one, d.get(), args.x[1], &one, d.get(), args.y));
+      return;
+    }
     CUDNN_CHECK(cudnnOpTensor(ctx.cudnn, op_, &one, d.get(), args.x[0], &one, d.get(), args.x[1],
                               &zero, d.get(), args.y));
   }
@@ -51,12 +59,15 @@ class Add final : public Layer {
     return *desc;
   }
 
+  bool in_place_;
   cudnnOpTensorDescriptor_t op_ = nullptr;
   std::map<int, std::unique_ptr<TensorDesc>> descs_;
 };
 
 }  // namespace
 
-std::unique_ptr<Layer> MakeAdd(Dims a, Dims b) { return std::make_unique<Add>(a, b); }
+std::unique_ptr<Layer> MakeAdd(Dims a, Dims b, bool in_place) {
+  return std::make_unique<Add>(a, b, in_place);
+}
 
 }  // namespace cnn_train

@@ -9,6 +9,8 @@
 // Memory: a layer never allocates its output or gradients; Network (network.h) does, one
 // cudaMalloc per tensor, and frees them when backward no longer needs them. Parameters and
 // their gradients are tensors owned by Network; a layer sees them as ParamSpec::value, ::grad.
+// An in-place layer (Layer::in_place) writes into one of its inputs instead of a new output,
+// as a framework's `x += skip` or a copy into a preallocated concatenation buffer does.
 #ifndef POOCH_SAMPLES_CNN_TRAIN_LAYERS_LAYER_H_
 #define POOCH_SAMPLES_CNN_TRAIN_LAYERS_LAYER_H_
 
@@ -67,6 +69,10 @@ class TensorDesc {
  public:
   TensorDesc(int n, int c, int h, int w);
   TensorDesc(int n, const Dims& dims) : TensorDesc(n, dims.c, dims.h, dims.w) {}
+  // A channel slice of a larger NCHW tensor: `n` samples of `slice` that lie `sample_stride`
+  // floats apart (the whole tensor's C*H*W), packed within a sample. The caller points at the
+  // slice's first channel; the other strides are those of a packed tensor.
+  TensorDesc(int n, const Dims& slice, int64_t sample_stride);
   ~TensorDesc();
   TensorDesc(const TensorDesc&) = delete;
   TensorDesc& operator=(const TensorDesc&) = delete;
@@ -124,6 +130,12 @@ class Layer {
   // output (BackwardArgs::y). What is not read may be null in BackwardArgs.
   virtual bool backward_reads_inputs() const { return true; }
   virtual bool backward_reads_output() const { return true; }
+  // An in-place layer returns the index i of the input whose tensor it overwrites: its
+  // ForwardArgs::y is x[i], and the gradient of x[i] is the gradient of its output, passed
+  // through by Network (BackwardArgs::dx[i] is null). Network makes it x[i]'s last reader in
+  // forward; the layer must not overwrite what an earlier reader's backward reads (a
+  // concatenation writes channels beyond every earlier reader's prefix). -1: a new output.
+  virtual int in_place() const { return -1; }
   // Forward: writes args.y (and may save state for Backward, e.g. batch-norm statistics).
   virtual void Forward(Context& ctx, const ForwardArgs& args) = 0;
   // Backward: writes the parameter gradients (overwriting them) and args.dx.
@@ -141,11 +153,24 @@ class Layer {
 // The layer kinds (one .cc each). `name` is the layer's node name, used in messages.
 std::unique_ptr<Layer> MakeConv(const std::string& name, Dims in, int out_channels, int kernel,
                                 int stride, int pad, bool bias);
-std::unique_ptr<Layer> MakeBatchNorm(const std::string& name, Dims in);
+// Transposed convolution (the decoder's upsampling), with bias; output side
+// (in - 1) * stride - 2 * pad + kernel.
+std::unique_ptr<Layer> MakeConvTranspose(const std::string& name, Dims in, int out_channels,
+                                         int kernel, int stride, int pad);
+// Normalises the first `channels` channels of its input (all of them by default): a dense
+// layer reads the prefix of its block's concatenation buffer.
+std::unique_ptr<Layer> MakeBatchNorm(const std::string& name, Dims in, int channels = 0);
 std::unique_ptr<Layer> MakeRelu(Dims in);
 std::unique_ptr<Layer> MakeMaxPool(Dims in, int kernel, int stride, int pad);
+std::unique_ptr<Layer> MakeAvgPool(Dims in, int kernel, int stride);
 std::unique_ptr<Layer> MakeGlobalAvgPool(Dims in);
-std::unique_ptr<Layer> MakeAdd(Dims a, Dims b);
+// a + b; in place, b is added into a's tensor (`a += b`, a U-Net's long skip connection).
+std::unique_ptr<Layer> MakeAdd(Dims a, Dims b, bool in_place = false);
+// Channel concatenation into one buffer of `buffer` dims (concat.cc). ConcatStart allocates the
+// buffer (its output) and copies its input into channels [0, in.c); ConcatInto is in place on
+// input 0, the buffer, and copies input 1 into channels [offset, offset + in.c).
+std::unique_ptr<Layer> MakeConcatStart(Dims in, Dims buffer);
+std::unique_ptr<Layer> MakeConcatInto(Dims buffer, Dims in, int offset);
 // Fully connected: flattens its input (C*H*W features) to `out_features`, with bias.
 std::unique_ptr<Layer> MakeLinear(Dims in, int out_features);
 

@@ -1,5 +1,6 @@
 // Max pooling (CUDNN_POOLING_MAX_DETERMINISTIC, so that backward is bit-reproducible where
-// windows overlap) and global average pooling (one window over the whole map).
+// windows overlap), average pooling (a DenseNet transition's 2x2/2) and global average pooling
+// (one window over the whole map).
 // Output sizes round down, as in PyTorch's default (ceil_mode=False).
 #include <map>
 #include <memory>
@@ -67,6 +68,11 @@ class Pooling final : public Layer {
 std::unique_ptr<Layer> MakeMaxPool(Dims in, int kernel, int stride, int pad) {
   return std::make_unique<Pooling>(in, CUDNN_POOLING_MAX_DETERMINISTIC, kernel, kernel, stride,
                                    pad);
+}
+
+std::unique_ptr<Layer> MakeAvgPool(Dims in, int kernel, int stride) {
+  return std::make_unique<Pooling>(in, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, kernel, kernel,
+                                   stride, 0);
 }
 
 std::unique_ptr<Layer> MakeGlobalAvgPool(Dims in) {

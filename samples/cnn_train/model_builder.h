@@ -1,0 +1,80 @@
+// Builder: helpers that append layers to a Network by name, shared by the model files
+// (models.cc, models_unet.cc, models_densenet.cc). Internal to them; models.h is the interface.
+#ifndef POOCH_SAMPLES_CNN_TRAIN_MODEL_BUILDER_H_
+#define POOCH_SAMPLES_CNN_TRAIN_MODEL_BUILDER_H_
+
+#include <string>
+
+#include "network.h"
+
+namespace cnn_train {
+
+// Each method appends a layer after node `in` (or nodes a, b) and returns the new node.
+class Builder {
+ public:
+  explicit Builder(Network& net) : net_(net) {}
+
+  int Conv(const std::string& name, int in, int channels, int kernel, int stride, int pad,
+           bool bias = false) {
+    return net_.Add(name, MakeConv(name, net_.dims(in), channels, kernel, stride, pad, bias), {in});
+  }
+  int ConvTranspose(const std::string& name, int in, int channels, int kernel, int stride) {
+    return net_.Add(name, MakeConvTranspose(name, net_.dims(in), channels, kernel, stride, 0),
+                    {in});
+  }
+  // Batch norm over the first `channels` channels of `in` (0: all of them).
+  int Bn(const std::string& name, int in, int channels = 0) {
+    return net_.Add(name, MakeBatchNorm(name, net_.dims(in), channels), {in});
+  }
+  int Relu(const std::string& name, int in) {
+    return net_.Add(name, MakeRelu(net_.dims(in)), {in});
+  }
+  int MaxPool(const std::string& name, int in, int kernel, int stride, int pad) {
+    return net_.Add(name, MakeMaxPool(net_.dims(in), kernel, stride, pad), {in});
+  }
+  int AvgPool(const std::string& name, int in, int kernel, int stride) {
+    return net_.Add(name, MakeAvgPool(net_.dims(in), kernel, stride), {in});
+  }
+  int GlobalAvgPool(const std::string& name, int in) {
+    return net_.Add(name, MakeGlobalAvgPool(net_.dims(in)), {in});
+  }
+  int Sum(const std::string& name, int a, int b) {
+    return net_.Add(name, MakeAdd(net_.dims(a), net_.dims(b)), {a, b});
+  }
+  // a += b, in place: later layers read the returned node, never `a`.
+  int AddInto(const std::string& name, int a, int b) {
+    return net_.Add(name, MakeAdd(net_.dims(a), net_.dims(b), /*in_place=*/true), {a, b});
+  }
+  // A new buffer of `channels` channels holding `in` in its first channels.
+  int ConcatStart(const std::string& name, int in, int channels) {
+    const Dims d = net_.dims(in);
+    return net_.Add(name, MakeConcatStart(d, {channels, d.h, d.w}), {in});
+  }
+  // Copies `in` into channels [offset, ...) of `buffer`, in place.
+  int ConcatInto(const std::string& name, int buffer, int in, int offset) {
+    return net_.Add(name, MakeConcatInto(net_.dims(buffer), net_.dims(in), offset), {buffer, in});
+  }
+  int Fc(const std::string& name, int in, int features) {
+    return net_.Add(name, MakeLinear(net_.dims(in), features), {in});
+  }
+  // conv -> BN -> ReLU, named <prefix>conv<i>, <prefix>bn<i>, <prefix>relu<i>.
+  int ConvBnRelu(const std::string& prefix, const std::string& i, int in, int channels, int kernel,
+                 int stride, int pad) {
+    int x = Conv(prefix + "conv" + i, in, channels, kernel, stride, pad);
+    x = Bn(prefix + "bn" + i, x);
+    return Relu(prefix + "relu" + i, x);
+  }
+
+  int channels(int node) const { return net_.dims(node).c; }
+
+ private:
+  Network& net_;
+};
+
+// The models of models_unet.cc and models_densenet.cc (models.h describes them).
+void BuildUNet(Network& net, int classes);
+void BuildDenseNet(Network& net, int classes);
+
+}  // namespace cnn_train
+
+#endif  // POOCH_SAMPLES_CNN_TRAIN_MODEL_BUILDER_H_
