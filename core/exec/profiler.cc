@@ -432,6 +432,14 @@ class Profiler::Impl {
     return options;
   }
 
+  // The swap-all pass swaps every interval that matters by capacity, short ones included, so
+  // that the profile carries measured copy times for every tensor a plan may move.
+  static pooch::PlanOptions SwapAllPassOptions() {
+    pooch::PlanOptions options = RunPlanOptions();
+    options.long_intervals_first = false;
+    return options;
+  }
+
   // Returns true when the swap-all pass starts (the profile will be made at its end).
   bool StartSwapAllPassLocked(const pooch::BuiltProfile& built,
                               const pooch::OpStreamRecorder::Positions& positions)
@@ -449,7 +457,7 @@ class Profiler::Impl {
       return false;
     }
     absl::StatusOr<pooch::PlanResult> plan =
-        pooch::MakePlan(built.profile, machine_, pooch::Policy::kSwapAll, RunPlanOptions());
+        pooch::MakePlan(built.profile, machine_, pooch::Policy::kSwapAll, SwapAllPassOptions());
     if (!plan.ok() || !plan->sim.feasible) {
       POOCH_LOG_AT(
           kInfo, "swap-all does not fit: profiled under demand swapping (%s)",

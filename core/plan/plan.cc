@@ -108,10 +108,12 @@ absl::StatusOr<Plan> RunPolicy(PlanContext& ctx, Policy policy) {
 absl::StatusOr<PlanResult> MakePlan(const Profile& profile, const MachineModel& machine,
                                     Policy policy, const PlanOptions& options) {
   if (absl::Status valid = profile.Validate(); !valid.ok()) return valid;
-  auto ctx = std::make_unique<PlanContext>(profile, machine, options);
+  auto ctx = std::make_unique<PlanContext>(profile, machine, options,
+                                           /*long_only=*/options.long_intervals_first);
   absl::StatusOr<Plan> plan = RunPolicy(*ctx, policy);
   int64_t earlier_simulations = 0;
-  if (!plan.ok() && plan.status().code() == absl::StatusCode::kFailedPrecondition) {
+  if (!plan.ok() && plan.status().code() == absl::StatusCode::kFailedPrecondition &&
+      options.long_intervals_first) {
     earlier_simulations = ctx->simulations();
     auto all = std::make_unique<PlanContext>(profile, machine, options, /*long_only=*/false);
     if (all->candidates().size() != ctx->candidates().size()) {

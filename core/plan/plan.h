@@ -56,6 +56,10 @@ struct PlanOptions {
   // Tensors smaller than this are kept, never planned (Note [Intervals that matter] in
   // core/model/candidates.cc); the runtime passes its POOCH_MIN_SWAP_BYTES.
   int64_t min_candidate_bytes = kDefaultMinCandidateBytes;
+  // Plan first over the intervals long enough to hide their copies, and over the short ones too
+  // only when that finds no plan (Note [Short intervals] in plan.cc). False: over all at once
+  // (the run-time swap-all profiling pass, which measures every copy it can).
+  bool long_intervals_first = true;
   // PoocH §4.4.2 brute-forces keep/swap over L_I. Beyond this many maps the extra ones (those
   // whose swap-in stalls least) are decided greedily instead: Note [Bounded brute force].
   // Measured on zoo ResNet-50 (70 maps in L_I on PCIe): limits 6 and 10 choose the same plan;
