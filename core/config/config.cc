@@ -227,8 +227,9 @@ const Variable kVariables[] = {
        return absl::OkStatus();
      }},
     {{"POOCH_PROFILE_SWAP", "all", "all, demand",
-      "What the profiled iteration runs under, with a planner policy. all: every feature map "
-      "is swapped, so that each one's copy times are measured (PoocH 4.2; one more iteration "
+      "What the profiled iteration runs under, with a planner policy. all: every interval that "
+      "matters is swapped, so that each swapped tensor's copy times are measured (PoocH 4.2; one "
+      "more iteration "
       "of profiling; demand when swap-all does not fit). demand: the profile is the last of "
       "the iterations in which the iteration was found, run under demand swapping."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {

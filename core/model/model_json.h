@@ -7,7 +7,7 @@
 //
 // Profile format (optional fields take the defaults of model.h; op index = position in "ops"):
 //   {"format": "pooch-profile", "version": 1, "name": "resnet50-b256",
-//    "tensors": [{"id": 0, "name": "conv1.out", "bytes": 123, "feature_map": true,
+//    "tensors": [{"id": 0, "name": "conv1.out", "bytes": 123,
 //                 "alloc_before": 0, "free_after": 57, "swap_out_us": -1, "swap_in_us": -1}],
 //    "ops": [{"name": "conv1", "kind": "conv", "phase": "forward", "duration_us": 12.5,
 //             "reads": [0], "writes": [1], "workspace_bytes": 0, "replayable": true}]}

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/model/model_json.h"
 #include "core/sim/sim.h"
@@ -22,12 +23,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pooch::MachineModel machine;
     machine.memory_bytes = int64_t{1} << 30;
     machine.h2d_gbps = machine.d2h_gbps = 16;
-    pooch::Plan plan = pooch::KeepAllPlan(*profile);
-    for (const pooch::FeatureMapInfo& f : pooch::FindCandidates(*profile)) {
-      plan.decisions[f.tensor] =
-          f.recomputable && (f.tensor % 2) ? pooch::Decision::kRecompute : pooch::Decision::kSwap;
+    // Every interval (no machine filter), each swapped or recomputed.
+    const std::vector<pooch::Candidate> cands = pooch::FindCandidates(*profile);
+    pooch::Plan plan = pooch::KeepAllPlan(cands.size());
+    for (size_t c = 0; c < cands.size(); ++c) {
+      plan.decisions[c] = cands[c].recomputable && (c % 2) ? pooch::Decision::kRecompute
+                                                           : pooch::Decision::kSwap;
     }
-    (void)pooch::Simulate(*profile, machine, plan);
+    (void)pooch::Simulate(*profile, machine, plan, {}, {.matter_only = false});
   }
   return 0;
 }

@@ -499,6 +499,43 @@ policies)
   echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"
   ;;
 
+model_state)
+  # Issue 12: model state that does not fit. vgg16 (b2, 32x32, 10 classes) holds 403.7 MB of
+  # parameters, gradients and momentum against a 406.3 MB in-core peak; at 60 % of that peak
+  # pooch must plan the weights' idle intervals (their wrap from the optimizer update to the next
+  # forward use included) and train bit for bit under the hazard checker. The run's profile,
+  # planned again as the run planned it (--refine 3000), shows a wrapping interval swapped.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  set -- --model vgg16 --batch 2 --image 32 --classes 10 --iters 5
+  incore_reference "$@"
+  state=$((33638218 * 3 * 4))
+  SIMGPU_MEMORY=$((peak * 60 / 100))
+  export SIMGPU_MEMORY
+  [ "$SIMGPU_MEMORY" -lt "$state" ] || fail "the limit is not below the model state"
+  POOCH_PROFILE_OUT=$work/profile.json
+  export POOCH_PROFILE_OUT
+  run planned "$pooch" run --policy pooch -- "$bin" "$@"
+  unset POOCH_PROFILE_OUT
+  [ "$rc" -eq 0 ] || fail "pooch: exit $rc"
+  same_checksum planned
+  grep -q '^pooch: plan: policy pooch .* carried out' "$work/planned.err" ||
+    fail "no plan carried out: $(grep 'plan:' "$work/planned.err")"
+  limit=$(awk '$2 == "memory:" { print $4 }' "$work/planned.err")
+  run replan "$pooch" plan --profile "$work/profile.json" --memory "$limit" --policy pooch \
+    --refine 3000 --json "$work/plan.json"
+  [ "$rc" -eq 0 ] || fail "pooch plan on the run's profile: exit $rc"
+  python3 - "$work/plan.json" <<'PY' || fail "no weight leaves the device: see above"
+import json, sys
+plan = json.load(open(sys.argv[1]))
+wraps = [d for d in plan["decisions"] if d["wraps"] and d["decision"] == "swap"]
+print("wrapping intervals swapped:", len(wraps), "of", sum(1 for d in plan["decisions"] if d["wraps"]))
+assert wraps, "no wrapping interval is swapped"
+PY
+  echo "ok: vgg16 at 60 % ($SIMGPU_MEMORY bytes < model state $state), checksum $sum"
+  ;;
+
 lineage)
   # POOCH_LINEAGE_OUT (core/lineage/lineage.h): args POOCH CNN_TRAIN. tiny at 50 % of its
   # in-core peak under pooch, whose plan recomputes there: the file is a pooch-lineage document whose
