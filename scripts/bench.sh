@@ -1,29 +1,41 @@
 #!/bin/sh
-# bench.sh [BUILD_DIR]: throughput of cnn_train's ResNet-50 under every pooch policy on simgpu,
-# in simgpu's virtual time (SIMGPU_COMPUTE=timing). In-core and demand runs give the same figures
-# on every run; so did runs under a carried-out plan, in the runs compared (b384-640, two or three
-# runs each; before commit 566a04a they varied by a few percent).
+# bench.sh [BUILD_DIR]: throughput of cnn_train's networks (ResNet-50, a U-Net, a DenseNet) under
+# every pooch policy on simgpu, in simgpu's virtual time (SIMGPU_COMPUTE=timing). In-core and
+# demand runs give the same figures on every run; so did runs under a carried-out plan, in the
+# runs compared (ResNet-50 b384-640, two or three runs each; before commit 566a04a they varied by
+# a few percent).
 # A benchmark, not a test: a run that fails (exit 3, out of memory) is a table cell, never a
-# failure of the script.
+# failure of the script, and no figure (however slow) makes it fail.
 #
-# For each machine preset (SIMGPU_PRESET, 16 GiB device) and batch it runs
-#   BUILD_DIR/bin/pooch run --policy P -- BUILD_DIR/bin/cnn_train --model resnet50 --batch B --iters 10
+# For each machine preset (SIMGPU_PRESET, 16 GiB device), model and batch it runs
+#   BUILD_DIR/bin/pooch run --policy P -- BUILD_DIR/bin/cnn_train --model M [--image S] --batch B --iters 10
 # for every policy P, and the in-core reference without pooch on a 64 GiB simgpu. A run's time is
 # the mean of the `ms` of its last two iterations (the first ones are profiling); the plan counts
-# and the predicted time come from pooch's summary lines on stderr.
+# and the predicted time come from pooch's summary lines on stderr, the in-core peak (how many
+# times the device the batch needs) from cnn_train's peak_device_bytes.
 #
 # Arguments: BUILD_DIR (default build), holding bin/pooch, bin/cnn_train, lib/libpooch.so and
 # lib/simgpu/. Environment (defaults in brackets):
-#   BATCHES   [256 384 512 640]
+#   MODELS    [resnet50 unet@256:320,536 densenet@128:248,408]
+#             space-separated entries NAME[@IMAGE][:B1,B2,...]: a cnn_train --model, its --image
+#             (left out: cnn_train's default for the model) and its batches (left out: BATCHES).
+#             The defaults for unet (256x256) and densenet (128x128) are the batches whose in-core
+#             peak is about 1.5x and 2.5x of 16 GiB (unet 320: 25.7 GB, 1.49x; 536: 43.0 GB,
+#             2.50x; densenet 248: 26.0 GB, 1.51x; 408: 42.7 GB, 2.49x).
+#             E.g. MODELS=resnet50:640 for ResNet-50 at batch 640 alone.
+#   BATCHES   [256 384 512 640]   batches of a MODELS entry that names none (resnet50 by default)
 #   POLICIES  [demand swap-all-nosched swap-all swap-opt pooch superneurons checkpoint]
 #   MACHINES  [v100-pcie3 v100-nvlink2]     SIMGPU_PRESET values
 #   MEMORY [16GiB], INCORE_MEMORY [64GiB], ITERS [10: two profiled, re-plans settle by the 8th]
 #   INCORE_FALLBACK_MEMORY [128GiB]   where in-core runs out of memory on INCORE_MEMORY (exit 3;
 #             the table says so), it runs again on this size and the slowdown is against that run
 #             (simgpu's timing mode touches no pages, so the size costs nothing); none: no retry
-# Output in BUILD_DIR/bench/: bench.md (a table per machine; printed at the end too), bench.png
-# (img/s against batch per policy, one panel per machine; needs gnuplot), results.tsv (one line
-# per run) and raw/ (each run's stdout and stderr).
+# Output in BUILD_DIR/bench/: bench.md (a table per machine and model; printed at the end too),
+# bench.png (img/s against batch per policy, one panel per model and machine; needs gnuplot),
+# results.tsv (one line per run, the model, as NAME or NAME@IMAGE, in its first column) and raw/
+# (each run's stdout and stderr, as MACHINE-MODEL[-iIMAGE]-bBATCH-POLICY.out/.err).
+# The defaults take about 7.5 minutes on a 2-core host (128 runs; MODELS="resnet50:640
+# unet@256:320,536 densenet@128:248,408" POLICIES="demand pooch swap-opt" MACHINES=v100-pcie3: 80 s).
 set -eu
 build=${1:-build}
 pooch=$build/bin/pooch
@@ -33,6 +45,7 @@ if ! { [ -x "$pooch" ] && [ -x "$cnn" ] && [ -e "$build/lib/libpooch.so" ] && [ 
   echo "bench: build pooch, cnn_train, pooch_preload and simgpu into $build first" >&2
   exit 2
 fi
+models=${MODELS:-resnet50 unet@256:320,536 densenet@128:248,408}
 batches=${BATCHES:-256 384 512 640}
 policies=${POLICIES:-demand swap-all-nosched swap-all swap-opt pooch superneurons checkpoint}
 machines=${MACHINES:-v100-pcie3 v100-nvlink2}
@@ -40,6 +53,25 @@ memory=${MEMORY:-16GiB}
 incore_memory=${INCORE_MEMORY:-64GiB}
 fallback_memory=${INCORE_FALLBACK_MEMORY:-128GiB}
 iters=${ITERS:-10}
+
+# The MODELS entries, checked, as "LABEL:B1,B2,..." words (LABEL is NAME or NAME@IMAGE).
+modelspec=
+for entry in $models; do
+  spec=${entry%%:*}
+  if [ "$spec" = "$entry" ]; then bl=$(echo $batches | tr ' ' ','); else bl=${entry#*:}; fi
+  name=${spec%%@*}
+  image=; [ "$name" = "$spec" ] || image=${spec#*@}
+  case "$name" in ''|*[!a-z0-9]*) echo "bench: bad MODELS entry '$entry' (NAME[@IMAGE][:B1,B2,...])" >&2; exit 2 ;; esac
+  case "$image" in *[!0-9]*) echo "bench: bad image size in MODELS entry '$entry'" >&2; exit 2 ;; esac
+  case "$bl" in ''|,*|*,|*,,*|*[!0-9,]*) echo "bench: bad batch list in MODELS entry '$entry'" >&2; exit 2 ;; esac
+  modelspec="$modelspec${modelspec:+ }$spec:$bl"
+done
+
+# The device's size in bytes (for "needs N x the device").
+device_bytes=$(echo "$memory" | awk '{
+  n = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u)
+  f = u == "GiB" ? 2^30 : u == "MiB" ? 2^20 : u == "KiB" ? 2^10 : u == "GB" ? 1e9 : u == "MB" ? 1e6 : u == "" ? 1 : 0
+  printf "%.0f\n", n * f }')
 
 out=$build/bench
 raw=$out/raw
@@ -51,14 +83,15 @@ unset POOCH_POLICY POOCH_MEMORY_LIMIT POOCH_TRACE POOCH_SUMMARY 2>/dev/null || t
 
 results=$out/results.tsv
 notes=$out/stderr-notes.md
-printf 'machine\tbatch\tpolicy\texit\tms\tpredicted_ms\tfeasible\tkeep\tswap\trecompute\tsafety_net_in\tdemand_in\tplan_status\n' >"$results"
+printf 'model\tmachine\tbatch\tpolicy\texit\tms\tpredicted_ms\tfeasible\tkeep\tswap\trecompute\tsafety_net_in\tdemand_in\tplan_status\tpeak_device_bytes\n' >"$results"
 : >"$notes"
 
-# parse MACHINE BATCH POLICY RC STDOUT STDERR: appends one line to results.tsv.
+# parse MODEL MACHINE BATCH POLICY RC STDOUT STDERR: appends one line to results.tsv.
 parse() {
-  awk -v m="$1" -v b="$2" -v p="$3" -v rc="$4" -v out="$5" '
+  awk -v model="$1" -v m="$2" -v b="$3" -v p="$4" -v rc="$5" -v out="$6" '
     function val(key,   i) { for (i = 1; i < NF; i++) if ($i == key) return $(i + 1); return "-" }
     FILENAME == out && $1 == "iter" { n++; ms[n] = val("ms") }
+    FILENAME == out && $1 == "peak_device_bytes" { peak = $2 }
     FILENAME != out && /^pooch: plan: / {
       st = ""
       pred = val("predicted_iteration_ms"); feas = val("feasible")
@@ -76,9 +109,10 @@ parse() {
       if (st == "") { pred = feas = keep = swap = rec = st = "-" }
       if (safety == "") safety = "-"
       if (dem == "") dem = "-"
-      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-             m, b, p, rc, t, pred, feas, keep, swap, rec, safety, dem, st
-    }' "$5" "$6" >>"$results"
+      if (peak == "") peak = "-"
+      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+             model, m, b, p, rc, t, pred, feas, keep, swap, rec, safety, dem, st, peak
+    }' "$6" "$7" >>"$results"
 }
 
 # Lines of a run's output that are neither iteration output nor pooch's usual summary lines.
@@ -89,51 +123,59 @@ unusual() {
 
 start=$(date +%s)
 for m in $machines; do
-  for b in $batches; do
-    for p in in-core in-core-big $policies; do
-      base=$raw/$m-b$b-$p
-      rc=0
-      if [ "$p" = in-core-big ]; then
-        # Only where in-core ran out of memory on $incore_memory.
-        [ "$fallback_memory" != none ] && [ "$incore_rc" -eq 3 ] || continue
-        env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$fallback_memory" \
-          "$cnn" --model resnet50 --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
-      elif [ "$p" = in-core ]; then
-        env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$incore_memory" \
-          "$cnn" --model resnet50 --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
-      else
-        env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$memory" "$pooch" run --policy "$p" -- \
-          "$cnn" --model resnet50 --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
-      fi
-      [ "$p" = in-core ] && incore_rc=$rc
-      parse "$m" "$b" "$p" "$rc" "$base.out" "$base.err"
-      odd=$(unusual "$base.out" "$base.err" | head -n 3)
-      if [ -n "$odd" ]; then
-        printf -- '- %s batch %s %s (exit %s):\n' "$m" "$b" "$p" "$rc" >>"$notes"
-        printf '%s\n' "$odd" | sed 's/^/  `/; s/$/`/' >>"$notes"
-      fi
-      tail -n 1 "$results" | awk -F '\t' '{ printf "bench: %s batch %s %-16s exit %s ms %s\n", $1, $2, $3, $4, $5 }' >&2
+  for entry in $modelspec; do
+    label=${entry%%:*}
+    name=${label%%@*}
+    image=; [ "$name" = "$label" ] || image=${label#*@}
+    tag=$name${image:+-i$image}
+    set -- --model "$name"
+    [ -z "$image" ] || set -- "$@" --image "$image"
+    for b in $(echo "${entry#*:}" | tr ',' ' '); do
+      for p in in-core in-core-big $policies; do
+        base=$raw/$m-$tag-b$b-$p
+        rc=0
+        if [ "$p" = in-core-big ]; then
+          # Only where in-core ran out of memory on $incore_memory.
+          [ "$fallback_memory" != none ] && [ "$incore_rc" -eq 3 ] || continue
+          env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$fallback_memory" \
+            "$cnn" "$@" --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
+        elif [ "$p" = in-core ]; then
+          env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$incore_memory" \
+            "$cnn" "$@" --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
+        else
+          env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$memory" "$pooch" run --policy "$p" -- \
+            "$cnn" "$@" --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
+        fi
+        [ "$p" = in-core ] && incore_rc=$rc
+        parse "$label" "$m" "$b" "$p" "$rc" "$base.out" "$base.err"
+        odd=$(unusual "$base.out" "$base.err" | head -n 3)
+        if [ -n "$odd" ]; then
+          printf -- '- %s %s batch %s %s (exit %s):\n' "$m" "$label" "$b" "$p" "$rc" >>"$notes"
+          printf '%s\n' "$odd" | sed 's/^/  `/; s/$/`/' >>"$notes"
+        fi
+        tail -n 1 "$results" | awk -F '\t' '{ printf "bench: %s %s batch %s %-16s exit %s ms %s\n", $2, $1, $3, $4, $5, $6 }' >&2
+      done
     done
   done
 done
 echo "bench: $(($(date +%s) - start)) s of runs" >&2
 
 # The report.
-awk -F '\t' -v machines="$machines" -v batches="$batches" -v policies="$policies" \
+awk -F '\t' -v machines="$machines" -v modelspec="$modelspec" -v policies="$policies" \
     -v memory="$memory" -v incore_memory="$incore_memory" -v fallback_memory="$fallback_memory" \
-    -v iters="$iters" '
+    -v iters="$iters" -v device_bytes="$device_bytes" '
   NR == 1 { next }
   {
-    k = $1 SUBSEP $2 SUBSEP $3
-    rc[k] = $4; ms[k] = $5; pred[k] = $6; feas[k] = $7; keep[k] = $8; swp[k] = $9
-    rec[k] = $10; safety[k] = $11; dem[k] = $12; st[k] = $13
+    k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
+    rc[k] = $5; ms[k] = $6; pred[k] = $7; feas[k] = $8; keep[k] = $9; swp[k] = $10
+    rec[k] = $11; safety[k] = $12; dem[k] = $13; st[k] = $14; peak[k] = $15
   }
   function ok(k) { return (k in rc) && rc[k] == 0 && ms[k] != "-" }
   function cell(k) { return rc[k] == 3 ? "OOM" : (rc[k] != 0 ? "fail" : ms[k]) }
-  # ref(m, b): the key of the in-core run to compare with ("" if none ran).
-  function ref(m, b,   k) {
-    k = m SUBSEP b SUBSEP "in-core"; if (ok(k)) return k
-    k = m SUBSEP b SUBSEP "in-core-big"; if (ok(k)) return k
+  # ref(md, m, b): the key of the in-core run to compare with ("" if none ran).
+  function ref(md, m, b,   k) {
+    k = md SUBSEP m SUBSEP b SUBSEP "in-core"; if (ok(k)) return k
+    k = md SUBSEP m SUBSEP b SUBSEP "in-core-big"; if (ok(k)) return k
     return ""
   }
   function vs(k, r) {
@@ -141,94 +183,122 @@ awk -F '\t' -v machines="$machines" -v batches="$batches" -v policies="$policies
     if (r == "") return "n/a (in-core OOM)"
     return sprintf("%+.1f %%", 100 * (ms[k] / ms[r] - 1)) (r ~ /in-core-big$/ ? " (vs " fallback_memory ")" : "")
   }
+  function err(k) { return (ok(k) && pred[k] != "-") ? sprintf("%+.1f %%", 100 * (pred[k] - ms[k]) / ms[k]) : "-" }
+  # cmd(md): the cnn_train flags of model label md.
+  function cmd(md,   i) {
+    i = index(md, "@")
+    return i ? "--model " substr(md, 1, i - 1) " --image " substr(md, i + 1) : "--model " md
+  }
   END {
-    nm = split(machines, M, " "); nb = split(batches, B, " "); np = split(policies, P, " ")
-    printf "# pooch benchmark: cnn_train --model resnet50, simgpu virtual time\n\n"
-    printf "Each run: `pooch run --policy P -- cnn_train --model resnet50 --batch B --iters %s` on " \
+    nm = split(machines, M, " "); nd = split(modelspec, D, " "); np = split(policies, P, " ")
+    for (d = 1; d <= nd; d++) { i = index(D[d], ":"); MB[d] = substr(D[d], i + 1); D[d] = substr(D[d], 1, i - 1) }
+    names = ""; for (d = 1; d <= nd; d++) names = names (d > 1 ? ", " : "") D[d]
+    printf "# pooch benchmark: cnn_train (%s), simgpu virtual time\n\n", names
+    printf "Each run: `pooch run --policy P -- cnn_train --model M [--image S] --batch B --iters %s` on " \
            "`SIMGPU_COMPUTE=timing SIMGPU_MEMORY=%s`; ms/iter is the mean of the last two " \
            "iterations. In-core: cnn_train without pooch on a %s simgpu (OOM there: exit 3; then " \
-           "again on %s, and the slowdown is against that run). " \
+           "again on %s, and the slowdown is against that run); its peak_device_bytes over %s is " \
+           "what the batch needs of the device. " \
            "Slowdown is measured ms against in-core ms; error is (predicted - measured) / measured. " \
            "Plan: what the plan line says after its figures (carried out, or failed: no plan, " \
            "the run went on under demand swapping). " \
            "Counts are keep/swap/recompute over the feature maps, from the plan line; safety-net and " \
            "demand swap-ins come from the plan_run and swaps lines. In-core and demand runs repeat " \
-           "exactly; so did runs under a carried-out plan, in the runs compared.\n", iters, memory, incore_memory, fallback_memory
+           "exactly; so did runs under a carried-out plan, in the runs compared.\n", iters, memory, incore_memory, fallback_memory, memory
     for (i = 1; i <= nm; i++) {
       m = M[i]
-      printf "\n## %s (%s)\n\n", m, memory
-      printf "| batch | policy | exit | ms/iter | img/s | slowdown vs in-core | plan | predicted ms | error | keep | swap | recompute | safety-net swap-ins | demand swap-ins |\n"
-      printf "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
-      for (j = 1; j <= nb; j++) {
-        b = B[j]; r = ref(m, b)
-        for (q = -1; q <= np; q++) {
-          p = q == -1 ? "in-core" : (q == 0 ? "in-core-big" : P[q]); k = m SUBSEP b SUBSEP p
-          if (!(k in rc)) continue
-          name = q == -1 ? "in-core (" incore_memory ", no pooch)" : (q == 0 ? "in-core (" fallback_memory ", no pooch)" : p)
-          ips = ok(k) ? sprintf("%.1f", b * 1000 / ms[k]) : "-"
-          if (q <= 0) slow = ok(k) ? "—" : "in-core OOM"
-          else slow = vs(k, r)
-          err = (ok(k) && pred[k] != "-") ? sprintf("%+.1f %%", 100 * (pred[k] - ms[k]) / ms[k]) : "-"
-          pr = pred[k]; if (pr != "-" && feas[k] != "yes") pr = pr " (feasible " feas[k] ")"
-          printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", b, name, rc[k],
-                 cell(k), ips, slow, st[k], pr, err, keep[k], swp[k], rec[k], safety[k], q <= 0 ? "-" : dem[k]
+      for (d = 1; d <= nd; d++) {
+        md = D[d]; nb = split(MB[d], B, ",")
+        printf "\n## %s (%s): %s\n\n", m, memory, cmd(md)
+        printf "| batch | needs | policy | exit | ms/iter | img/s | slowdown vs in-core | plan | predicted ms | error | keep | swap | recompute | safety-net swap-ins | demand swap-ins |\n"
+        printf "|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
+        for (j = 1; j <= nb; j++) {
+          b = B[j]; r = ref(md, m, b)
+          need = (r != "" && peak[r] != "-" && device_bytes > 0) ? sprintf("%.2fx", peak[r] / device_bytes) : "-"
+          for (q = -1; q <= np; q++) {
+            p = q == -1 ? "in-core" : (q == 0 ? "in-core-big" : P[q]); k = md SUBSEP m SUBSEP b SUBSEP p
+            if (!(k in rc)) continue
+            name = q == -1 ? "in-core (" incore_memory ", no pooch)" : (q == 0 ? "in-core (" fallback_memory ", no pooch)" : p)
+            ips = ok(k) ? sprintf("%.1f", b * 1000 / ms[k]) : "-"
+            if (q <= 0) slow = ok(k) ? "—" : "in-core OOM"
+            else slow = vs(k, r)
+            pr = pred[k]; if (pr != "-" && feas[k] != "yes") pr = pr " (feasible " feas[k] ")"
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", b, need, name, rc[k],
+                   cell(k), ips, slow, st[k], pr, err(k), keep[k], swp[k], rec[k], safety[k], q <= 0 ? "-" : dem[k]
+          }
+        }
+        printf "\n"
+        for (j = 1; j <= nb; j++) {
+          b = B[j]; r = ref(md, m, b); pre = md SUBSEP m SUBSEP b SUBSEP
+          kp = pre "pooch"; ks = pre "superneurons"; kd = pre "demand"
+          if (ok(kp)) {
+            s = sprintf("- batch %s: pooch %s ms, %s vs in-core, predicted %s ms (error %s), plan %s, keep/swap/recompute %s/%s/%s",
+                        b, ms[kp], vs(kp, r), pred[kp], err(kp), st[kp], keep[kp], swp[kp], rec[kp])
+            if (ok(kd)) s = s sprintf("; demand %s ms: pooch %.2fx as fast", ms[kd], ms[kd] / ms[kp])
+            else if (kd in rc) s = s sprintf("; demand %s", cell(kd))
+            printf "%s\n", s
+          } else if (kp in rc)
+            printf "- batch %s: pooch %s (exit %s)\n", b, cell(kp), rc[kp]
+          if (ok(kp) && ok(ks))
+            printf "- batch %s: pooch %.1f img/s (plan %s), superneurons %.1f img/s (plan %s): pooch is %.2fx as fast\n",
+                   b, b * 1000 / ms[kp], st[kp], b * 1000 / ms[ks], st[ks], ms[ks] / ms[kp]
+          else if ((kp in rc) && (ks in rc))
+            printf "- batch %s: pooch %s, superneurons %s: no ratio\n", b, cell(kp), cell(ks)
         }
       }
-      printf "\n"
-      for (j = 1; j <= nb; j++) {
-        b = B[j]; kp = m SUBSEP b SUBSEP "pooch"; ks = m SUBSEP b SUBSEP "superneurons"
-        if (ok(kp) && ok(ks))
-          printf "- batch %s: pooch %.1f img/s (plan %s), superneurons %.1f img/s (plan %s): pooch is %.2fx as fast\n",
-                 b, b * 1000 / ms[kp], st[kp], b * 1000 / ms[ks], st[ks], ms[ks] / ms[kp]
-        else if ((kp in rc) && (ks in rc))
-          printf "- batch %s: pooch %s, superneurons %s: no ratio\n", b, cell(kp), cell(ks)
+    }
+    for (d = 1; d <= nd; d++) {
+      md = D[d]; nb = split(MB[d], B, ","); b = B[nb]; line = ""
+      for (i = 1; i <= nm; i++) {
+        m = M[i]; k = md SUBSEP m SUBSEP b SUBSEP "pooch"; r = ref(md, m, b)
+        if (!(k in rc)) continue
+        if (ok(k))
+          s = sprintf("%s %.1f ms (%.1f img/s), slowdown %s vs in-core, plan %s, recompute %s", m, ms[k],
+                      b * 1000 / ms[k], vs(k, r), st[k], rec[k])
+        else
+          s = sprintf("%s %s", m, cell(k))
+        line = line (line == "" ? "" : "; ") s
       }
+      if (line != "") printf "\n**pooch on %s at batch %s across machines:** %s\n", md, b, line
     }
-    b = B[nb]; line = ""
-    for (i = 1; i <= nm; i++) {
-      m = M[i]; k = m SUBSEP b SUBSEP "pooch"; r = ref(m, b)
-      if (!(k in rc)) continue
-      if (ok(k))
-        s = sprintf("%s %.1f ms (%.1f img/s), slowdown %s vs in-core, plan %s, recompute %s", m, ms[k],
-                    b * 1000 / ms[k], vs(k, r), st[k], rec[k])
-      else
-        s = sprintf("%s %s", m, cell(k))
-      line = line (line == "" ? "" : "; ") s
-    }
-    if (line != "") printf "\n**pooch at batch %s across machines:** %s\n", b, line
   }' "$results" >"$out/bench.md"
 if [ -s "$notes" ]; then
   { printf '\n## Other output on stderr/stdout (first 3 lines per run)\n\n'; cat "$notes"; } >>"$out/bench.md"
 fi
 
-# The plot: img/s against batch, one line per policy, one panel per machine.
+# The plot: img/s against batch, one line per policy, one panel per model (rows) and machine
+# (columns).
 if command -v gnuplot >/dev/null 2>&1; then
-  nm=0
+  nm=$(echo $machines | wc -w)
+  nd=$(echo $modelspec | wc -w)
   for m in $machines; do
-    nm=$((nm + 1))
-    awk -F '\t' -v m="$m" -v batches="$batches" -v policies="in-core $policies" '
-      NR > 1 && $1 == m {
-        p = $3   # in-core-big ran only where in-core ran out of memory: it stands for in-core
-        if (p == "in-core-big") { if ($4 != 0) next; p = "in-core" }
-        v[$2, p] = ($4 == 0 && $5 != "-") ? $2 * 1000 / $5 : "?"
-      }
-      END {
-        nb = split(batches, B, " "); np = split(policies, P, " ")
-        printf "batch"; for (q = 1; q <= np; q++) printf " %s", P[q]; printf "\n"
-        for (j = 1; j <= nb; j++) {
-          printf "%s", B[j]
-          for (q = 1; q <= np; q++) printf " %s", ((B[j], P[q]) in v) ? v[B[j], P[q]] : "?"
-          printf "\n"
+    for entry in $modelspec; do
+      label=${entry%%:*}
+      name=${label%%@*}
+      image=; [ "$name" = "$label" ] || image=${label#*@}
+      awk -F '\t' -v md="$label" -v m="$m" -v batches="${entry#*:}" -v policies="in-core $policies" '
+        NR > 1 && $1 == md && $2 == m {
+          p = $4   # in-core-big ran only where in-core ran out of memory: it stands for in-core
+          if (p == "in-core-big") { if ($5 != 0) next; p = "in-core" }
+          v[$3, p] = ($5 == 0 && $6 != "-") ? $3 * 1000 / $6 : "?"
         }
-      }' "$results" >"$out/plot-$m.dat"
+        END {
+          nb = split(batches, B, ","); np = split(policies, P, " ")
+          printf "batch"; for (q = 1; q <= np; q++) printf " %s", P[q]; printf "\n"
+          for (j = 1; j <= nb; j++) {
+            printf "%s", B[j]
+            for (q = 1; q <= np; q++) printf " %s", ((B[j], P[q]) in v) ? v[B[j], P[q]] : "?"
+            printf "\n"
+          }
+        }' "$results" >"$out/plot-$m-$name${image:+-i$image}.dat"
+    done
   done
   term=png
   gnuplot -e 'set terminal' 2>&1 | grep -q pngcairo && term=pngcairo
   {
-    printf 'set terminal %s size %d,600\n' "$term" $((620 * nm))
+    printf 'set terminal %s size %d,%d\n' "$term" $((620 * nm)) $((600 * nd))
     printf 'set output "%s"\n' "$out/bench.png"
     printf 'set datafile missing "?"\nset key autotitle columnhead below maxrows 3\nset grid\n'
-    printf 'set xtics (%s)\n' "$(echo $batches | sed 's/ /, /g')"
     printf 'set xlabel "batch"\nset ylabel "img/s (virtual time)"\nset yrange [0:*]\n'
     if [ "$fallback_memory" = none ]; then
       printf 'set label 1 "in-core: %s simgpu" at graph 0.02, graph 0.97\n' "$incore_memory"
@@ -236,12 +306,18 @@ if command -v gnuplot >/dev/null 2>&1; then
       printf 'set label 1 "in-core: %s simgpu (%s where that runs out)" at graph 0.02, graph 0.97\n' \
         "$incore_memory" "$fallback_memory"
     fi
-    printf 'set offsets graph 0.04, graph 0.04, 0, 0\n'
-    printf 'set multiplot layout 1,%d\n' "$nm"
-    for m in $machines; do
-      printf 'set title "resnet50 on %s, %s"\n' "$m" "$memory"
-      printf 'plot for [i=2:%d] "%s" using 1:i with linespoints\n' \
-        $(($(echo in-core $policies | wc -w) + 1)) "$out/plot-$m.dat"
+    printf 'set offsets graph 0.04, graph 0.04, graph 0.12, 0\n'
+    printf 'set multiplot layout %d,%d\n' "$nd" "$nm"
+    for entry in $modelspec; do
+      label=${entry%%:*}
+      name=${label%%@*}
+      image=; [ "$name" = "$label" ] || image=${label#*@}
+      printf 'set xtics (%s)\n' "$(echo "${entry#*:}" | sed 's/,/, /g')"
+      for m in $machines; do
+        printf 'set title "%s%s on %s, %s"\n' "$name" "${image:+ (${image}x$image)}" "$m" "$memory"
+        printf 'plot for [i=2:%d] "%s" using 1:i with linespoints\n' \
+          $(($(echo in-core $policies | wc -w) + 1)) "$out/plot-$m-$name${image:+-i$image}.dat"
+      done
     done
     printf 'unset multiplot\n'
   } >"$out/bench.gp"
