@@ -53,9 +53,9 @@ constexpr std::streamsize kMaxProfileBytes = std::streamsize{1} << 30;
 void PrintHelp() {
   std::cout << "usage: pooch plan (--model NAME | --profile FILE) [flags]\n"
                "\n"
-               "Plans keep / swap / recompute for every idle interval of every tensor of one training\n"
-               "iteration and predicts its time and peak memory on a machine (PoocH, seeds/001\n"
-               "§4).\n"
+               "Plans keep / swap / recompute for every idle interval of every tensor of one\n"
+               "training iteration and predicts its time and peak memory on a machine (PoocH,\n"
+               "seeds/001 §4).\n"
                "\n"
                "input (exactly one):\n"
                "  --model NAME       a zoo network (below)\n"
@@ -272,7 +272,9 @@ int PlanOne(const Request& r, const SimResult& baseline) {
   }
 
   if (r.json_path) {
-    if (absl::Status s = WriteText(*r.json_path, PlanToJson(result->plan, r.profile, result->candidates)); !s.ok()) {
+    if (absl::Status s =
+            WriteText(*r.json_path, PlanToJson(result->plan, r.profile, result->candidates));
+        !s.ok()) {
       ReportError(absl::StrCat("plan: ", s.message()));
       return kExitUsage;
     }
@@ -382,8 +384,8 @@ int PlanMain(int argc, char** argv) {
   SimResult baseline = Simulate(r.profile, unbounded, KeepAllPlan(0), quick);
 
   std::cout << absl::StrFormat(
-      "profile     %s: %d ops, %d idle intervals that matter, of %d tensors (%s)\n",
-      r.profile.name, r.profile.ops.size(), candidates.size(), tensors, FormatBytes(tensor_bytes));
+      "profile     %s: %d ops, %d idle intervals that matter, of %d tensors (%s)\n", r.profile.name,
+      r.profile.ops.size(), candidates.size(), tensors, FormatBytes(tensor_bytes));
   std::cout << absl::StrFormat(
       "machine     %s: %s device memory, %.0f GB/s to device, %.0f GB/s "
       "to host\n",

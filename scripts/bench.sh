@@ -202,7 +202,7 @@ awk -F '\t' -v machines="$machines" -v modelspec="$modelspec" -v policies="$poli
            "Slowdown is measured ms against in-core ms; error is (predicted - measured) / measured. " \
            "Plan: what the plan line says after its figures (carried out, or failed: no plan, " \
            "the run went on under demand swapping). " \
-           "Counts are keep/swap/recompute over the feature maps, from the plan line; safety-net and " \
+           "Counts are keep/swap/recompute over the candidate intervals, from the plan line; safety-net and " \
            "demand swap-ins come from the plan_run and swaps lines. In-core and demand runs repeat " \
            "exactly; so did runs under a carried-out plan, in the runs compared.\n", iters, memory, incore_memory, fallback_memory, memory
     for (i = 1; i <= nm; i++) {

@@ -47,8 +47,8 @@ struct PlanActions {
     CandidateId candidate = 0;  // done once per iteration (PlanActions::prefetched)
   };
   absl::flat_hash_map<int64_t, std::vector<Prefetch>> prefetch_before;  // op position -> ...
-  absl::flat_hash_map<int64_t, std::vector<int>> offload_after;  // op position -> slots
-  absl::flat_hash_map<int64_t, std::vector<int>> drop_after;     // op position -> slots
+  absl::flat_hash_map<int64_t, std::vector<int>> offload_after;         // op position -> slots
+  absl::flat_hash_map<int64_t, std::vector<int>> drop_after;            // op position -> slots
   struct Record {
     int slot = 0;
     double profiled_us = 0;
@@ -62,8 +62,8 @@ struct PlanActions {
     uint64_t allocation = 0;
   };
   std::vector<Persistent> persistent;
-  absl::flat_hash_map<int, DeviceAddress> fixed;   // slot -> address kept across iterations
-  std::vector<DeviceAddress> address;              // slot -> address in this iteration; 0: none
+  absl::flat_hash_map<int, DeviceAddress> fixed;    // slot -> address kept across iterations
+  std::vector<DeviceAddress> address;               // slot -> address in this iteration; 0: none
   absl::flat_hash_map<DeviceAddress, int> slot_of;  // the inverse, for frees
   std::vector<bool> prefetched;  // per candidate: its prefetch was issued in this iteration
   int swapped = 0;               // intervals the plan swaps

@@ -194,7 +194,9 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel
   };
   std::vector<double> us_before(n + 1, 0);  // compute time of the ops before j
   for (OpIndex j = 0; j < n; ++j) us_before[j + 1] = us_before[j] + profile.ops[j].duration_us;
-  auto us_in = [&](OpIndex lo, OpIndex hi) { return lo > hi ? 0.0 : us_before[hi + 1] - us_before[lo]; };
+  auto us_in = [&](OpIndex lo, OpIndex hi) {
+    return lo > hi ? 0.0 : us_before[hi + 1] - us_before[lo];
+  };
   // Long enough to hide the tensor's copy out and back (Note [Intervals that matter]).
   auto long_enough = [&](TensorId t, double idle_us) {
     if (machine == nullptr || !long_only) return true;
@@ -225,7 +227,8 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel
       out.push_back(c);
     }
     const Tensor& x = profile.tensors[t];
-    const bool whole_iteration = x.alloc_before == kBeforeIteration && x.free_after == kAfterIteration;
+    const bool whole_iteration =
+        x.alloc_before == kBeforeIteration && x.free_after == kAfterIteration;
     if (whole_iteration && (u.back() < n - 1 || u.front() > 0) &&
         (over_in(u.back() + 1, n - 1) || over_in(0, u.front() - 1)) &&
         long_enough(t, us_in(u.back() + 1, n - 1) + us_in(0, u.front() - 1))) {

@@ -18,8 +18,8 @@ namespace pooch {
 // (Note [Idle intervals]).
 struct Candidate {
   TensorId tensor = 0;
-  OpIndex open = 0;    // the use after which it may leave (swap-out issued, or dropped)
-  OpIndex close = 0;   // the next use, which needs it back (in the next iteration when wraps)
+  OpIndex open = 0;   // the use after which it may leave (swap-out issued, or dropped)
+  OpIndex close = 0;  // the next use, which needs it back (in the next iteration when wraps)
   // The interval runs from the tensor's last use in the iteration to its first use in the next
   // one (a persistent tensor: weights, optimizer state). Then close < open.
   bool wraps = false;
@@ -57,8 +57,7 @@ ReplayFacts ComputeReplayFacts(const Profile& profile);
 // memory at some op, and (with long_only) that are long enough to hide their own copy out and
 // back; without one, every interval. Tensors smaller than min_bytes are never candidates (the
 // runtime does not move them: POOCH_MIN_SWAP_BYTES).
-std::vector<Candidate> FindCandidates(const Profile& profile,
-                                      const MachineModel* machine = nullptr,
+std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel* machine = nullptr,
                                       int64_t min_bytes = 0, bool long_only = true);
 
 // The planner's default min_bytes: POOCH_MIN_SWAP_BYTES's default (allocations below it are

@@ -64,13 +64,13 @@ Small MakeSmall() {
   s.x = pb.Tensor("x", 100);
   s.w = pb.Tensor("w", 10, /*persistent=*/true);
   s.b = pb.Tensor("b", 1000);
-  pb.Op("produce", OpKind::kConv, Phase::kForward, 1, {s.w}, {s.x});  // 0
-  pb.Op("use1", OpKind::kActivation, Phase::kForward, 1, {s.x}, {});  // 1
+  pb.Op("produce", OpKind::kConv, Phase::kForward, 1, {s.w}, {s.x});                // 0
+  pb.Op("use1", OpKind::kActivation, Phase::kForward, 1, {s.x}, {});                // 1
   pb.Op("scratch", OpKind::kOther, Phase::kForward, 1, {}, {}, /*workspace=*/500);  // 2
-  pb.Op("use3", OpKind::kConv, Phase::kForward, 1, {s.x, s.w}, {});  // 3
-  pb.Op("make_b", OpKind::kOther, Phase::kForward, 1, {}, {s.b});    // 4
-  pb.Op("read_b", OpKind::kOther, Phase::kBackward, 1, {s.b}, {});   // 5
-  pb.Op("use6", OpKind::kConv, Phase::kBackward, 1, {s.x}, {});      // 6
+  pb.Op("use3", OpKind::kConv, Phase::kForward, 1, {s.x, s.w}, {});                 // 3
+  pb.Op("make_b", OpKind::kOther, Phase::kForward, 1, {}, {s.b});                   // 4
+  pb.Op("read_b", OpKind::kOther, Phase::kBackward, 1, {s.b}, {});                  // 5
+  pb.Op("use6", OpKind::kConv, Phase::kBackward, 1, {s.x}, {});                     // 6
   s.profile = pb.Finish();
   return s;
 }
@@ -82,9 +82,8 @@ TEST(CandidatesTest, IntervalsBetweenConsecutiveUses) {
   // use (its write) or after its last. w: (0, 3), plus the wrap from its last use (3) to its
   // first use in the next iteration (0). b: adjacent uses only. Its producer (op 0) rebuilds x:
   // w, its only input, is never written.
-  EXPECT_THAT(FindCandidates(s.profile),
-              ElementsAre(C(s.w, 0, 3), C(s.x, 1, 3, 0, true), C(s.x, 3, 6, 0, true),
-                          Wrap(s.w, 3, 0)));
+  EXPECT_THAT(FindCandidates(s.profile), ElementsAre(C(s.w, 0, 3), C(s.x, 1, 3, 0, true),
+                                                     C(s.x, 3, 6, 0, true), Wrap(s.w, 3, 0)));
 }
 
 TEST(CandidatesTest, InCoreBytesPerOp) {
@@ -96,8 +95,7 @@ TEST(CandidatesTest, CapacityKeepsIntervalsOverlappingAnOverCapacityOp) {
   const Small s = MakeSmall();
   // 1000: only ops 4 and 5 exceed it. x's (3, 6) spans them, and so does w's wrap (ops 4-6 come
   // after its last use); x's (1, 3) and w's (0, 3) contain only op 1 and 2.
-  EXPECT_THAT(Matter(s.profile, 1000),
-              ElementsAre(C(s.x, 3, 6, 0, true), Wrap(s.w, 3, 0)));
+  EXPECT_THAT(Matter(s.profile, 1000), ElementsAre(C(s.x, 3, 6, 0, true), Wrap(s.w, 3, 0)));
   // Exceeding is strict: op 2 holds exactly 610.
   EXPECT_EQ(Matter(s.profile, 610), Matter(s.profile, 1000));
   // 609: op 2 now exceeds it, so the intervals around it matter too.
@@ -116,7 +114,7 @@ TEST(CandidatesTest, IntervalMattersOnlyThroughItsInnerOps) {
   ProfileBuilder pb("ends");
   const TensorId y = pb.Tensor("y", 100);
   pb.Op("w", OpKind::kOther, Phase::kForward, 1, {}, {y}, /*workspace=*/1000);  // 0
-  pb.Op("idle", OpKind::kOther, Phase::kForward, 1, {}, {});                     // 1
+  pb.Op("idle", OpKind::kOther, Phase::kForward, 1, {}, {});                    // 1
   pb.Op("r", OpKind::kOther, Phase::kForward, 1, {y}, {}, /*workspace=*/1000);  // 2
   const Profile p = pb.Finish();
   ASSERT_THAT(InCoreBytesPerOp(p), ElementsAre(1100, 100, 1100));
@@ -132,9 +130,8 @@ TEST(CandidatesTest, WrapMattersWhenMemoryIsShortBeforeTheFirstUseOrAfterTheLast
     ProfileBuilder pb("wrap");
     const TensorId w = pb.Tensor("w", 10, /*persistent=*/true);
     for (int i = 0; i < 5; ++i) {
-      pb.Op("op", OpKind::kOther, Phase::kOther, 1, i == 2 ? std::vector<TensorId>{w}
-                                                            : std::vector<TensorId>{},
-            {}, i == at ? 1000 : 0);
+      pb.Op("op", OpKind::kOther, Phase::kOther, 1,
+            i == 2 ? std::vector<TensorId>{w} : std::vector<TensorId>{}, {}, i == at ? 1000 : 0);
     }
     const Profile p = pb.Finish();
     // Used once: the wrap runs from that use to the same op in the next iteration.
@@ -170,8 +167,7 @@ TEST(CandidatesTest, IntervalMustHideItsOwnCopies) {
 TEST(CandidatesTest, MinBytes) {
   const Small s = MakeSmall();
   // w (10 B) is too small at 11; x (100 B) stays up to min_bytes 100 and goes at 101.
-  EXPECT_THAT(Matter(s.profile, 0, 11),
-              ElementsAre(C(s.x, 1, 3, 0, true), C(s.x, 3, 6, 0, true)));
+  EXPECT_THAT(Matter(s.profile, 0, 11), ElementsAre(C(s.x, 1, 3, 0, true), C(s.x, 3, 6, 0, true)));
   EXPECT_EQ(Matter(s.profile, 0, 100), Matter(s.profile, 0, 11));
   EXPECT_THAT(Matter(s.profile, 0, 101), IsEmpty());
   EXPECT_THAT(Matter(s.profile, 1000, 11), ElementsAre(C(s.x, 3, 6, 0, true)));
@@ -193,21 +189,20 @@ TEST(CandidatesTest, PersistentTensorWrapsAndNeverRecomputes) {
   ProfileBuilder pb("persistent");
   const TensorId w = pb.Tensor("w", 64, /*persistent=*/true);
   const TensorId dw = pb.Tensor("dw", 64, /*persistent=*/true);
-  pb.Op("first", OpKind::kOther, Phase::kForward, 1, {}, {});            // 0
-  pb.Op("fwd", OpKind::kConv, Phase::kForward, 1, {w}, {});              // 1
-  pb.Op("mid", OpKind::kOther, Phase::kForward, 1, {}, {});              // 2
-  pb.Op("bwd", OpKind::kConv, Phase::kBackward, 1, {w}, {dw});           // 3
-  pb.Op("mid2", OpKind::kOther, Phase::kBackward, 1, {}, {});            // 4
-  pb.Op("update", OpKind::kOptimizer, Phase::kOther, 1, {w, dw}, {w});   // 5
-  pb.Op("last", OpKind::kOther, Phase::kOther, 1, {}, {});               // 6
+  pb.Op("first", OpKind::kOther, Phase::kForward, 1, {}, {});           // 0
+  pb.Op("fwd", OpKind::kConv, Phase::kForward, 1, {w}, {});             // 1
+  pb.Op("mid", OpKind::kOther, Phase::kForward, 1, {}, {});             // 2
+  pb.Op("bwd", OpKind::kConv, Phase::kBackward, 1, {w}, {dw});          // 3
+  pb.Op("mid2", OpKind::kOther, Phase::kBackward, 1, {}, {});           // 4
+  pb.Op("update", OpKind::kOptimizer, Phase::kOther, 1, {w, dw}, {w});  // 5
+  pb.Op("last", OpKind::kOther, Phase::kOther, 1, {}, {});              // 6
   const Profile p = pb.Finish();
   ASSERT_TRUE(p.Validate().ok()) << p.Validate();
   // dw: written at 3, read at 5: (3, 5), produced by op 3 (its only writer), which reads w, and
   // w is not written before op 5 (op 5's own write comes with the read): recomputable. Its wrap
   // runs from 5 to 3.
-  EXPECT_THAT(FindCandidates(p),
-              ElementsAre(C(w, 1, 3), C(w, 3, 5), C(dw, 3, 5, 3, true), Wrap(w, 5, 1),
-                          Wrap(dw, 5, 3)));
+  EXPECT_THAT(FindCandidates(p), ElementsAre(C(w, 1, 3), C(w, 3, 5), C(dw, 3, 5, 3, true),
+                                             Wrap(w, 5, 1), Wrap(dw, 5, 3)));
 
   // Used at the first and the last op only: the interval between them, no wrap.
   ProfileBuilder pb2("ends");
@@ -237,18 +232,17 @@ TEST(CandidatesTest, SoleReplayableWriterIsARecomputableProducer) {
     const TensorId w = pb.Tensor("w", 64, /*persistent=*/true);
     const TensorId x = pb.Tensor("x", 64);
     const TensorId y = pb.Tensor("y", 64);
-    pb.Op("x", OpKind::kOther, Phase::kForward, 1, {}, {x});  // 0
+    pb.Op("x", OpKind::kOther, Phase::kForward, 1, {}, {x});                    // 0
     pb.Op("y", OpKind::kConv, Phase::kForward, 1, {x, w}, {y}, 0, replayable);  // 1
-    pb.Op("a", OpKind::kOther, Phase::kForward, 1, {y}, {});  // 2
-    pb.Op("b", OpKind::kOther, Phase::kForward, 1, {}, {});   // 3
+    pb.Op("a", OpKind::kOther, Phase::kForward, 1, {y}, {});                    // 2
+    pb.Op("b", OpKind::kOther, Phase::kForward, 1, {}, {});                     // 3
     pb.Op("c", OpKind::kOther, Phase::kForward, 1, {y, x}, {});  // 4: x still allocated
     const Profile p = pb.Finish();
     ASSERT_TRUE(p.Validate().ok()) << p.Validate();
     const std::vector<Candidate> cands = Matter(p, 0, 64);
     // w is read once (its wrap runs from op 1 to op 1); x: (1, 4), produced by op 0; y: (2, 4),
     // produced by op 1, whose inputs are still there at op 4 and never written.
-    EXPECT_THAT(cands, ElementsAre(Wrap(w, 1, 1), C(x, 1, 4, 0, true),
-                                   C(y, 2, 4, 1, replayable)))
+    EXPECT_THAT(cands, ElementsAre(Wrap(w, 1, 1), C(x, 1, 4, 0, true), C(y, 2, 4, 1, replayable)))
         << "replayable " << replayable;
   }
 }
@@ -259,10 +253,10 @@ TEST(CandidatesTest, InPlaceSecondWriterMeansNoProducer) {
   // replay could not have either.)
   ProfileBuilder pb("inplace");
   const TensorId t = pb.Tensor("t", 64);
-  pb.Op("conv", OpKind::kConv, Phase::kForward, 1, {}, {t});           // 0
-  pb.Op("relu_", OpKind::kActivation, Phase::kForward, 1, {t}, {t});   // 1
-  pb.Op("a", OpKind::kOther, Phase::kForward, 1, {}, {});              // 2
-  pb.Op("b", OpKind::kOther, Phase::kBackward, 1, {t}, {});            // 3
+  pb.Op("conv", OpKind::kConv, Phase::kForward, 1, {}, {t});          // 0
+  pb.Op("relu_", OpKind::kActivation, Phase::kForward, 1, {t}, {t});  // 1
+  pb.Op("a", OpKind::kOther, Phase::kForward, 1, {}, {});             // 2
+  pb.Op("b", OpKind::kOther, Phase::kBackward, 1, {t}, {});           // 3
   const Profile p = pb.Finish();
   EXPECT_THAT(FindCandidates(p), ElementsAre(C(t, 1, 3)));
 
@@ -271,9 +265,9 @@ TEST(CandidatesTest, InPlaceSecondWriterMeansNoProducer) {
   ProfileBuilder pb2("update");
   const TensorId w = pb2.Tensor("w", 64, /*persistent=*/true);
   pb2.Op("update", OpKind::kOptimizer, Phase::kOther, 1, {w}, {w});  // 0
-  pb2.Op("a", OpKind::kOther, Phase::kOther, 1, {}, {});            // 1
-  pb2.Op("use", OpKind::kOther, Phase::kOther, 1, {w}, {});         // 2
-  pb2.Op("z", OpKind::kOther, Phase::kOther, 1, {}, {});            // 3
+  pb2.Op("a", OpKind::kOther, Phase::kOther, 1, {}, {});             // 1
+  pb2.Op("use", OpKind::kOther, Phase::kOther, 1, {w}, {});          // 2
+  pb2.Op("z", OpKind::kOther, Phase::kOther, 1, {}, {});             // 3
   const std::vector<Candidate> cands = FindCandidates(pb2.Finish());
   ASSERT_EQ(cands.size(), 2u);
   EXPECT_EQ(cands[0], C(w, 0, 2, /*producer=*/0, /*recomputable=*/false));
@@ -287,13 +281,13 @@ TEST(CandidatesTest, InputWrittenBetweenProducerAndCloseIsNotRecomputable) {
   ProfileBuilder pb("stale");
   const TensorId s = pb.Tensor("s", 64, /*persistent=*/true);
   const TensorId y = pb.Tensor("y", 64);
-  pb.Op("f", OpKind::kConv, Phase::kForward, 1, {s}, {y});         // 0
-  pb.Op("a", OpKind::kOther, Phase::kForward, 1, {y}, {});         // 1
-  pb.Op("b", OpKind::kOther, Phase::kForward, 1, {}, {});          // 2
-  pb.Op("c", OpKind::kOther, Phase::kForward, 1, {y}, {});         // 3
-  pb.Op("upd", OpKind::kOptimizer, Phase::kOther, 1, {s}, {s});    // 4
-  pb.Op("d", OpKind::kOther, Phase::kBackward, 1, {}, {});         // 5
-  pb.Op("e", OpKind::kOther, Phase::kBackward, 1, {y}, {});        // 6
+  pb.Op("f", OpKind::kConv, Phase::kForward, 1, {s}, {y});       // 0
+  pb.Op("a", OpKind::kOther, Phase::kForward, 1, {y}, {});       // 1
+  pb.Op("b", OpKind::kOther, Phase::kForward, 1, {}, {});        // 2
+  pb.Op("c", OpKind::kOther, Phase::kForward, 1, {y}, {});       // 3
+  pb.Op("upd", OpKind::kOptimizer, Phase::kOther, 1, {s}, {s});  // 4
+  pb.Op("d", OpKind::kOther, Phase::kBackward, 1, {}, {});       // 5
+  pb.Op("e", OpKind::kOther, Phase::kBackward, 1, {y}, {});      // 6
   const Profile p = pb.Finish();
   ASSERT_TRUE(p.Validate().ok()) << p.Validate();
   const std::vector<Candidate> cands = Matter(p, 0, 64);
@@ -324,8 +318,8 @@ Relu MakeRelu(bool conv_replayable, bool update_w_at_3) {
   r.x = pb.Tensor("x", 1000);
   r.a = pb.Tensor("a", 1000);
   pb.Op("conv", OpKind::kConv, Phase::kForward, 10, {r.in, r.w}, {r.x}, 0, conv_replayable);  // 0
-  pb.Op("relu", OpKind::kActivation, Phase::kForward, 2, {r.x}, {r.a});                      // 1
-  pb.Op("next", OpKind::kOther, Phase::kForward, 1, {r.a}, {});                              // 2
+  pb.Op("relu", OpKind::kActivation, Phase::kForward, 2, {r.x}, {r.a});                       // 1
+  pb.Op("next", OpKind::kOther, Phase::kForward, 1, {r.a}, {});                               // 2
   if (update_w_at_3) {
     pb.Op("w_", OpKind::kOther, Phase::kForward, 1, {r.w}, {r.w});  // 3
   } else {
@@ -434,9 +428,7 @@ TEST(CandidatesTest, NamesAndPhasesDoNotMatter) {
       for (int64_t b : InCoreBytesPerOp(p)) m = std::max(m, b);
       return m;
     }();
-    EXPECT_EQ(Matter(renamed, peak * 3 / 4, 8 << 10),
-              Matter(p, peak * 3 / 4, 8 << 10))
-        << seed;
+    EXPECT_EQ(Matter(renamed, peak * 3 / 4, 8 << 10), Matter(p, peak * 3 / 4, 8 << 10)) << seed;
   }
 }
 

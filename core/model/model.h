@@ -3,8 +3,8 @@
 // A Profile is what pooch measures during its profiling iterations (the interposer fills it in)
 // or what the zoo derives analytically from a network's layer shapes. It is an ordered list of
 // ops, each reading and writing tensors, plus each tensor's lifetime. The planner (plan.h)
-// decides for every idle interval of every tensor whether to keep, swap or recompute it; the simulator (sim.h)
-// predicts the iteration time and peak memory of a plan on a MachineModel.
+// decides for every idle interval of every tensor whether to keep, swap or recompute it; the
+// simulator (sim.h) predicts the iteration time and peak memory of a plan on a MachineModel.
 //
 // Its JSON form ("pooch-profile", version 1) is documented in the README and read and written by
 // model_json.h; `pooch plan --profile` reads it and POOCH_PROFILE_OUT writes it.

@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::vector<pooch::Candidate> cands = pooch::FindCandidates(*profile);
     pooch::Plan plan = pooch::KeepAllPlan(cands.size());
     for (size_t c = 0; c < cands.size(); ++c) {
-      plan.decisions[c] = cands[c].recomputable && (c % 2) ? pooch::Decision::kRecompute
-                                                           : pooch::Decision::kSwap;
+      plan.decisions[c] =
+          cands[c].recomputable && (c % 2) ? pooch::Decision::kRecompute : pooch::Decision::kSwap;
     }
     (void)pooch::Simulate(*profile, machine, plan, {}, {.matter_only = false});
   }

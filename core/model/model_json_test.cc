@@ -4,8 +4,8 @@
 #include <sstream>
 #include <string>
 
-#include "core/plan/plan.h"
 #include "core/model/profile_testutil.h"
+#include "core/plan/plan.h"
 #include "core/sim/sim.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -174,8 +174,7 @@ TEST(ModelJsonTest, Plan) {
   const int64_t peak = Simulate(p, TestMachine(int64_t{1} << 40), Plan{}).peak_bytes;
   PlanOptions options;
   options.min_candidate_bytes = 8 << 10;
-  absl::StatusOr<PlanResult> r =
-      MakePlan(p, TestMachine(peak * 7 / 10), Policy::kSwapAll, options);
+  absl::StatusOr<PlanResult> r = MakePlan(p, TestMachine(peak * 7 / 10), Policy::kSwapAll, options);
   ASSERT_TRUE(r.ok()) << r.status();
   const std::vector<Candidate>& cands = r->candidates;
   ASSERT_FALSE(cands.empty());

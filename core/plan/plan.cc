@@ -48,7 +48,6 @@ absl::StatusOr<Policy> ParsePolicy(absl::string_view name) {
       absl::StrCat("unknown policy '", name, "' (use one of ", absl::StrJoin(names, ", "), ")"));
 }
 
-
 Plan PlanContext::Uniform(Decision decision, SwapInSchedule schedule) const {
   Plan plan;
   plan.decisions.assign(candidates().size(), decision);
@@ -68,7 +67,6 @@ const SimResult& PlanContext::Record(const Plan& plan) {
   ++simulations_;
   return sim_.Run(plan, SimOptions{});
 }
-
 
 namespace {
 

@@ -86,7 +86,7 @@ struct PlanOptions {
 inline constexpr int kRunRefineSimulations = 3000;
 
 struct PlanResult {
-  Plan plan;                // plan.policy = PolicyName(policy); plan.swap_ins filled from sim
+  Plan plan;  // plan.policy = PolicyName(policy); plan.swap_ins filled from sim
   // What plan.decisions are indexed by: the intervals that matter on `machine` (FindCandidates).
   std::vector<Candidate> candidates;
   SimResult sim;            // the simulation of `plan` (with the timeline recorded)

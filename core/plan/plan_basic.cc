@@ -2,8 +2,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/plan/plan_internal.h"
 #include "core/base/units.h"
+#include "core/plan/plan_internal.h"
 
 namespace pooch {
 

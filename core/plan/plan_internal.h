@@ -25,7 +25,8 @@ class PlanContext {
       : profile_(profile),
         machine_(machine),
         options_(options),
-        sim_(profile, machine, {.min_bytes = options.min_candidate_bytes, .long_only = long_only}) {}
+        sim_(profile, machine, {.min_bytes = options.min_candidate_bytes, .long_only = long_only}) {
+  }
 
   const Profile& profile() const { return profile_; }
   const MachineModel& machine() const { return machine_; }

@@ -183,7 +183,8 @@ Plan RefineStep(PlanContext& ctx, Plan plan) {
   // that opens them).
   const std::vector<Candidate>& cands = ctx.candidates();
   std::vector<CandidateId> maps(cands.size());
-  for (size_t c = 0; c < cands.size(); ++c) maps[c] = static_cast<CandidateId>(cands.size() - 1 - c);
+  for (size_t c = 0; c < cands.size(); ++c)
+    maps[c] = static_cast<CandidateId>(cands.size() - 1 - c);
   auto choices = [&](CandidateId c) {
     std::vector<Decision> d = {Decision::kKeep, Decision::kSwap};
     if (cands[c].recomputable) d.push_back(Decision::kRecompute);

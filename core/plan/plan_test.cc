@@ -10,8 +10,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/plan/plan_internal.h"
 #include "core/model/profile_testutil.h"
+#include "core/plan/plan_internal.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -352,8 +352,8 @@ TEST(PlanTest, PlanningLargeGraphsIsFast) {
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<PlanResult> r = MakePlan(p, m, policy, RandomOptions());
     const double s = Seconds(start);
-    std::printf("%-13s %zu ops, %zu candidates: %.3f s, %lld simulations, %s\n",
-                PolicyName(policy), p.ops.size(), r.ok() ? r->candidates.size() : size_t{0}, s,
+    std::printf("%-13s %zu ops, %zu candidates: %.3f s, %lld simulations, %s\n", PolicyName(policy),
+                p.ops.size(), r.ok() ? r->candidates.size() : size_t{0}, s,
                 static_cast<long long>(r.ok() ? r->simulations : 0),
                 r.ok() ? absl::StrCat(r->sim.iteration_us, " us").c_str()
                        : std::string(r.status().message()).c_str());

@@ -4,9 +4,9 @@
 //
 // The script is written to a fresh folder under $TMPDIR (else /tmp), gnuplot is started on it
 // with posix_spawnp (found on PATH), with stdin from /dev/null, its stdout and stderr into that
-// folder and none of the caller's other descriptors, and waited for; the folder is removed. The caller may be a program under
-// libpooch.so (POOCH_PLOT): the child's environment is the caller's less what would make pooch
-// or simgpu act in gnuplot too (ChildEnvironment).
+// folder and none of the caller's other descriptors, and waited for; the folder is removed. The
+// caller may be a program under libpooch.so (POOCH_PLOT): the child's environment is the caller's
+// less what would make pooch or simgpu act in gnuplot too (ChildEnvironment).
 //
 // Thread safety: reentrant (each call has its own folder); it blocks the calling thread while
 // gnuplot runs, typically a fraction of a second.

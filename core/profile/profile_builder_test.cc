@@ -8,8 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/model/candidates.h"
-#include "core/plan/plan.h"
 #include "core/model/profile_testutil.h"
+#include "core/plan/plan.h"
 #include "core/profile/profile_builder_testutil.h"
 #include "core/sim/sim.h"
 #include "gmock/gmock.h"
@@ -42,7 +42,7 @@ BuiltProfile Build(const RecordedIteration& it, const ProfileBuildOptions& o = {
 
 // The (open, close) of tensor t's idle intervals that do not wrap, in order.
 std::vector<std::pair<OpIndex, OpIndex>> IntervalsOf(const std::vector<Candidate>& cands,
-                                                      TensorId t) {
+                                                     TensorId t) {
   std::vector<std::pair<OpIndex, OpIndex>> out;
   for (const Candidate& c : cands) {
     if (c.tensor == t && !c.wraps) out.emplace_back(c.open, c.close);
@@ -259,13 +259,13 @@ TEST(ProfileBuilderTest, InPlaceOpAndLaterWriteWithinBackward) {
   const uint64_t u = r.Alloc(1 << 20);
   const uint64_t v = r.Alloc(1 << 20);
   const uint64_t out = r.Alloc(1 << 20);
-  r.Op("cudnnConvolutionForward", 10, {scale}, {t});               // 0
-  r.Op("cudnnActivationForward", 10, {}, {}, {t});                 // 1: in place
-  r.Op("cudnnOpTensor", 10, {t, scale}, {u});                      // 2: reads scale
-  r.Op("cudnnSoftmaxForward", 10, {}, {v});                        // 3
-  r.Op("cudnnActivationBackward", 10, {t, u, v}, {}, {scale});     // 4: writes scale
-  r.Op("cudnnSoftmaxBackward", 10, {v}, {});                       // 5
-  r.Op("cudnnOpTensor", 10, {u}, {out});                           // 6
+  r.Op("cudnnConvolutionForward", 10, {scale}, {t});            // 0
+  r.Op("cudnnActivationForward", 10, {}, {}, {t});              // 1: in place
+  r.Op("cudnnOpTensor", 10, {t, scale}, {u});                   // 2: reads scale
+  r.Op("cudnnSoftmaxForward", 10, {}, {v});                     // 3
+  r.Op("cudnnActivationBackward", 10, {t, u, v}, {}, {scale});  // 4: writes scale
+  r.Op("cudnnSoftmaxBackward", 10, {v}, {});                    // 5
+  r.Op("cudnnOpTensor", 10, {u}, {out});                        // 6
   r.Free(t);
   r.Free(u);
   r.Free(v);
@@ -515,16 +515,18 @@ EncoderDecoder MakeEncoderDecoder(int layers) {
     r.Free(c);  // ReLU's backward reads its output, not its input
   }
   const uint64_t loss = r.Alloc(4096);
-  k.loss_op = r.Op("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
-                   "at::native::MeanOps<float, float>, unsigned int, float, 4>>",
-                   30, {k.decoder[layers], labels}, {loss});
+  k.loss_op = r.Op(
+      "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+      "at::native::MeanOps<float, float>, unsigned int, float, 4>>",
+      30, {k.decoder[layers], labels}, {loss});
 
   // Backward: no name says so.
   const uint64_t dloss = r.Alloc(4096);
-  r.Op("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-       "at::detail::Array<char*, 1>>(int, at::native::FillFunctor<float>, "
-       "at::detail::Array<char*, 1>)",
-       2, {}, {dloss});
+  r.Op(
+      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+      "at::detail::Array<char*, 1>>(int, at::native::FillFunctor<float>, "
+      "at::detail::Array<char*, 1>)",
+      2, {}, {dloss});
   r.Free(loss);
   uint64_t dd = r.Alloc(4 * kMiB);  // gradient of d[layers]
   r.Op(kElementwise, 30, {k.decoder[layers], labels, dloss}, {dd});
@@ -535,8 +537,8 @@ EncoderDecoder MakeEncoderDecoder(int layers) {
     r.Free(dd);
     r.Free(k.decoder[j]);
     dd = r.Alloc(4 * kMiB);
-    r.Op(kBackend, 200, {dc, w[j - 1]}, {dd});                       // data gradient
-    r.Op(kBackend, 200, {dc, k.decoder[j - 1]}, {}, {dw[j - 1]});    // filter gradient
+    r.Op(kBackend, 200, {dc, w[j - 1]}, {dd});                     // data gradient
+    r.Op(kBackend, 200, {dc, k.decoder[j - 1]}, {}, {dw[j - 1]});  // filter gradient
     r.Free(dc);
   }
   r.Free(k.decoder[0]);
@@ -548,7 +550,7 @@ EncoderDecoder MakeEncoderDecoder(int layers) {
   r.Op(kBackend, 100, {dd, wt}, {de2});
   r.Op(kBackend, 100, {dd, k.e2}, {}, {dwt});
   r.Free(dd);
-  r.Op(kBackend, 100, {de2, w2}, {}, {de1});    // accumulates into e1's gradient
+  r.Op(kBackend, 100, {de2, w2}, {}, {de1});  // accumulates into e1's gradient
   r.Op(kBackend, 100, {de2, k.e1}, {}, {dw2});
   r.Free(de2);
   r.Free(k.e2);
@@ -560,9 +562,10 @@ EncoderDecoder MakeEncoderDecoder(int layers) {
   std::vector<uint64_t> grads = {dw1, dw2, dwt}, params = {w1, w2, wt};
   grads.insert(grads.end(), dw.begin(), dw.end());
   params.insert(params.end(), w.begin(), w.end());
-  k.optimizer_op = r.Op("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<"
-                        "at::native::(anonymous namespace)::TensorListMetadata<4>>",
-                        40, grads, {}, params);
+  k.optimizer_op = r.Op(
+      "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<"
+      "at::native::(anonymous namespace)::TensorListMetadata<4>>",
+      40, grads, {}, params);
   k.it = r.iteration();
   return k;
 }
@@ -614,7 +617,8 @@ TEST(ProfileBuilderTest, DecoderOutputsAreCandidatesWhateverTheApiNames) {
     for (OpIndex i = 0; i < n; ++i) {
       const Op& op = p.ops[i];
       const bool uses = std::count(op.reads.begin(), op.reads.end(), d) +
-                            std::count(op.writes.begin(), op.writes.end(), d) > 0;
+                            std::count(op.writes.begin(), op.writes.end(), d) >
+                        0;
       if (!uses) continue;
       if (i <= k.loss_op) last_forward = i;
       if (i > k.loss_op && first_backward < 0) first_backward = i;

@@ -108,25 +108,35 @@ class MaxTree {
     for (int i = 0; i < n; ++i) max_[size + i] = values[i];
     for (size_t i = size - 1; i >= 1; --i) max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
   }
-  // REQUIRES: 0 <= lo <= hi < n.
-  void Add(int lo, int hi, int64_t delta) { Add(1, 0, static_cast<int>(size_) - 1, lo, hi, delta); }
+  // REQUIRES: 0 <= lo <= hi < n. Bottom-up: the nodes that cover [lo, hi] take the delta, then
+  // the maxima above the two ends are rebuilt (the hottest loop of planning, in perf).
+  void Add(int lo, int hi, int64_t delta) {
+    size_t l = size_ + static_cast<size_t>(lo);
+    size_t r = size_ + static_cast<size_t>(hi) + 1;
+    const size_t l0 = l, r0 = r - 1;
+    for (; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) {
+        max_[l] += delta;
+        add_[l++] += delta;
+      }
+      if (r & 1) {
+        max_[--r] += delta;
+        add_[r] += delta;
+      }
+    }
+    Rebuild(l0);
+    Rebuild(r0);
+  }
   // The largest k in [lo, hi] whose value exceeds `threshold`, or -1.
   int LastAbove(int lo, int hi, int64_t threshold) const {
     return LastAbove(1, 0, static_cast<int>(size_) - 1, lo, hi, threshold, 0);
   }
 
  private:
-  void Add(size_t node, int nlo, int nhi, int lo, int hi, int64_t delta) {
-    if (hi < nlo || nhi < lo) return;
-    if (lo <= nlo && nhi <= hi) {
-      max_[node] += delta;
-      add_[node] += delta;
-      return;
+  void Rebuild(size_t leaf) {
+    for (size_t node = leaf >> 1; node >= 1; node >>= 1) {
+      max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
     }
-    const int mid = (nlo + nhi) / 2;
-    Add(2 * node, nlo, mid, lo, hi, delta);
-    Add(2 * node + 1, mid + 1, nhi, lo, hi, delta);
-    max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
   }
   int LastAbove(size_t node, int nlo, int nhi, int lo, int hi, int64_t threshold,
                 int64_t above) const {
@@ -199,9 +209,9 @@ struct Simulator::Impl {
   std::vector<int64_t> alloc_bytes_;  // bytes allocated before op j (all tensors)
   std::vector<int32_t> free_begin_;   // tensors freed after op j
   std::vector<TensorId> free_list_;
-  int64_t initial_bytes_ = 0;          // allocated before the iteration
-  std::vector<int64_t> static_base_;   // per op: the in-core iteration's bytes during op j
-  std::vector<OpIndex> prev_conv_;     // last conv op index < j, or -1
+  int64_t initial_bytes_ = 0;                  // allocated before the iteration
+  std::vector<int64_t> static_base_;           // per op: the in-core iteration's bytes during op j
+  std::vector<OpIndex> prev_conv_;             // last conv op index < j, or -1
   std::vector<CandidateId> by_producer_desc_;  // recomputable candidates, producer descending
 
   // --- Per run, reused.
@@ -211,13 +221,15 @@ struct Simulator::Impl {
   // Per candidate that is not kept: the first op (or replay, Note [Recomputation]) that needs the
   // tensor back; kNever for kept ones.
   std::vector<OpIndex> first_need_;
-  std::vector<Replay> replays_;       // in order of (at, producer)
+  std::vector<Replay> replays_;           // in order of (at, producer)
   std::vector<CandidateId> replay_maps_;  // the candidates replays_ materialise
   // (ReplayKey(q, producer), who) of every replay request, duplicates included.
   std::vector<std::pair<uint64_t, int32_t>> replay_keys_;
   std::vector<Request> replay_requests_;             // a max-heap on producer
   absl::flat_hash_set<uint64_t> processed_replays_;  // keys of the replays already processed
   std::vector<CandidateId> swap_in_queue_;  // swapped candidates, in the order they are issued
+  std::vector<int32_t> bucket_start_;       // SortByOp's buffers
+  std::vector<CandidateId> sorted_;
   bool when_memory_allows_ = false;         // the plan's schedule is kWhenMemoryAllows
   std::vector<OpIndex> issue_at_;           // per swapped candidate; unused for kWhenMemoryAllows
   size_t swap_in_queue_head_ = 0;           // the next swap-in to issue
@@ -249,6 +261,7 @@ struct Simulator::Impl {
   bool ProcessReplayRequests();
   void BuildReplays();
   void BuildSwapInQueue(SwapInSchedule schedule);
+  void SortByOp(const std::vector<OpIndex>& key);
   void BuildBase();
   bool ResidentAt(TensorId tensor, OpIndex q) const;
   bool StartTimeline();
@@ -272,13 +285,11 @@ struct Simulator::Impl {
   double* h2d_free_us_ = &copy_engine_free_us_[1];
 };
 
-Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine,
-                      CandidateFilter filter)
+Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine, CandidateFilter filter)
     : profile_(profile), machine_(machine) {
   op_count_ = static_cast<int32_t>(profile_.ops.size());
-  candidates_ =
-      FindCandidates(profile_, filter.matter_only ? &machine_ : nullptr, filter.min_bytes,
-                     filter.long_only);
+  candidates_ = FindCandidates(profile_, filter.matter_only ? &machine_ : nullptr, filter.min_bytes,
+                               filter.long_only);
   facts_ = ComputeReplayFacts(profile_);
   of_tensor_.assign(profile_.tensors.size(), {});
   for (CandidateId c = 0; c < static_cast<CandidateId>(candidates_.size()); ++c) {
@@ -567,13 +578,20 @@ void Simulator::Impl::BuildSwapInQueue(SwapInSchedule schedule) {
     issue_at_[c] = std::max(at, earliest_[c]);
   }
   when_memory_allows_ = schedule == SwapInSchedule::kWhenMemoryAllows;
-  std::sort(swap_in_queue_.begin(), swap_in_queue_.end(), [&](CandidateId a, CandidateId b) {
-    const OpIndex ka = when_memory_allows_ ? first_need_[a] : issue_at_[a];
-    const OpIndex kb = when_memory_allows_ ? first_need_[b] : issue_at_[b];
-    if (ka != kb) return ka < kb;
-    if (first_need_[a] != first_need_[b]) return first_need_[a] < first_need_[b];
-    return a < b;
-  });
+  // Ordered by (issue_at, need, candidate), or (need, candidate) for kWhenMemoryAllows: stable
+  // counting sorts by op index (the queue is built in candidate order), linear in ops.
+  SortByOp(first_need_);
+  if (!when_memory_allows_) SortByOp(issue_at_);
+}
+
+// Stable counting sort of swap_in_queue_ by key[c], an op index in [0, op_count_).
+void Simulator::Impl::SortByOp(const std::vector<OpIndex>& key) {
+  bucket_start_.assign(op_count_ + 1, 0);
+  for (CandidateId c : swap_in_queue_) ++bucket_start_[key[c] + 1];
+  for (OpIndex j = 0; j < op_count_; ++j) bucket_start_[j + 1] += bucket_start_[j];
+  sorted_.resize(swap_in_queue_.size());
+  for (CandidateId c : swap_in_queue_) sorted_[bucket_start_[key[c]]++] = c;
+  swap_in_queue_.swap(sorted_);
 }
 
 // base_bytes_[k]: what the plan holds during op k apart from prefetches and in-flight swap-outs:

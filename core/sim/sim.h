@@ -1,9 +1,9 @@
 // The timeline and memory simulator (PoocH §4.1.2, §4.3).
 //
 // Given a Profile (one training iteration), a MachineModel and a Plan (keep / swap / recompute for
-// every idle interval of a tensor), Simulate() predicts the iteration time, the peak device memory and whether
-// the plan fits, and optionally records the whole timeline. The planner (plan.h) calls it
-// thousands of times per plan, so it is built to be cheap: a Simulator object owns every buffer
+// every idle interval of a tensor), Simulate() predicts the iteration time, the peak device memory
+// and whether the plan fits, and optionally records the whole timeline. The planner (plan.h) calls
+// it thousands of times per plan, so it is built to be cheap: a Simulator object owns every buffer
 // and reuses it between runs, and SimOptions::record can skip the timeline.
 //
 //   pooch::Simulator sim(profile, machine);        // REQUIRES: profile.Validate().ok()
@@ -54,7 +54,6 @@ struct SimEvent {
   // freed intermediate another replay reads (Note [Recomputation]).
   CandidateId candidate = -1;
 };
-
 
 // Device memory in use from t_us on (until the next sample).
 struct MemorySample {
@@ -117,7 +116,8 @@ class Simulator {
   Simulator& operator=(const Simulator&) = delete;
 
   // Simulates one iteration under `plan`. A plan that is malformed for this profile (wrong
-  // decisions size, recompute of an interval that cannot be replayed) gives feasible=false with the reason. The reference stays valid until the next Run.
+  // decisions size, recompute of an interval that cannot be replayed) gives feasible=false with the
+  // reason. The reference stays valid until the next Run.
   const SimResult& Run(const Plan& plan, const SimOptions& options = {});
 
   // The idle intervals this machine's plans decide over (FindCandidates with the machine's

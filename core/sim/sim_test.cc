@@ -221,7 +221,8 @@ class TimelineChecker {
   // iteration, unless the interval wraps).
   void CheckSwaps() {
     for (const auto& [c, e] : swap_out_) {
-      if (DecisionOf(c) != Decision::kSwap) bad_.push_back("swapped out an interval not so planned");
+      if (DecisionOf(c) != Decision::kSwap)
+        bad_.push_back("swapped out an interval not so planned");
       const OpIndex open = cands_[c].open;
       if (e->op != open || e->start_us + kEps < compute_[open]->end_us) {
         bad_.push_back(absl::StrCat("swap-out of ", c, " before its interval opens"));
