@@ -64,7 +64,7 @@ PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::P
   // Slots: the allocation ordinal, or one after them for a tensor that outlives the iteration.
   int next_slot = static_cast<int>(positions.managed_allocs.size());
   absl::flat_hash_map<TensorId, int> persistent_slot;
-  auto slot_of = [&](TensorId t) -> int {
+  auto slot_for = [&](TensorId t) -> int {
     const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(t)];
     if (ordinal >= 0) return ordinal;
     const uint64_t allocation = built.tensor_allocation[static_cast<size_t>(t)];
@@ -85,7 +85,7 @@ PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::P
     const Candidate& c = candidates[static_cast<size_t>(id)];
     const Decision decision = DecisionOf(plan.plan, id);
     if (decision == Decision::kKeep) continue;
-    const int slot = slot_of(c.tensor);
+    const int slot = slot_for(c.tensor);
     const int64_t after = op_position(c.open);
     if (slot < 0 || after < 0) continue;
     if (decision == Decision::kRecompute) {
@@ -105,7 +105,7 @@ PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::P
   for (const Plan::SwapIn& s : plan.plan.swap_ins) {
     if (s.candidate < 0 || static_cast<size_t>(s.candidate) >= candidates.size()) continue;
     const Candidate& c = candidates[static_cast<size_t>(s.candidate)];
-    const int slot = slot_of(c.tensor);
+    const int slot = slot_for(c.tensor);
     if (slot < 0) continue;
     // Issue at the scheduled op, and retry at each op up to (not including) the closing one.
     for (OpIndex op = s.issue_at; op < c.close; ++op) {

@@ -130,13 +130,8 @@ OpIndex ReplayFacts::AvailableUntil(const Profile& profile, TensorId t) const {
   return std::max(x.free_after, remat_until[t]);
 }
 
-bool ReplayFacts::SoundAt(const Profile& profile, OpIndex w, TensorId t, OpIndex q) const {
-  const Op& op = profile.ops[w];
-  if (SoleWriter(t) != w || !op.replayable || Reads(op, t) || q > stable_until[w]) return false;
-  for (TensorId in : op.reads) {
-    if (!Writes(op, in) && AvailableUntil(profile, in) < q) return false;
-  }
-  return true;
+bool ReplayFacts::SoundAt(OpIndex w, TensorId t, OpIndex q) const {
+  return SoleWriter(t) == w && q <= remat_until[t];  // remat_until holds every other rule
 }
 
 std::vector<int64_t> InCoreBytesPerOp(const Profile& profile) {
@@ -222,7 +217,7 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel
       const OpIndex w = facts.SoleWriter(t);
       if (w >= 0 && w <= c.open) {
         c.producer = w;
-        c.recomputable = facts.SoundAt(profile, w, t, c.close);
+        c.recomputable = facts.SoundAt(w, t, c.close);
       }
       out.push_back(c);
     }

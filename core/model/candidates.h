@@ -38,8 +38,8 @@ struct ReplayFacts {
   // Per op w: the first op after w that writes one of w's inputs (kNever-like INT32_MAX if none);
   // a replay of w before op q reads unchanged inputs iff q <= stable_until[w].
   std::vector<OpIndex> stable_until;
-  // Per tensor: the last op before which a replay chain can rebuild it after it was freed
-  // (-1: none can).
+  // Per tensor: the last op before which replaying its only writer rebuilds it, that writer's
+  // inputs unchanged and still to be had (Note [Sound replays]); -1 when no replay can.
   std::vector<OpIndex> remat_until;
 
   // The tensor's only writer in the iteration, or -1.
@@ -47,7 +47,7 @@ struct ReplayFacts {
   // The last op at which `t` can be had: while allocated, or by rebuilding it.
   OpIndex AvailableUntil(const Profile& profile, TensorId t) const;
   // Replaying op w right before op q rebuilds t.
-  bool SoundAt(const Profile& profile, OpIndex w, TensorId t, OpIndex q) const;
+  bool SoundAt(OpIndex w, TensorId t, OpIndex q) const;
 };
 ReplayFacts ComputeReplayFacts(const Profile& profile);
 

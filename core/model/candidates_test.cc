@@ -298,8 +298,8 @@ TEST(CandidatesTest, InputWrittenBetweenProducerAndCloseIsNotRecomputable) {
   EXPECT_THAT(of_y, ElementsAre(C(y, 1, 3, 0, true), C(y, 3, 6, 0, false)));
   const ReplayFacts facts = ComputeReplayFacts(p);
   EXPECT_EQ(facts.stable_until[0], 4);
-  EXPECT_TRUE(facts.SoundAt(p, 0, y, 4));  // before op 4 writes s
-  EXPECT_FALSE(facts.SoundAt(p, 0, y, 5));
+  EXPECT_TRUE(facts.SoundAt(0, y, 4));  // before op 4 writes s
+  EXPECT_FALSE(facts.SoundAt(0, y, 5));
 }
 
 // conv (op 0) reads the persistent `in` and w and writes x; relu (op 1) reads x and writes a;
