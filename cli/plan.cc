@@ -79,7 +79,7 @@ void PrintHelp() {
             << kDefaultPolicy
             << "\n"
                "  --refine N         pooch's refinement budget in simulations (0: the paper's\n"
-               "                     method alone); default 300; pooch run plans with 3000\n"
+               "                     method alone); default 2000, as pooch run plans\n"
                "  --json FILE        write the plan (pooch-plan JSON); one policy only\n"
                "  --write-profile FILE\n"
                "                     write the profile planned for (pooch-profile JSON): a\n"

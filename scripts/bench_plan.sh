@@ -6,7 +6,7 @@
 #
 # Cases (the PoocH paper reports about 2 minutes of profiling and planning for 3D ResNeXt-101,
 # §5.2; our targets, from issue 12, are for the run-time planner alone (its refinement budget,
-# --refine 3000), on one core, v100-pcie3, 16 GiB):
+# --refine 2000), on one core, v100-pcie3, 16 GiB):
 #   resnet50 batch 640, policy pooch                        target < 0.3 s
 #   resnext101-3d batch 256 (16x112x112), policy pooch      target < 0.3 s
 #   resnext101-3d 256x320x320 (24 GiB), pooch               (for information)
@@ -68,9 +68,9 @@ bench() {
 echo "pooch plan benchmark: median of $REPS runs, ${PIN[*]:-unpinned}, $(nproc) cores," \
   "load $(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')"
 bench "resnet50 b640 v100-pcie3 pooch (run-time)" 0.3 \
-  --model resnet50 --batch 640 --machine v100-pcie3 --policy pooch --refine 3000
+  --model resnet50 --batch 640 --machine v100-pcie3 --policy pooch --refine 2000
 bench "resnext101-3d b256 v100-pcie3 pooch (run-time)" 0.3 \
-  --model resnext101-3d --batch 256 --machine v100-pcie3 --policy pooch --refine 3000
+  --model resnext101-3d --batch 256 --machine v100-pcie3 --policy pooch --refine 2000
 bench "resnext101-3d 256x320x320 v100-pcie3 pooch" - \
   --model resnext101-3d --frames 256 --image 320 --machine v100-pcie3 --policy pooch
 bench "resnet50 b640 v100-nvlink2 pooch" - \

@@ -423,11 +423,10 @@ class Profiler::Impl {
     return recorder_.tracker().Reference().empty() || recorder_.tracker().recording_next();
   }
 
-  // How plans are made at run time: the run's refinement budget, and every allocation of the
-  // profile a candidate (it holds only those the manager moves, POOCH_MIN_SWAP_BYTES and up).
+  // How plans are made at run time: every allocation of the profile is a candidate (it holds
+  // only those the manager moves, POOCH_MIN_SWAP_BYTES and up).
   static pooch::PlanOptions RunPlanOptions() {
     pooch::PlanOptions options;
-    options.refine_simulations = pooch::kRunRefineSimulations;
     options.min_candidate_bytes = 0;
     return options;
   }

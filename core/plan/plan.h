@@ -65,25 +65,25 @@ struct PlanOptions {
   // Measured on zoo ResNet-50 (70 maps in L_I on PCIe): limits 6 and 10 choose the same plan;
   // 10 costs 8x the simulations.
   int brute_force_limit = 6;
+  // PoocH §4.4.3 prices every swapped interval again after each swap -> recompute choice; we
+  // make ceil(|L| / recompute_rounds) choices per pricing, each checked by simulation (Note
+  // [Recompute rounds] in plan_pooch.cc). 0: the paper's step exactly, O(|L|^2) simulations.
+  int recompute_rounds = 8;
   // optimal refuses (InvalidArgument) profiles with more swap/recompute candidates than this:
   // 3^12 = 531441 simulations (about a second on small graphs) when no pruning applies; 3^16
   // would take minutes.
   int optimal_max_maps = 12;
   // pooch's refinement after §4.4.3 (Note [Refinement after §4.4.3] in plan_pooch.cc) stops
-  // after about this many simulations; 0 gives the paper's method alone. On plan_test.cc's 120
-  // random graphs (<= 10 maps) budgets of 200 and 300 reach the same plans as 1000 (100 does
-  // not); on the zoo networks the budget is what ends the step: 300 simulations add about 8 ms
-  // of CPU to ResNet-50 b640 and 10-20 ms to 3D ResNeXt-101 at 24 GiB, whose planning is close
-  // to its 1 s target (scripts/bench_plan.sh).
-  int refine_simulations = 300;
+  // after about this many simulations; 0 gives the paper's method alone. `pooch run` and `pooch
+  // plan` use the same budget, so `pooch plan` reproduces a run's plan. A run plans once per
+  // profile (and per re-plan, Note [Headroom] in core/exec/profiler.cc) and then trains for
+  // hours; the budget is what issue 12's 0.3 s of CPU for the whole planner on 3D ResNeXt-101
+  // b256 allows (scripts/bench_plan.sh). On ResNet-50 b640 as profiled at run time (v100-pcie3,
+  // 16 GiB less the run's headroom) 300, 1000, 2000 and 3000 simulations predict 2323, 2222,
+  // 2219 and 2219 ms; on the ResNeXt (zoo) 2000 ends at 2056 ms where 1000 ends at 2103 ms. On
+  // plan_test.cc's random graphs of at most 10 maps the step ends long before the budget.
+  int refine_simulations = 2000;
 };
-
-// The refinement budget of the plans `pooch run` makes. A run plans once per profile (and per
-// re-plan, Note [Headroom] in core/exec/profiler.cc) and then trains for hours, so it can afford
-// ten times the interactive budget: on ResNet-50 b384 at 16 GiB less the run's headroom
-// (v100-pcie3, measured profile) 300 simulations predict 1308 ms, 3000 predict 1270 ms, for
-// 0.15 s and 0.31 s of planning. `pooch plan --refine 3000` reproduces a run's plan.
-inline constexpr int kRunRefineSimulations = 3000;
 
 struct PlanResult {
   Plan plan;  // plan.policy = PolicyName(policy); plan.swap_ins filled from sim

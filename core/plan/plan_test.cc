@@ -304,6 +304,43 @@ TEST(PlanTest, RefinementNeverSlowerThanThePapersMethod) {
   EXPECT_GT(faster, 0);
 }
 
+// Note [Recompute rounds]: with one choice per pricing the step is the paper's (the same plan as
+// recompute_rounds = 0); with many choices per pricing every choice is still checked, so the
+// result fits and is never slower than the keep/swap plan it starts from (one round: every
+// choice from the first pricing, the farthest from the paper). On random graphs of
+// 20-40 layers of short ops, where L is long (10-20 recomputed intervals).
+TEST(PlanTest, RecomputeRoundsKeepThePapersChoicesAndNeverSlowDown) {
+  int rounds_changed_plan = 0, compared = 0;
+  for (uint64_t seed = 1300; seed < 1420; ++seed) {
+    // Short ops, so that recomputing often beats swapping and L is long.
+    const Profile p =
+        RandomProfile(seed, {.min_layers = 20, .max_layers = 40, .min_us = 1, .max_us = 20});
+    const MachineModel m = TestMachine(InCorePeak(p) / 2);
+    PlanOptions exact = RandomOptions(), one = RandomOptions(), few = RandomOptions();
+    exact.recompute_rounds = 0;
+    one.recompute_rounds = 1 << 20;  // ceil(|L| / rounds) = 1
+    few.recompute_rounds = 1;        // every choice from one pricing
+    PlanContext ctx_exact(p, m, exact), ctx_one(p, m, one), ctx_few(p, m, few);
+    absl::StatusOr<Plan> start = PlanSwapOpt(ctx_exact);
+    if (!start.ok()) continue;
+    ++compared;
+    const Plan a = RecomputeStep(ctx_exact, *start);
+    const Plan b = RecomputeStep(ctx_one, *start);
+    EXPECT_EQ(a.decisions, b.decisions) << "seed " << seed;
+    const Plan c = RecomputeStep(ctx_few, *start);
+    const SimResult& before = ctx_few.Evaluate(*start);
+    const double start_us = before.iteration_us;
+    const SimResult& after = ctx_few.Evaluate(c);
+    EXPECT_TRUE(after.feasible) << "seed " << seed << ": " << after.failure;
+    EXPECT_LE(after.iteration_us, start_us) << "seed " << seed;
+    rounds_changed_plan += c.decisions != a.decisions;
+  }
+  EXPECT_GE(compared, 20);
+  EXPECT_GT(rounds_changed_plan, 0);  // the checked choices were exercised
+  std::printf("recompute rounds: one round chose differently from the paper's step on %d of %d\n",
+              rounds_changed_plan, compared);
+}
+
 // SuperNeurons issues swap-ins with the preceding convolution whatever the memory: with the
 // smallest capacity at which swap-all fits, that overflows where pooch still finds a plan, and
 // the reason names the swap-in (as at batch 640, §5.2).

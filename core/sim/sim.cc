@@ -85,7 +85,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "core/base/units.h"
 
@@ -96,36 +95,34 @@ namespace {
 constexpr OpIndex kNever = std::numeric_limits<OpIndex>::max();
 
 // Range add over [0, n) and "last position above a threshold"; buffers reused between Build
-// calls.
+// calls. A node holds the maximum of its subtree, including its own pending add but not its
+// ancestors' (a bottom-up tree without push-down).
 class MaxTree {
  public:
   void Build(const std::vector<int64_t>& values, int n) {
     size_t size = 1;
     while (size < static_cast<size_t>(std::max(n, 1))) size <<= 1;
     size_ = size;
-    max_.assign(2 * size, std::numeric_limits<int64_t>::min() / 4);
-    add_.assign(2 * size, 0);
-    for (int i = 0; i < n; ++i) max_[size + i] = values[i];
-    for (size_t i = size - 1; i >= 1; --i) max_[i] = std::max(max_[2 * i], max_[2 * i + 1]);
+    nodes_.assign(2 * size, {std::numeric_limits<int64_t>::min() / 4, 0});
+    for (int i = 0; i < n; ++i) nodes_[size + i].max = values[i];
+    for (size_t i = size - 1; i >= 1; --i) Pull(i);
   }
   // REQUIRES: 0 <= lo <= hi < n. Bottom-up: the nodes that cover [lo, hi] take the delta, then
-  // the maxima above the two ends are rebuilt (the hottest loop of planning, in perf).
+  // the maxima above the two ends are rebuilt, once above the point where their paths meet (the
+  // hottest loop of planning, in perf).
   void Add(int lo, int hi, int64_t delta) {
     size_t l = size_ + static_cast<size_t>(lo);
     size_t r = size_ + static_cast<size_t>(hi) + 1;
-    const size_t l0 = l, r0 = r - 1;
+    size_t l0 = l >> 1, r0 = (r - 1) >> 1;
     for (; l < r; l >>= 1, r >>= 1) {
-      if (l & 1) {
-        max_[l] += delta;
-        add_[l++] += delta;
-      }
-      if (r & 1) {
-        max_[--r] += delta;
-        add_[r] += delta;
-      }
+      if (l & 1) Shift(l++, delta);
+      if (r & 1) Shift(--r, delta);
     }
-    Rebuild(l0);
-    Rebuild(r0);
+    for (; l0 != r0; l0 >>= 1, r0 >>= 1) {
+      Pull(l0);
+      Pull(r0);
+    }
+    for (; l0 >= 1; l0 >>= 1) Pull(l0);
   }
   // The largest k in [lo, hi] whose value exceeds `threshold`, or -1.
   int LastAbove(int lo, int hi, int64_t threshold) const {
@@ -133,23 +130,28 @@ class MaxTree {
   }
 
  private:
-  void Rebuild(size_t leaf) {
-    for (size_t node = leaf >> 1; node >= 1; node >>= 1) {
-      max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
-    }
+  struct Node {
+    int64_t max;  // of the subtree, with `add`
+    int64_t add;  // added to the whole subtree
+  };
+  void Shift(size_t node, int64_t delta) {
+    nodes_[node].max += delta;
+    nodes_[node].add += delta;
+  }
+  void Pull(size_t node) {
+    nodes_[node].max = std::max(nodes_[2 * node].max, nodes_[2 * node + 1].max) + nodes_[node].add;
   }
   int LastAbove(size_t node, int nlo, int nhi, int lo, int hi, int64_t threshold,
                 int64_t above) const {
-    if (hi < nlo || nhi < lo || max_[node] + above <= threshold) return -1;
+    if (hi < nlo || nhi < lo || nodes_[node].max + above <= threshold) return -1;
     if (nlo == nhi) return nlo;
     const int mid = (nlo + nhi) / 2;
-    const int64_t inner = above + add_[node];
+    const int64_t inner = above + nodes_[node].add;
     const int right = LastAbove(2 * node + 1, mid + 1, nhi, lo, hi, threshold, inner);
     return right >= 0 ? right : LastAbove(2 * node, nlo, mid, lo, hi, threshold, inner);
   }
   size_t size_ = 1;
-  std::vector<int64_t> max_;
-  std::vector<int64_t> add_;
+  std::vector<Node> nodes_;
 };
 
 // A swap-out whose completion frees device memory at t_us, unless a swap-in cancelled it (Note
@@ -225,15 +227,18 @@ struct Simulator::Impl {
   std::vector<CandidateId> replay_maps_;  // the candidates replays_ materialise
   // (ReplayKey(q, producer), who) of every replay request, duplicates included.
   std::vector<std::pair<uint64_t, int32_t>> replay_keys_;
-  std::vector<Request> replay_requests_;             // a max-heap on producer
-  absl::flat_hash_set<uint64_t> processed_replays_;  // keys of the replays already processed
+  std::vector<Request> replay_requests_;  // a max-heap on producer
+  // The need points of the replays of processed_producer_ already processed: requests come in
+  // non-increasing producer order (ProcessReplayRequests), so one producer's are consecutive.
+  OpIndex processed_producer_ = -1;
+  std::vector<OpIndex> processed_needs_;
   std::vector<CandidateId> swap_in_queue_;  // swapped candidates, in the order they are issued
   std::vector<int32_t> bucket_start_;       // SortByOp's buffers
   std::vector<CandidateId> sorted_;
-  bool when_memory_allows_ = false;         // the plan's schedule is kWhenMemoryAllows
-  std::vector<OpIndex> issue_at_;           // per swapped candidate; unused for kWhenMemoryAllows
-  size_t swap_in_queue_head_ = 0;           // the next swap-in to issue
-  OpIndex head_blocked_until_ = -1;         // the queue's head cannot be issued up to this op
+  bool when_memory_allows_ = false;  // the plan's schedule is kWhenMemoryAllows
+  std::vector<OpIndex> issue_at_;    // per swapped candidate; unused for kWhenMemoryAllows
+  size_t swap_in_queue_head_ = 0;    // the next swap-in to issue
+  OpIndex head_blocked_until_ = -1;  // the queue's head cannot be issued up to this op
   std::vector<double> swap_out_end_us_, swap_in_end_us_;  // per candidate
   std::vector<int32_t> pending_free_of_;    // per candidate: its index in pending_frees_, or -1
   std::vector<PendingFree> pending_frees_;  // in completion order (Note [Engines])
@@ -401,12 +406,14 @@ bool Simulator::Impl::Allocate(int64_t bytes, double* t, bool can_wait, OpIndex 
     }
   }
   if (bytes_in_use_ + bytes > capacity_) {
-    const std::string subject =
-        tensor >= 0 ? absl::StrFormat("%s of %s", what, profile_.tensors[tensor].name) : what;
-    Fail(at,
-         absl::StrFormat("%s at %s: %s needed with %s in use exceeds capacity %s by %s", subject,
-                         OpLabel(at), FormatBytes(bytes), FormatBytes(bytes_in_use_),
-                         FormatBytes(capacity_), FormatBytes(bytes_in_use_ + bytes - capacity_)));
+    if (result_.failure.empty()) {  // only the first failure is reported: format it only then
+      const std::string subject =
+          tensor >= 0 ? absl::StrFormat("%s of %s", what, profile_.tensors[tensor].name) : what;
+      Fail(at,
+           absl::StrFormat("%s at %s: %s needed with %s in use exceeds capacity %s by %s", subject,
+                           OpLabel(at), FormatBytes(bytes), FormatBytes(bytes_in_use_),
+                           FormatBytes(capacity_), FormatBytes(bytes_in_use_ + bytes - capacity_)));
+    }
     if (!options_->allow_overflow) return false;
   }
   bytes_in_use_ += bytes;
@@ -447,7 +454,8 @@ bool Simulator::Impl::PrepareNeeds() {
   }
   replay_keys_.clear();
   replay_requests_.clear();
-  processed_replays_.clear();
+  processed_producer_ = -1;
+  processed_needs_.clear();
   if (any_recompute && !ProcessReplayRequests()) return false;
   BuildReplays();
   return true;
@@ -458,7 +466,14 @@ bool Simulator::Impl::PrepareNeeds() {
 bool Simulator::Impl::ProcessReplay(OpIndex producer, OpIndex q, int32_t who) {
   const uint64_t key = ReplayKey(q, producer);
   replay_keys_.push_back({key, who});
-  if (!processed_replays_.insert(key).second) return true;
+  if (producer != processed_producer_) {
+    processed_producer_ = producer;
+    processed_needs_.clear();
+  }
+  if (std::find(processed_needs_.begin(), processed_needs_.end(), q) != processed_needs_.end()) {
+    return true;
+  }
+  processed_needs_.push_back(q);
   const TensorId target = who >= 0 ? candidates_[who].tensor : -who - 1;
   for (TensorId in : profile_.ops[producer].reads) {
     const CandidateId c = HoleAt(in, q);

@@ -504,7 +504,7 @@ model_state)
   # parameters, gradients and momentum against a 406.3 MB in-core peak; at 60 % of that peak
   # pooch must plan the weights' idle intervals (their wrap from the optimizer update to the next
   # forward use included) and train bit for bit under the hazard checker. The run's profile,
-  # planned again as the run planned it (--refine 3000), shows a wrapping interval swapped.
+  # planned again by `pooch plan` (whose defaults are the run's), shows a wrapping interval swapped.
   need_simgpu
   pooch=$arg
   bin=$5
@@ -524,7 +524,7 @@ model_state)
     fail "no plan carried out: $(grep 'plan:' "$work/planned.err")"
   limit=$(awk '$2 == "memory:" { print $4 }' "$work/planned.err")
   run replan "$pooch" plan --profile "$work/profile.json" --memory "$limit" --policy pooch \
-    --refine 3000 --json "$work/plan.json"
+    --json "$work/plan.json"
   [ "$rc" -eq 0 ] || fail "pooch plan on the run's profile: exit $rc"
   python3 - "$work/plan.json" <<'PY' || fail "no weight leaves the device: see above"
 import json, sys
