@@ -6,14 +6,17 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace cnn_train {
 namespace {
 
-constexpr std::string_view kModels[] = {"resnet50", "resnet18", "vgg16",   "alexnet",
-                                        "tiny",     "unet",     "densenet"};
-constexpr std::string_view kValueFlags[] = {"--model", "--batch", "--image", "--classes",
-                                            "--iters", "--seed",  "--lr",    "--momentum"};
+constexpr std::string_view kModels[] = {"resnet50", "resnet18", "vgg16",   "alexnet", "tiny",
+                                        "unet",     "densenet", "skipnet", "moe"};
+constexpr std::string_view kValueFlags[] = {"--model",   "--batch", "--image",     "--classes",
+                                            "--iters",   "--seed",  "--lr",        "--momentum",
+                                            "--experts", "--top-k", "--vary-image"};
+constexpr size_t kMaxImageSizes = 16;
 
 // Whole-string integer parse in [min, max]; no sign games, no trailing garbage.
 template <typename T>
@@ -33,17 +36,40 @@ std::optional<float> ParseFloat(std::string_view text, float min, float max) {
   return value;
 }
 
+// "S1,S2,...": 1 to kMaxImageSizes distinct sides in 8..4096.
+std::optional<std::vector<int>> ParseSizes(std::string_view text) {
+  std::vector<int> sizes;
+  while (true) {
+    const size_t comma = text.find(',');
+    const auto size = ParseInt<int>(text.substr(0, comma), 8, 4096);
+    if (!size || sizes.size() == kMaxImageSizes) return std::nullopt;
+    for (int seen : sizes) {
+      if (seen == *size) return std::nullopt;
+    }
+    sizes.push_back(*size);
+    if (comma == std::string_view::npos) return sizes;
+    text = text.substr(comma + 1);
+  }
+}
+
 }  // namespace
 
 const char* UsageText() {
-  return "usage: cnn_train [--model resnet50|resnet18|vgg16|alexnet|tiny|unet|densenet]\n"
-         "                 [--batch N] [--image S] [--classes C] [--iters N] [--seed S]\n"
-         "                 [--lr X] [--momentum X] [--vary-batch] [--nvtx] [--host-loss]\n"
+  return "usage: cnn_train [--model resnet50|resnet18|vgg16|alexnet|tiny|unet|densenet|\n"
+         "                          skipnet|moe]\n"
+         "                 [--batch N] [--image S | --vary-image S1,S2,...] [--classes C]\n"
+         "                 [--iters N] [--seed S] [--lr X] [--momentum X] [--experts E]\n"
+         "                 [--top-k K] [--vary-batch] [--nvtx] [--host-loss]\n"
          "Trains a CNN on synthetic data with cuDNN and cuBLAS. Prints one line per iteration,\n"
-         "  iter N loss L ms T img_per_s R\n"
+         "  iter N loss L ms T img_per_s R [image S] [gates G] [experts E1,E2,...]\n"
          "then peak_device_bytes B and params_checksum H (FNV-1a of the parameters, hex).\n"
-         "Defaults: resnet50, batch 32, image 224 (tiny, densenet 32; unet 64, a multiple of\n"
-         "8), classes 1000 (tiny, unet, densenet 10), iters 10, seed 1, lr 0.01, momentum 0.9.\n"
+         "Defaults: resnet50, batch 32, image 224 (tiny, densenet, skipnet, moe 32; unet 64, a\n"
+         "multiple of 8), classes 1000 (tiny, unet, densenet, skipnet, moe 10), iters 10, seed 1,\n"
+         "lr 0.01, momentum 0.9; moe: 16 experts, top 2.\n"
+         "skipnet and moe decide per iteration, on the device, which blocks or experts run\n"
+         "(gates: 1 per gated block that ran; experts: those chosen).\n"
+         "--vary-image draws each iteration's image side from the list (seeded); not for vgg16\n"
+         "or alexnet.\n"
          "--vary-batch halves the batch when iter % 3 == 2.\n"
          "--nvtx wraps each iteration in an NVTX range named pooch:iteration.\n"
          "--host-loss reads the loss back between forward and backward (loss.item()) and\n"
@@ -54,6 +80,8 @@ const char* UsageText() {
 
 std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** argv) {
   Options options;
+  bool experts_given = false;  // --experts or --top-k: only for moe
+  bool image_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg(argv[i]);
     if (arg == "--help" || arg == "-h") return HelpRequested{};
@@ -93,7 +121,9 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
     if (name == "--model") {
       bool known_model = false;
       for (std::string_view model : kModels) known_model = known_model || value == model;
-      if (!known_model) return bad("resnet50, resnet18, vgg16, alexnet, tiny, unet or densenet");
+      if (!known_model) {
+        return bad("resnet50, resnet18, vgg16, alexnet, tiny, unet, densenet, skipnet or moe");
+      }
       options.model = std::string(value);
     } else if (name == "--batch") {
       const auto v = ParseInt<int>(value, 1, 1 << 20);
@@ -103,6 +133,7 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       const auto v = ParseInt<int>(value, 8, 4096);
       if (!v) return bad("an integer in 8..4096");
       options.image = *v;
+      image_given = true;
     } else if (name == "--classes") {
       const auto v = ParseInt<int>(value, 2, 1 << 20);
       if (!v) return bad("an integer in 2..1048576");
@@ -123,16 +154,50 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       const auto v = ParseFloat(value, 0.0f, 1.0f);
       if (!v) return bad("a number in 0..1");
       options.momentum = *v;
+    } else if (name == "--experts") {
+      const auto v = ParseInt<int>(value, 1, 4096);
+      if (!v) return bad("an integer in 1..4096");
+      options.experts = *v;
+      experts_given = true;
+    } else if (name == "--top-k") {
+      const auto v = ParseInt<int>(value, 1, 4096);
+      if (!v) return bad("an integer in 1..4096");
+      options.top_k = *v;
+      experts_given = true;
+    } else if (name == "--vary-image") {
+      const auto v = ParseSizes(value);
+      if (!v) return bad("1 to 16 distinct sides in 8..4096, comma-separated");
+      options.vary_image = *v;
     }
   }
-  const bool small =
-      options.model == "tiny" || options.model == "unet" || options.model == "densenet";
+  if (experts_given && options.model != "moe") return "--experts and --top-k need --model moe";
+  if (options.top_k > options.experts) {
+    return "--top-k " + std::to_string(options.top_k) + " is more than --experts " +
+           std::to_string(options.experts);
+  }
+  if (!options.vary_image.empty()) {
+    if (image_given) return "--image and --vary-image exclude each other";
+    // Their classifier's input is the flattened feature map, whose size follows the image.
+    if (options.model == "vgg16" || options.model == "alexnet") {
+      return "--vary-image needs a model whose classifier follows a global average pool (not " +
+             options.model + ")";
+    }
+  }
+  const bool small = options.model == "tiny" || options.model == "unet" ||
+                     options.model == "densenet" || options.model == "skipnet" ||
+                     options.model == "moe";
   if (options.image == 0) options.image = options.model == "unet" ? 64 : small ? 32 : 224;
   if (options.classes == 0) options.classes = small ? 10 : 1000;
   // Three 2x2 poolings down and three 2x upsamplings back must meet the skip maps' sides.
-  if (options.model == "unet" && options.image % 8 != 0) {
-    return "bad value '" + std::to_string(options.image) +
-           "' for --image (unet needs a multiple of 8)";
+  if (options.model == "unet") {
+    for (int image :
+         options.vary_image.empty() ? std::vector<int>{options.image} : options.vary_image) {
+      if (image % 8 != 0) {
+        return "bad value '" + std::to_string(image) + "' for " +
+               (options.vary_image.empty() ? "--image" : "--vary-image") +
+               " (unet needs a multiple of 8)";
+      }
+    }
   }
   return options;
 }

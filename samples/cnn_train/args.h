@@ -5,15 +5,24 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace cnn_train {
 
 struct Options {
-  // resnet50 | resnet18 | vgg16 | alexnet | tiny | unet | densenet
+  // resnet50 | resnet18 | vgg16 | alexnet | tiny | unet | densenet | skipnet | moe
   std::string model = "resnet50";
   int batch = 32;
-  int image = 0;  // input side in pixels; 0: the model's default (224; tiny, densenet 32; unet 64)
-  int classes = 0;  // 0: the model's default (1000; tiny, unet, densenet 10)
+  // Input side in pixels; 0: the model's default (224; tiny, densenet, skipnet, moe 32; unet 64).
+  int image = 0;
+  int classes = 0;  // 0: the model's default (1000; tiny, unet, densenet, skipnet, moe 10)
+  // moe: the number of experts and how many of them run per iteration.
+  int experts = 16;
+  int top_k = 2;
+  // --vary-image: the input sides an iteration's size is drawn from (seeded, per iteration);
+  // empty: every iteration at `image`. Only models whose classifier follows a global average
+  // pool (so that no parameter depends on the size): all but vgg16 and alexnet.
+  std::vector<int> vary_image;
   int iters = 10;
   uint64_t seed = 1;
   float lr = 0.01f;

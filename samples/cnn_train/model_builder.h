@@ -1,5 +1,6 @@
 // Builder: helpers that append layers to a Network by name, shared by the model files
-// (models.cc, models_unet.cc, models_densenet.cc). Internal to them; models.h is the interface.
+// (models.cc, models_unet.cc, models_densenet.cc, models_skipnet.cc, models_moe.cc). Internal
+// to them; models.h is the interface.
 #ifndef POOCH_SAMPLES_CNN_TRAIN_MODEL_BUILDER_H_
 #define POOCH_SAMPLES_CNN_TRAIN_MODEL_BUILDER_H_
 
@@ -70,6 +71,12 @@ class Builder {
  private:
   Network& net_;
 };
+
+// ResNet's basic block (two 3x3 conv-BN, the shortcut added, ReLU), named <prefix>conv1 ...
+// <prefix>relu, with a projection shortcut (<prefix>downsample.0, .1: 1x1 conv + BN) where the
+// block changes shape (models.cc).
+int BasicBlock(Builder& b, const std::string& prefix, int in, int width, int stride);
+int Shortcut(Builder& b, const std::string& prefix, int in, int channels, int stride);
 
 // The models of models_unet.cc and models_densenet.cc (models.h describes them).
 void BuildUNet(Network& net, int classes);

@@ -14,6 +14,8 @@ int ResNetStem(Builder& b) {
   return b.MaxPool("maxpool", x, 3, 2, 1);
 }
 
+}  // namespace
+
 // Projection shortcut (1x1 conv + BN) where the block changes shape, identity elsewhere.
 int Shortcut(Builder& b, const std::string& prefix, int in, int channels, int stride) {
   if (stride == 1 && b.channels(in) == channels) return in;
@@ -28,6 +30,8 @@ int BasicBlock(Builder& b, const std::string& prefix, int in, int width, int str
   const int sum = b.Sum(prefix + "add", x, Shortcut(b, prefix, in, width, stride));
   return b.Relu(prefix + "relu", sum);
 }
+
+namespace {
 
 int Bottleneck(Builder& b, const std::string& prefix, int in, int width, int stride) {
   constexpr int kExpansion = 4;
@@ -111,7 +115,7 @@ void BuildTiny(Network& net, int classes) {
 
 }  // namespace
 
-std::unique_ptr<Network> BuildModel(const std::string& model, int image, int classes) {
+std::unique_ptr<Network> BuildNetwork(const std::string& model, int image, int classes) {
   auto net = std::make_unique<Network>(Dims{3, image, image});
   if (model == "resnet50") {
     BuildResNet(*net, /*bottleneck=*/true, {3, 4, 6, 3}, classes);
@@ -131,6 +135,13 @@ std::unique_ptr<Network> BuildModel(const std::string& model, int image, int cla
     Fail(kExitUsage, "unknown model '%s'", model.c_str());
   }
   return net;
+}
+
+std::unique_ptr<Model> BuildModel(const std::string& model, int image, int classes,
+                                  const DynamicOptions& dynamic) {
+  if (model == "skipnet") return BuildSkipNet(image, classes);
+  if (model == "moe") return BuildMoe(image, classes, dynamic.experts, dynamic.top_k);
+  return BuildNetwork(model, image, classes);
 }
 
 }  // namespace cnn_train

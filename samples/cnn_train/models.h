@@ -21,6 +21,12 @@
 //             BN-ReLU-3x3 conv to 12) concatenated by copies into one buffer per block,
 //             transitions (BN-ReLU-1x1 conv halving the channels, 2x2 average pool), BN-ReLU,
 //             global average pool and a classifier (models_densenet.cc)
+//   skipnet   a SkipNet/BlockDrop-style ResNet for 32x32 images whose gated residual blocks run
+//             or are skipped per iteration by gates computed on the device and read back
+//             (models_skipnet.cc)
+//   moe       a mixture of experts: a convolutional stem, a router on the device that picks the
+//             top-k of E experts (two-layer perceptrons) per iteration, read back, and a
+//             classifier (models_moe.cc)
 // Dropout is left out (it needs random state on the device, and changes nothing about the
 // memory traffic pooch has to manage). The classifier input is whatever the features give, so
 // vgg16 and alexnet accept image sizes other than 224 without adaptive pooling.
@@ -30,12 +36,27 @@
 #include <memory>
 #include <string>
 
+#include "model.h"
 #include "network.h"
 
 namespace cnn_train {
 
+// The dynamic models' sizes (args.h: --experts, --top-k).
+struct DynamicOptions {
+  int experts = 16;
+  int top_k = 2;
+};
+
 // REQUIRES: `model` is one of the names above.
-std::unique_ptr<Network> BuildModel(const std::string& model, int image, int classes);
+std::unique_ptr<Model> BuildModel(const std::string& model, int image, int classes,
+                                  const DynamicOptions& dynamic = {});
+
+// The static models (all but skipnet and moe) as the one Network they are.
+std::unique_ptr<Network> BuildNetwork(const std::string& model, int image, int classes);
+
+// models_skipnet.cc, models_moe.cc. REQUIRES: 1 <= top_k <= experts.
+std::unique_ptr<Model> BuildSkipNet(int image, int classes);
+std::unique_ptr<Model> BuildMoe(int image, int classes, int experts, int top_k);
 
 }  // namespace cnn_train
 

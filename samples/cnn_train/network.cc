@@ -63,7 +63,8 @@ int Network::Add(std::string name, std::unique_ptr<Layer> layer, std::vector<int
 
 void Network::Release(Context& ctx, int i) {
   if (y_[i] == nullptr) return;
-  if (--holders_[nodes_[i].owner] == 0) ctx.memory->Free(y_[i]);
+  const int owner = nodes_[i].owner;
+  if (--holders_[owner] == 0 && !(owner == kInput && input_borrowed_)) ctx.memory->Free(y_[i]);
   y_[i] = nullptr;
 }
 
@@ -113,7 +114,65 @@ void Network::InitParams(Context& ctx, uint64_t seed) {
   holders_.assign(nodes_.size(), 0);
 }
 
+void Network::ShareParams(Context& ctx, Model& owner_model) {
+  auto* owner = dynamic_cast<Network*>(&owner_model);
+  if (owner == nullptr) Fail(kExitApiError, "internal error: a network shares another model's");
+  memory_ = ctx.memory;
+  const auto all_params = [](std::vector<Node>& nodes) {
+    std::vector<ParamSpec*> params;
+    for (Node& node : nodes) {
+      if (!node.layer) continue;
+      for (ParamSpec& p : node.layer->params()) params.push_back(&p);
+    }
+    return params;
+  };
+  const std::vector<ParamSpec*> mine = all_params(nodes_);
+  const std::vector<ParamSpec*> theirs = all_params(owner->nodes_);
+  if (mine.size() != theirs.size()) {
+    Fail(kExitApiError, "internal error: %zu parameters, the shared network has %zu", mine.size(),
+         theirs.size());
+  }
+  for (size_t i = 0; i < mine.size(); ++i) {
+    if (mine[i]->count != theirs[i]->count || mine[i]->trainable != theirs[i]->trainable) {
+      Fail(kExitApiError, "internal error: parameter %zu (%s) differs from the shared network's", i,
+           mine[i]->name.c_str());
+    }
+    mine[i]->value = theirs[i]->value;
+    mine[i]->grad = theirs[i]->grad;
+  }
+  // The owner's trainables are its parameters in the same order, with their momentum.
+  size_t next = 0;
+  for (ParamSpec* p : mine) {
+    if (!p->trainable) continue;
+    trainables_.push_back({p, owner->trainables_[next++].momentum});
+  }
+  trainable_count_ = owner->trainable_count_;
+  y_.assign(nodes_.size(), nullptr);
+  dy_.assign(nodes_.size(), nullptr);
+  holders_.assign(nodes_.size(), 0);
+}
+
 const float* Network::Forward(Context& ctx, int batch, const float* host_input) {
+  const int64_t input_count = batch * nodes_[kInput].out.count();
+  y_[kInput] = ctx.memory->AllocateFloats(input_count, "input");
+  input_borrowed_ = false;
+  CUDA_CHECK(cudaMemcpy(y_[kInput], host_input, Bytes(input_count), cudaMemcpyHostToDevice));
+  ForwardNodes(ctx, batch);
+  return y_[output()];
+}
+
+const float* Network::ForwardFrom(Context& ctx, int batch, const float* input) {
+  // The caller's tensor is only read: no layer may be in place on it.
+  if (nodes_[kInput].overwritten) {
+    Fail(kExitApiError, "internal error: a layer overwrites a borrowed input");
+  }
+  y_[kInput] = const_cast<float*>(input);
+  input_borrowed_ = true;
+  ForwardNodes(ctx, batch);
+  return y_[output()];
+}
+
+void Network::ForwardNodes(Context& ctx, int batch) {
   // Which outputs backward reads (a consumer reads its inputs, or the producer its output), and
   // how many consumers each output has yet to serve in this forward pass.
   std::vector<bool> saved(nodes_.size(), false);
@@ -126,10 +185,7 @@ const float* Network::Forward(Context& ctx, int batch, const float* host_input) 
       if (nodes_[i].layer->backward_reads_inputs()) saved[in] = true;
     }
   }
-  const int64_t input_count = batch * nodes_[kInput].out.count();
-  y_[kInput] = ctx.memory->AllocateFloats(input_count, "input");
   holders_[kInput] = 1;
-  CUDA_CHECK(cudaMemcpy(y_[kInput], host_input, Bytes(input_count), cudaMemcpyHostToDevice));
   for (size_t i = 1; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
     ForwardArgs args;
@@ -149,7 +205,6 @@ const float* Network::Forward(Context& ctx, int batch, const float* host_input) 
       if (--pending[in] == 0 && !saved[in]) Release(ctx, in);
     }
   }
-  return y_[output()];
 }
 
 float* Network::AllocateOutputGradient(Context& ctx, int batch) {
@@ -159,7 +214,16 @@ float* Network::AllocateOutputGradient(Context& ctx, int batch) {
   return dy_[output()];
 }
 
-void Network::Backward(Context& ctx, int batch) {
+void Network::SetOutputGradient(float* dy) {
+  if (dy_[output()] != nullptr) {
+    Fail(kExitApiError, "internal error: %s has an output gradient already",
+         nodes_[output()].name.c_str());
+  }
+  dy_[output()] = dy;
+}
+
+void Network::Backward(Context& ctx, int batch, float* input_grad, float input_beta) {
+  bool input_written = false;  // a consumer of the input wrote input_grad in this backward
   for (int i = output(); i >= 1; --i) {
     Node& node = nodes_[i];
     BackwardArgs args;
@@ -182,9 +246,10 @@ void Network::Backward(Context& ctx, int batch) {
         handed_on = true;
         args.dx.push_back(nullptr);
         args.dx_beta.push_back(0.0f);
-      } else if (in == kInput) {  // nobody wants the gradient of the images
-        args.dx.push_back(nullptr);
-        args.dx_beta.push_back(0.0f);
+      } else if (in == kInput) {  // the caller's buffer, or nowhere (the images)
+        args.dx.push_back(input_grad);
+        args.dx_beta.push_back(input_written ? 1.0f : input_beta);
+        input_written = input_grad != nullptr;
       } else if (dy_[in] == nullptr) {  // first consumer (in backward order): overwrite
         dy_[in] = ctx.memory->AllocateFloats(batch * nodes_[in].out.count(),
                                              nodes_[in].name + " output gradient");
@@ -215,8 +280,7 @@ void Network::SgdStep(Context& ctx, float lr, float momentum) {
   }
 }
 
-uint64_t Network::ParamsChecksum() const {
-  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a 64 offset basis
+uint64_t Network::ParamsChecksum(uint64_t hash) const {
   std::vector<float> host;
   for (const Trainable& t : trainables_) {
     const ParamSpec& p = *t.param;

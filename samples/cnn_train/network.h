@@ -18,6 +18,9 @@
 //     input as its gradient. A tensor is freed once every node whose output it is has let it
 //     go (a dense block's buffer is the output of the block's first node and of each copy into
 //     it), so one allocation is written by many layers, as in a framework.
+// A Network is also a segment of a dynamic model (model.h): its input can be a device tensor
+// of the caller's (ForwardFrom), its output gradient the caller's (SetOutputGradient), and
+// backward can write the gradient of its input into a buffer of the caller's.
 // Not thread-safe.
 #ifndef POOCH_SAMPLES_CNN_TRAIN_NETWORK_H_
 #define POOCH_SAMPLES_CNN_TRAIN_NETWORK_H_
@@ -28,14 +31,15 @@
 #include <vector>
 
 #include "layers/layer.h"
+#include "model.h"
 
 namespace cnn_train {
 
-class Network {
+class Network final : public Model {
  public:
   // Node 0 is the network input, of per-sample shape `input`.
   explicit Network(Dims input);
-  ~Network();
+  ~Network() override;
   Network(const Network&) = delete;
   Network& operator=(const Network&) = delete;
 
@@ -55,26 +59,38 @@ class Network {
   // Allocates the parameter tensors, their gradients and momentum (zeroed), and initialises the
   // parameters on the host from `seed` (He init).
   // REQUIRES: all layers added.
-  void InitParams(Context& ctx, uint64_t seed);
+  void InitParams(Context& ctx, uint64_t seed) override;
+  // Model::ShareParams: position by position, batch-norm running statistics included.
+  void ShareParams(Context& ctx, Model& owner) override;
 
   // Uploads `host_input` (batch samples) and runs forward; returns the output (logits) on the
   // device, valid until Backward.
-  const float* Forward(Context& ctx, int batch, const float* host_input);
+  const float* Forward(Context& ctx, int batch, const float* host_input) override;
+  // Runs forward on `input`, a device tensor of the caller's that must stay valid until
+  // Backward and is never freed here.
+  const float* ForwardFrom(Context& ctx, int batch, const float* input);
 
   // Allocates the gradient of the output, for the caller to fill before Backward.
-  float* AllocateOutputGradient(Context& ctx, int batch);
+  float* AllocateOutputGradient(Context& ctx, int batch) override;
+  // Makes `dy` (an allocation of ctx.memory) the gradient of the output; Backward frees it.
+  void SetOutputGradient(float* dy);
 
   // Backward from the output gradient; writes every parameter gradient and frees every
   // feature map and gradient of the iteration.
-  void Backward(Context& ctx, int batch);
+  void Backward(Context& ctx, int batch) override { Backward(ctx, batch, nullptr, 0.0f); }
+  // The same, and writes the gradient of the input into `input_grad` (null: nowhere), adding
+  // to what it holds if `input_beta` is 1, overwriting it if 0.
+  void Backward(Context& ctx, int batch, float* input_grad, float input_beta);
 
   // SGD with momentum, one trainable tensor at a time as a framework's optimizer loops over
   // its parameters (cuBLAS):
   //   v = momentum * v + g;  w = w - lr * v
-  void SgdStep(Context& ctx, float lr, float momentum);
+  void SgdStep(Context& ctx, float lr, float momentum) override;
 
-  // FNV-1a of the bytes of every trainable parameter, in order, copied to the host.
-  uint64_t ParamsChecksum() const;
+  // FNV-1a of the bytes of every trainable parameter, in order, copied to the host,
+  // continuing from `hash`.
+  uint64_t ParamsChecksum(uint64_t hash) const override;
+  uint64_t ParamsChecksum() const { return ParamsChecksum(kFnvOffsetBasis); }
 
   // The trainable parameters in layer order (value and gradient on the device), for tests.
   // REQUIRES: InitParams ran.
@@ -90,8 +106,11 @@ class Network {
     bool overwritten;  // an in-place layer has written into this node's output
   };
 
-  // Lets node `i`'s output go; frees the tensor when no node's output is it any more.
+  // Lets node `i`'s output go; frees the tensor when no node's output is it any more (and it is
+  // not the caller's input, ForwardFrom).
   void Release(Context& ctx, int i);
+  // Forward of every node after the input, y_[kInput] set.
+  void ForwardNodes(Context& ctx, int batch);
 
   std::vector<Node> nodes_;
   std::vector<int> holders_;  // per owner node: nodes whose output its tensor is and still held
@@ -105,10 +124,11 @@ class Network {
     float* momentum;
   };
 
+  bool input_borrowed_ = false;     // y_[kInput] is the caller's (ForwardFrom)
   DeviceMemory* memory_ = nullptr;  // set by InitParams; frees the parameter tensors
   int64_t trainable_count_ = 0;
   std::vector<Trainable> trainables_;
-  std::vector<float*> owned_;  // every parameter, gradient and momentum tensor
+  std::vector<float*> owned_;  // every parameter, gradient and momentum tensor (none if shared)
 };
 
 }  // namespace cnn_train

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "checks.h"
@@ -82,7 +83,7 @@ float LossItem(Context& ctx, int batch, int classes, const float* logits, const 
 // the device from a one-hot tensor uploaded per iteration (a copy, an axpy and a scal). With
 // `loss_item`, the loss is also read back (LossItem) before the gradient is formed.
 // Returns the softmax output, which the caller copies to the host for the loss and frees.
-float* SoftmaxCrossEntropy(Context& ctx, Network& net, int batch, int classes, const float* logits,
+float* SoftmaxCrossEntropy(Context& ctx, Model& net, int batch, int classes, const float* logits,
                            const std::vector<float>& host_onehot, float* loss_item) {
   const int64_t count = int64_t{batch} * classes;
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
@@ -105,7 +106,13 @@ float* SoftmaxCrossEntropy(Context& ctx, Network& net, int batch, int classes, c
   return probs;
 }
 
-// Everything one run holds: library handles, the network, the device memory accounting.
+// --vary-image: iteration `iter`'s index into the list of `count` sides, from a stream keyed by
+// (seed, iteration) as the data's.
+size_t ImageIndex(uint64_t seed, int iter, size_t count) {
+  return Mix64(Mix64(seed ^ 0x1a6e5175e0000000ULL) + static_cast<uint64_t>(iter)) % count;
+}
+
+// Everything one run holds: library handles, the model, the device memory accounting.
 class Trainer {
  public:
   explicit Trainer(const Options& options) : options_(options), workspace_(&memory_) {
@@ -116,8 +123,19 @@ class Trainer {
     CUBLAS_CHECK(cublasSetPointerMode(ctx_.cublas, CUBLAS_POINTER_MODE_HOST));
     ctx_.memory = &memory_;
     ctx_.workspace = &workspace_;
-    net_ = BuildModel(options.model, options.image, options.classes);
-    net_->InitParams(ctx_, options.seed);
+    // One model per image side (--vary-image), all on the first one's parameters: the layers'
+    // shapes follow the image, their parameters do not.
+    const DynamicOptions dynamic{options.experts, options.top_k};
+    sizes_ = options.vary_image;
+    if (sizes_.empty()) sizes_.push_back(options.image);
+    for (int image : sizes_) {
+      models_.push_back(BuildModel(options.model, image, options.classes, dynamic));
+      if (models_.size() == 1) {
+        models_[0]->InitParams(ctx_, options.seed);
+      } else {
+        models_.back()->ShareParams(ctx_, *models_[0]);
+      }
+    }
     ones_ = memory_.AllocateFloats(options.batch, "ones vector");
     const std::vector<float> host_ones(options.batch, 1.0f);
     CUDA_CHECK(cudaMemcpy(ones_, host_ones.data(), host_ones.size() * sizeof(float),
@@ -131,7 +149,8 @@ class Trainer {
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
     memory_.Free(ones_);
-    net_.reset();  // frees the parameter tensors while the handles still exist
+    // Frees the parameter tensors while the handles still exist; the sharing models first.
+    while (!models_.empty()) models_.pop_back();
     cublasDestroy(ctx_.cublas);
     cudnnDestroy(ctx_.cudnn);
   }
@@ -145,7 +164,10 @@ class Trainer {
         (options_.vary_batch && iter % 3 == 2) ? std::max(1, options_.batch / 2) : options_.batch;
     const int classes = options_.classes;
     const int64_t logits_count = int64_t{batch} * classes;
-    SyntheticBatch(options_.seed, iter, batch, options_.image, classes, &images_, &labels_);
+    const size_t size_index =
+        sizes_.size() > 1 ? ImageIndex(options_.seed, iter, sizes_.size()) : 0;
+    Model& net = *models_[size_index];
+    SyntheticBatch(options_.seed, iter, batch, sizes_[size_index], classes, &images_, &labels_);
     host_onehot_.assign(logits_count, 0.0f);
     for (int n = 0; n < batch; ++n) host_onehot_[int64_t{n} * classes + labels_[n]] = 1.0f;
 
@@ -153,16 +175,16 @@ class Trainer {
     // with POOCH_ITERATION_MARKER=nvtx.
     if (options_.nvtx) nvtxRangePushA("pooch:iteration");
     CUDA_CHECK(cudaEventRecord(start_, 0));
-    const float* logits = net_->Forward(ctx_, batch, images_.data());
+    const float* logits = net.Forward(ctx_, batch, images_.data());
     float loss_item = 0.0f;
-    float* probs = SoftmaxCrossEntropy(ctx_, *net_, batch, classes, logits, host_onehot_,
+    float* probs = SoftmaxCrossEntropy(ctx_, net, batch, classes, logits, host_onehot_,
                                        options_.host_loss ? &loss_item : nullptr);
     if (options_.host_loss) {  // the host uses the value before backward, as a script would
       std::printf("loss_item %d %.6f\n", iter, loss_item);
       std::fflush(stdout);
     }
-    net_->Backward(ctx_, batch);
-    net_->SgdStep(ctx_, options_.lr, options_.momentum);
+    net.Backward(ctx_, batch);
+    net.SgdStep(ctx_, options_.lr, options_.momentum);
     CUDA_CHECK(cudaEventRecord(stop_, 0));
     if (options_.nvtx) nvtxRangePop();
     CUDA_CHECK(cudaEventSynchronize(stop_));
@@ -176,13 +198,18 @@ class Trainer {
     memory_.Free(probs);
     const double loss = CrossEntropy(host_probs_, labels_, classes);
     const double images_per_s = ms > 0.0f ? batch * 1000.0 / ms : 0.0;
-    std::printf("iter %d loss %.6f ms %.3f img_per_s %.2f\n", iter, loss, ms, images_per_s);
+    // What changed between iterations, after the fixed fields: the image side drawn, the
+    // model's own choices (model.h).
+    const std::string image =
+        options_.vary_image.empty() ? "" : " image " + std::to_string(sizes_[size_index]);
+    std::printf("iter %d loss %.6f ms %.3f img_per_s %.2f%s%s\n", iter, loss, ms, images_per_s,
+                image.c_str(), net.Choices().c_str());
     std::fflush(stdout);
   }
 
   void PrintSummary() {
     std::printf("peak_device_bytes %zu\n", memory_.peak_bytes());
-    std::printf("params_checksum %016" PRIx64 "\n", net_->ParamsChecksum());
+    std::printf("params_checksum %016" PRIx64 "\n", models_[0]->ParamsChecksum(kFnvOffsetBasis));
     std::fflush(stdout);
   }
 
@@ -191,7 +218,8 @@ class Trainer {
   DeviceMemory memory_;  // declared before, so destroyed after, everything that frees into it
   Workspace workspace_;
   Context ctx_;
-  std::unique_ptr<Network> net_;
+  std::vector<int> sizes_;                      // image sides; one unless --vary-image
+  std::vector<std::unique_ptr<Model>> models_;  // per side; [0] owns the parameters
   float* ones_ = nullptr;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;

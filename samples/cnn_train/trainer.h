@@ -8,7 +8,8 @@
 namespace cnn_train {
 
 // Trains as `options` says and prints
-//   iter N loss L ms T img_per_s R      (one line per iteration, N from 0)
+//   iter N loss L ms T img_per_s R      (one line per iteration, N from 0; then " image S"
+//                                        with --vary-image and the model's Choices())
 //   peak_device_bytes B
 //   params_checksum H                   (16 hex digits)
 // Returns the exit status (0); fatal errors exit from inside (checks.h).

@@ -22,6 +22,13 @@
 #               loss to the printed digits, and the training bit for bit as without the flag
 #   vgg16       VGG-16 b2 32x32, 10 classes, 2 iterations: trains, and the parameters, their
 #               gradients and momentum (3 x 33.6 M floats) are most of its peak
+#   skipnet     skipnet b16, 8 iterations (gated blocks, issue 16): the gates change across
+#               iterations; a second run with the seed gives the same gates, losses and
+#               checksum, another seed another checksum
+#   moe         moe b8, 8 iterations, 8 experts, top 2: the same checks for the chosen experts,
+#               two per iteration, distinct, in 0..7
+#   varyimage   tiny --vary-image 16,24,32, 8 iterations: the same checks for the drawn sides,
+#               and skipnet with --vary-image trains too
 #   args        bad arguments: one line on stderr, exit 2 (no device needed)
 # Exit 0 on success; otherwise prints what failed and exits 1.
 set -u
@@ -81,7 +88,60 @@ trains() {
   grep -E '^(peak_device_bytes|params_checksum)' "$work/a.out"
 }
 
+# dynamic KEY ARGS...: runs cnn_train ARGS twice with seed 1 and once with seed 2 (8
+# iterations each); KEY's value on the iteration lines (the choices) takes at least two
+# values; the seed-1 runs agree on losses, choices and checksum, and seed 2 gives another
+# checksum. Leaves the first run in a.out.
+dynamic() {
+  key=$1
+  shift
+  run a "$@" --iters 8 --seed 1
+  [ "$rc" -eq 0 ] || fail "run 1 exited $rc: $(cat "$work/a.err")"
+  n=$(grep -c -E "^iter [0-9]+ loss [0-9]+[.][0-9]+ ms [0-9.]+ img_per_s [0-9.]+( image [0-9]+)?( $key [^ ]+)?\$" "$work/a.out")
+  [ "$n" -eq 8 ] || fail "expected 8 iteration lines with $key, got $n"
+  grep -q -E '^params_checksum [0-9a-f]{16}$' "$work/a.out" || fail "no params_checksum line"
+  field "$work/a.out" "$key" >"$work/choices.txt"
+  [ "$(wc -l <"$work/choices.txt")" -eq 8 ] || fail "not every iteration line has its $key"
+  [ "$(sort -u "$work/choices.txt" | wc -l)" -ge 2 ] ||
+    fail "the $key never changed: $(sort -u "$work/choices.txt" | tr '\n' ' ')"
+  run b "$@" --iters 8 --seed 1
+  [ "$rc" -eq 0 ] || fail "run 2 exited $rc"
+  [ "$(grep params_checksum "$work/a.out")" = "$(grep params_checksum "$work/b.out")" ] ||
+    fail "two runs with one seed gave different checksums"
+  for k in loss "$key"; do
+    [ "$(field "$work/a.out" "$k")" = "$(field "$work/b.out" "$k")" ] ||
+      fail "two runs with one seed gave different ${k}s"
+  done
+  run c "$@" --iters 8 --seed 2
+  [ "$rc" -eq 0 ] || fail "seed 2 exited $rc"
+  [ "$(grep params_checksum "$work/a.out")" != "$(grep params_checksum "$work/c.out")" ] ||
+    fail "seeds 1 and 2 gave the same checksum"
+  echo "$key: $(tr '\n' ' ' <"$work/choices.txt")"
+  grep params_checksum "$work/a.out"
+}
+
 case $case_name in
+  skipnet)
+    need_simgpu
+    dynamic gates --model skipnet --batch 16
+    # One 0 or 1 per gated block (five of them).
+    grep -q -v -x '[01]\{5\}' "$work/choices.txt" && fail "a gates field is not five 0s and 1s"
+    ;;
+  moe)
+    need_simgpu
+    dynamic experts --model moe --batch 8 --experts 8 --top-k 2
+    awk -F, '{ if (NF != 2 || $1 >= $2 || $1 < 0 || $2 > 7) bad = 1 } END { exit bad }' \
+      "$work/choices.txt" || fail "not two distinct experts of 0..7, increasing, per iteration"
+    ;;
+  varyimage)
+    need_simgpu
+    dynamic image --model tiny --batch 8 --vary-image 16,24,32
+    grep -q -v -x -E '16|24|32' "$work/choices.txt" && fail "a side outside the list"
+    run s --model skipnet --batch 8 --iters 4 --vary-image 16,32
+    [ "$rc" -eq 0 ] || fail "skipnet --vary-image exited $rc"
+    n=$(grep -c -E '^iter [0-9]+ .* image (16|32) gates [01]{5}$' "$work/s.out")
+    [ "$n" -eq 4 ] || fail "skipnet --vary-image: $n of 4 iteration lines with a side and gates"
+    ;;
   tiny)
     need_simgpu
     run a --model tiny --iters 20
@@ -202,7 +262,10 @@ case $case_name in
     ;;
   args)
     for bad_args in "--model nope" "--batch 0" "--batch 12x" "--iters" "--frobnicate 1" "extra" \
-      "--model unet --image 36" "--host-loss=1"; do
+      "--model unet --image 36" "--host-loss=1" "--experts 4" "--model moe --experts 2 --top-k 3" \
+      "--model moe --top-k 0" "--model vgg16 --vary-image 32,64" "--vary-image 32,32" \
+      "--vary-image 32,abc" "--image 32 --vary-image 16,32" "--model unet --vary-image 32,36" \
+      "--vary-image="; do
       # shellcheck disable=SC2086
       run a $bad_args
       [ "$rc" -eq 2 ] || fail "'$bad_args': expected exit 2, got $rc"
@@ -211,7 +274,7 @@ case $case_name in
     done
     ;;
   *)
-    echo "usage: cnn_train_e2e.sh tiny|vary|resnet50|oom|inject|resnet18|unet|densenet|hostloss|vgg16|args CNN_TRAIN SIMGPU_LIB_DIR" >&2
+    echo "usage: cnn_train_e2e.sh tiny|vary|resnet50|oom|inject|resnet18|unet|densenet|hostloss|vgg16|skipnet|moe|varyimage|args CNN_TRAIN SIMGPU_LIB_DIR" >&2
     exit 2
     ;;
 esac

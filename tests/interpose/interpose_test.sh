@@ -464,11 +464,14 @@ policies)
   # `pooch run --policy P` (the first iterations profiled, the plan carried out after) with the
   # hazard checker at error, and must end with the in-core params_checksum, bit for bit. A
   # policy whose plan does not fit runs under demand swapping and must match all the same.
+  # PERCENT is of the in-core run's peak_device_bytes, the peak over all its iterations (the
+  # dynamic models' iterations differ in what they hold).
   need_simgpu
   pooch=$arg
   bin=$5
   model=${6:-tiny}
   percent=${7:-50}
+  dynamic=""
   case $model in
     tiny) set -- --model tiny --batch 64 --iters 8 ;;
     # 4 iterations: two to find the iteration, one with every feature map swapped (the profile,
@@ -482,11 +485,57 @@ policies)
     densenet) set -- --model densenet --batch 16 --image 32 --iters 4 ;;
     # The loss read back to the host between forward and backward in every iteration.
     tiny-hostloss) set -- --model tiny --batch 64 --iters 8 --host-loss ;;
+    # Issue 16's dynamic workloads: what runs changes from iteration to iteration, decided from
+    # values computed on the device and read back mid-forward (cnn_train's README section).
+    # They mark their iterations with NVTX ranges that pooch reads (POOCH_ITERATION_MARKER=nvtx),
+    # so that every policy profiles and plans an iteration and then meets iterations that depart
+    # from it. (Under the automatic detector skipnet's period is found in two back-to-back gate
+    # computations and pooch stays under demand swapping.) skipnet departs on a gate pattern the
+    # profile did not have; moe's iterations all look alike to pooch (its experts are of one
+    # size), so a plan made on one choice of experts is carried out on others; tiny-vary's on a
+    # change of image side. Batch 64 puts skipnet's and tiny's maps at 1 MiB or more, swappable;
+    # tiny-vary's sides 32 and 44 keep its maps close to whole 2 MiB chunks (at 30 % of the
+    # 44-pixel peak a 40-pixel side's chunks leave no room for its largest op). moe's expert
+    # weights are 1 MiB each and its model state is most of its peak: at 30 % the expert
+    # weights alone exceed the device (checked below). It runs 8 of its 16 experts per
+    # iteration, so that an iteration (the chosen experts' weights, gradients and momentum,
+    # 51 MB, and the stem's maps) does not fit at 50 % either and the plans must move weights
+    # (with 2 of 16 the profiled iteration fits and the plans are empty: the unchosen experts
+    # are outside the profile and come back by demand swapping when chosen).
+    skipnet)
+      set -- --model skipnet --batch 64 --iters 5 --nvtx
+      dynamic=gates
+      ;;
+    moe)
+      set -- --model moe --batch 16 --top-k 8 --iters 6 --nvtx
+      dynamic=experts
+      ;;
+    tiny-vary)
+      set -- --model tiny --batch 64 --vary-image 32,44 --iters 5 --nvtx
+      dynamic=image
+      ;;
     *) fail "unknown model $model" ;;
   esac
   incore_reference "$@"
+  if [ -n "$dynamic" ]; then
+    # The choices must change across iterations, or nothing dynamic was tested.
+    patterns=$(awk -v key="$dynamic" '$1 == "iter" { for (i = 2; i < NF; i++) if ($i == key) print $(i + 1) }' \
+      "$work/incore.out" | sort -u | wc -l)
+    [ "$patterns" -ge 2 ] || fail "in-core: the $dynamic never changed across iterations"
+    # Each policy's run must make the in-core run's choices with the in-core losses: the
+    # iteration lines without their timings.
+    sed -n 's/^\(iter [0-9]* loss [^ ]*\) ms [^ ]* img_per_s [^ ]*/\1/p' "$work/incore.out" >"$work/incore.choices"
+    POOCH_ITERATION_MARKER=nvtx
+    export POOCH_ITERATION_MARKER
+  fi
   SIMGPU_MEMORY=$((peak * percent / 100))
   export SIMGPU_MEMORY
+  if [ "$dynamic" = experts ] && [ "$percent" -le 30 ]; then
+    # 16 experts of fc1 (64 x 4096 + 4096) and fc2 (4096 x 64 + 64) floats.
+    experts_bytes=$((16 * (64 * 4096 + 4096 + 4096 * 64 + 64) * 4))
+    [ "$SIMGPU_MEMORY" -lt "$experts_bytes" ] ||
+      fail "the device ($SIMGPU_MEMORY bytes) holds all the expert weights ($experts_bytes bytes)"
+  fi
   report=""
   for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal; do
     run "$policy" "$pooch" run --policy "$policy" -- "$bin" "$@"
@@ -495,6 +544,28 @@ policies)
     grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
     check_recompute "$policy"
     report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
+    if [ -n "${experts_bytes:-}" ]; then
+      # The expert weights do not fit: every policy moved some of them to the host and back.
+      ins=$(awk '$2 == "swaps:" { print $8 }' "$work/$policy.err")
+      [ "${ins:-0}" -gt 0 ] || fail "$policy: nothing was swapped in"
+    fi
+    if [ -n "$dynamic" ]; then
+      # pooch's own plan is made and carried out into iterations that depart from it.
+      if [ "$policy" = pooch ]; then
+        grep -q '^pooch: plan: policy pooch .* carried out' "$work/pooch.err" ||
+          fail "pooch: no plan carried out: $(grep 'plan:' "$work/pooch.err")"
+      fi
+      sed -n 's/^\(iter [0-9]* loss [^ ]*\) ms [^ ]* img_per_s [^ ]*/\1/p' "$work/$policy.out" >"$work/$policy.choices"
+      cmp -s "$work/incore.choices" "$work/$policy.choices" ||
+        fail "$policy: iterations differ from in-core (losses or $dynamic): $(diff "$work/incore.choices" "$work/$policy.choices" | head -4)"
+      departures=$(awk '$2 == "iterations:" { print $10 }' "$work/$policy.err")
+      report="$report,departures=$departures"
+      # A gate pattern or an image side the profile did not have is a departure. (moe's
+      # iterations look alike to pooch whichever experts run.)
+      if [ "$dynamic" != experts ] && [ "${departures:-0}" -lt 1 ]; then
+        fail "$policy: no iteration departed from the profile"
+      fi
+    fi
   done
   echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"
   ;;
