@@ -106,7 +106,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
 }
 
 TEST(ConfigTest, EveryPolicyName) {
-  for (absl::string_view mode_name : {"off", "demand", "OFF"}) {
+  for (absl::string_view mode_name : {"off", "demand", "dtr", "OFF"}) {
     absl::StatusOr<Config> c = Load({{"POOCH_POLICY", std::string(mode_name)}});
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_NE(c->mode, RunMode::kPlanned) << mode_name;
@@ -121,7 +121,7 @@ TEST(ConfigTest, EveryPolicyName) {
   }
   absl::StatusOr<Config> bad = Load({{"POOCH_POLICY", "fastest"}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("off, demand, in-core"), absl::string_view::npos)
+  EXPECT_NE(bad.status().message().find("off, demand, dtr, in-core"), absl::string_view::npos)
       << bad.status();
 }
 
@@ -177,7 +177,7 @@ TEST(ConfigTest, ZeroIsAllowedWhereItMeansSomething) {
 
 TEST(ConfigTest, ChoiceErrors) {
   EXPECT_EQ(ErrorOf({{"POOCH_POLICY", "lru"}}),
-            "POOCH_POLICY='lru': unknown value (use off, demand, in-core, swap-all-nosched, "
+            "POOCH_POLICY='lru': unknown value (use off, demand, dtr, in-core, swap-all-nosched, "
             "swap-all, swap-opt, pooch, superneurons, checkpoint, optimal)");
   EXPECT_EQ(ErrorOf({{"POOCH_LOG", "verbose"}}),
             "POOCH_LOG='verbose': unknown value (use error, warn, info, debug)");
