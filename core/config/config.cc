@@ -149,10 +149,10 @@ const Variable kVariables[] = {
       "is reached and back in before an op touches it. dtr: Dynamic Tensor Rematerialization, "
       "no profile: when the limit is reached, evict the lowest cost / (size x staleness) first, "
       "dropping a map that replaying the cuDNN call that produced it rebuilds exactly (and "
-      "rebuilding it when touched) and swapping anything else. A planner policy name profiles the first "
-      "iterations, plans them with that policy and carries out the plan: swaps with scheduled "
-      "prefetches, recomputations by replaying the cuDNN call that produced the map, with "
-      "demand swapping underneath as the safety net."},
+      "rebuilding it when touched) and swapping anything else. A planner policy name profiles the "
+      "first iterations, plans them with that policy and carries out the plan: swaps with "
+      "scheduled prefetches, recomputations by replaying the cuDNN call that produced the map, "
+      "with demand swapping underneath as the safety net."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
        for (const auto& m : kRunModes) {
@@ -255,8 +255,8 @@ const Variable kVariables[] = {
     {{"POOCH_LINEAGE_OUT", "not written", "path",
       "Written as JSON here at exit, under a planner policy or dtr: the replay recipes pooch "
       "holds then (each recomputable map's producer: its output and bytes, the call, its "
-      "profiled time (under dtr: measured), whether the map is dropped or kept, the allocations it reads) and the recompute "
-      "counters."},
+      "profiled time (under dtr: measured), whether the map is dropped or kept, the allocations it "
+      "reads) and the recompute counters."},
      [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
        c.lineage_out = std::string(value);
        return absl::OkStatus();

@@ -236,6 +236,12 @@ TEST(ResidencyOptionsTest, FromConfig) {
   EXPECT_EQ(r->host_memory_limit, 678);
   EXPECT_EQ(r->min_swap_bytes, 9);
   EXPECT_FALSE(ResidencyManager::Create(device, ResidencyOptions{}).ok());
+  // Only dtr evicts by DTR's heuristic (Note [DTR eviction]); demand and the planners by LRU.
+  EXPECT_EQ(r->eviction, ResidencyOptions::Eviction::kLru);
+  config.mode = RunMode::kDemand;
+  EXPECT_EQ(ResidencyOptionsFromConfig(config, device)->eviction, ResidencyOptions::Eviction::kLru);
+  config.mode = RunMode::kDtr;
+  EXPECT_EQ(ResidencyOptionsFromConfig(config, device)->eviction, ResidencyOptions::Eviction::kDtr);
 }
 
 // A limit the device cannot reach is lowered to its free memory (and said, by the caller).

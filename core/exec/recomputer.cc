@@ -100,8 +100,7 @@ absl::Status Recomputer::BeforeProgramOp(uintptr_t stream,
     status = ApplyLocked(stream, lineage_.AnyWrite());
   } else {
     for (const pooch::AccessRange& r : ranges) {
-      status =
-          TouchLocked(stream, r.address, r.bytes, r.mode != pooch::AccessRange::Mode::kRead);
+      status = TouchLocked(stream, r.address, r.bytes, r.mode != pooch::AccessRange::Mode::kRead);
       if (!status.ok()) break;
     }
   }

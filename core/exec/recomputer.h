@@ -117,8 +117,7 @@ class Recomputer {
   // the caller passes it to ResidencyManager::Release after its own BeforeOp. Empty otherwise,
   // and after an error.
   absl::Status BeforeProgramOp(uintptr_t stream, const std::vector<pooch::AccessRange>& ranges,
-                               bool effects_known,
-                               std::vector<pooch::AllocationId>* held = nullptr)
+                               bool effects_known, std::vector<pooch::AllocationId>* held = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Before the program frees `address` (a base). True: the Recomputer keeps the memory (Note
   // [Kept inputs]) and the caller must not free it.
@@ -134,8 +133,8 @@ class Recomputer {
   // could be made) and ends the timing. AbandonProduced ends a timing whose call failed.
   // OfferProduced returns whether the recipe was kept.
   pooch::EventHandle BeginProduced(uintptr_t stream) ABSL_LOCKS_EXCLUDED(mu_);
-  bool OfferProduced(std::optional<ReplayRecipe> recipe, uintptr_t stream,
-                     pooch::EventHandle start) ABSL_LOCKS_EXCLUDED(mu_);
+  bool OfferProduced(std::optional<ReplayRecipe> recipe, uintptr_t stream, pooch::EventHandle start)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void AbandonProduced(pooch::EventHandle start) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The plan drops the map at `address` now. False when it cannot (no recipe, or the manager
@@ -207,8 +206,8 @@ class Recomputer {
   TraceObserver* const trace_;  // may be null
   const bool dtr_;
   mutable pooch::Mutex mu_;
-  OpTimer timer_ ABSL_GUARDED_BY(mu_);  // dtr: the producers' device times
-  double measured_us_ ABSL_GUARDED_BY(mu_) = 0;  // dtr: sum of the timings taken
+  OpTimer timer_ ABSL_GUARDED_BY(mu_);              // dtr: the producers' device times
+  double measured_us_ ABSL_GUARDED_BY(mu_) = 0;     // dtr: sum of the timings taken
   double measured_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // dtr: their outputs' bytes
   // lineage_.size(), kept after every change: lets BeforeProgramOp skip the lock when it is 0.
   std::atomic<int> entries_count_{0};

@@ -52,8 +52,8 @@ bool Droppable(const Allocation& a) {
 // recipe that went stale; it answers whether the allocation was already dropped, so that the
 // data can be rebuilt while the recipe still holds. Hold marks an op's operands while the
 // recomputer rebuilds some of them, so that a replay's eviction never drops an operand already
-// rebuilt (or about to be read); a held allocation may still be swapped, so that the room a replay needs can come
-// from the operands themselves (BeforeOp brings them back), never from their loss.
+// rebuilt (or about to be read); a held allocation may still be swapped, so that the room a replay
+// needs can come from the operands themselves (BeforeOp brings them back), never from their loss.
 std::vector<Allocation*> ResidencyManager::EvictionCandidatesLocked() const {
   std::vector<Allocation*> candidates;
   table_.ForEach([&](Allocation& a) {
@@ -83,9 +83,8 @@ std::vector<Allocation*> ResidencyManager::EvictionCandidatesLocked() const {
 }
 
 double ResidencyManager::DtrScore(double cost_us, int64_t bytes, uint64_t staleness) {
-  return std::max(cost_us, 0.0) /
-         (static_cast<double>(std::max<int64_t>(bytes, 1)) *
-          static_cast<double>(std::max<uint64_t>(staleness, 1)));
+  return std::max(cost_us, 0.0) / (static_cast<double>(std::max<int64_t>(bytes, 1)) *
+                                   static_cast<double>(std::max<uint64_t>(staleness, 1)));
 }
 
 absl::Status ResidencyManager::EvictLocked(Allocation& a) {

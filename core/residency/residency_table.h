@@ -49,7 +49,6 @@ using AllocationId = uint64_t;
 
 enum class ResidencyState { kResident, kSwappingOut, kOnHost, kSwappingIn, kDropped };
 
-
 struct Allocation {
   // Constant after creation.
   AllocationId id = 0;

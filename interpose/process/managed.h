@@ -162,8 +162,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
   std::vector<pooch::AllocationId> held;
   if (recomputer != nullptr) {
     // Dropped maps this op touches, or whose recipes' inputs it overwrites, are rebuilt first.
-    if (absl::Status s =
-            recomputer->BeforeProgramOp(stream, ranges.get(), effects.known, &held);
+    if (absl::Status s = recomputer->BeforeProgramOp(stream, ranges.get(), effects.known, &held);
         !s.ok()) {
       POOCH_LOG_AT(kError, "cannot rebuild a dropped feature map: %.*s",
                    static_cast<int>(s.message().size()), s.message().data());

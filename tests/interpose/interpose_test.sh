@@ -52,6 +52,23 @@ check_recompute() {
   [ "${failures:-1}" -eq 0 ] || fail "$1: replays failed: $line"
 }
 
+# check_dtr NAME MODEL PERCENT: run NAME under dtr has a dtr: line with no failed replay; at
+# PERCENT <= 30 maps were dropped and rebuilt by replay (so that a dtr that silently swaps
+# everything fails), except for resnet18, whose maps at batch 8 are all below
+# POOCH_MIN_SWAP_BYTES and so never leave the device. Sets dtr_drops, dtr_replays, dtr_swapped.
+check_dtr() {
+  line=$(grep '^pooch: dtr:' "$work/$1.err") || fail "$1: no dtr line in the summary"
+  dtr_drops=$(echo "$line" | awk '{ print $8 }')
+  dtr_replays=$(echo "$line" | awk '{ print $10 }')
+  dtr_swapped=$(echo "$line" | awk '{ print $18 }')
+  failures=$(echo "$line" | awk '{ print $16 }')
+  [ "${failures:-1}" -eq 0 ] || fail "$1: replays failed: $line"
+  if [ "$3" -le 30 ] && [ "$2" != resnet18 ]; then
+    [ "${dtr_drops:-0}" -gt 0 ] && [ "${dtr_replays:-0}" -gt 0 ] ||
+      fail "$1: dtr dropped or rematerialised nothing at $3 %: $line"
+  fi
+}
+
 case $case_name in
 exports)
   names=$arg
@@ -464,6 +481,8 @@ policies)
   # `pooch run --policy P` (the first iterations profiled, the plan carried out after) with the
   # hazard checker at error, and must end with the in-core params_checksum, bit for bit. A
   # policy whose plan does not fit runs under demand swapping and must match all the same.
+  # dtr (issue 16's baseline) plans nothing: its dtr: line must show no failed replay and, at
+  # 30 % and below, maps dropped and rebuilt by replay (check_dtr).
   need_simgpu
   pooch=$arg
   bin=$5
@@ -488,10 +507,15 @@ policies)
   SIMGPU_MEMORY=$((peak * percent / 100))
   export SIMGPU_MEMORY
   report=""
-  for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal; do
+  for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal dtr; do
     run "$policy" "$pooch" run --policy "$policy" -- "$bin" "$@"
     [ "$rc" -eq 0 ] || fail "$policy: exit $rc"
     same_checksum "$policy"
+    if [ "$policy" = dtr ]; then
+      check_dtr dtr "$model" "$percent"
+      report="$report dtr:drops/replays/swaps:$dtr_drops/$dtr_replays/$dtr_swapped"
+      continue
+    fi
     grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
     check_recompute "$policy"
     report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
