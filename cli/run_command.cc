@@ -55,7 +55,7 @@ void PrintUsage(std::ostream& out) {
          "\n"
          "Runs CMD with libpooch.so preloaded. Each flag sets a variable (README, \"Variables\"):\n"
          "  --memory-limit SIZE    POOCH_MEMORY_LIMIT   device bytes pooch may use (12GiB, 500MB)\n"
-         "  --policy P             POOCH_POLICY         off, demand, ... (default pooch)\n"
+         "  --policy P             POOCH_POLICY         off, demand, dtr, ... (default pooch)\n"
          "  --trace FILE.json      POOCH_TRACE          Chrome trace of swaps and ops\n"
          "  --plot FILE.png        POOCH_PLOT           picture of each plan made (gnuplot)\n"
          "  --min-swap-bytes SIZE  POOCH_MIN_SWAP_BYTES smaller allocations stay resident\n"

@@ -30,6 +30,7 @@ struct Choice {
 constexpr Choice<RunMode> kRunModes[] = {
     {"off", RunMode::kOff},
     {"demand", RunMode::kDemand},
+    {"dtr", RunMode::kDtr},
 };
 constexpr Choice<LogLevel> kLogLevels[] = {
     {"error", LogLevel::kError},
@@ -142,13 +143,16 @@ const Variable kVariables[] = {
        return absl::OkStatus();
      }},
     {{"POOCH_POLICY", "pooch",
-      "off, demand, in-core, swap-all-nosched, swap-all, swap-opt, pooch, superneurons, "
+      "off, demand, dtr, in-core, swap-all-nosched, swap-all, swap-opt, pooch, superneurons, "
       "checkpoint, optimal",
       "off: pass every call through. demand: swap least recently used data out when the limit "
-      "is reached and back in before an op touches it. A planner policy name profiles the first "
-      "iterations, plans them with that policy and carries out the plan: swaps with scheduled "
-      "prefetches, recomputations by replaying the cuDNN call that produced the map, with "
-      "demand swapping underneath as the safety net."},
+      "is reached and back in before an op touches it. dtr: Dynamic Tensor Rematerialization, "
+      "no profile: when the limit is reached, evict the lowest cost / (size x staleness) first, "
+      "dropping a map that replaying the cuDNN call that produced it rebuilds exactly (and "
+      "rebuilding it when touched) and swapping anything else. A planner policy name profiles the "
+      "first iterations, plans them with that policy and carries out the plan: swaps with "
+      "scheduled prefetches, recomputations by replaying the cuDNN call that produced the map, "
+      "with demand swapping underneath as the safety net."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
        for (const auto& m : kRunModes) {
@@ -159,7 +163,7 @@ const Variable kVariables[] = {
        }
        absl::StatusOr<Policy> p = ParsePolicy(lower);
        if (!p.ok()) {
-         std::vector<std::string> names = {"off", "demand"};
+         std::vector<std::string> names = {"off", "demand", "dtr"};
          for (Policy q : AllPolicies()) names.emplace_back(PolicyName(q));
          return Bad(name, value,
                     absl::StrCat("unknown value (use ", absl::StrJoin(names, ", "), ")"));
@@ -249,10 +253,10 @@ const Variable kVariables[] = {
        return absl::OkStatus();
      }},
     {{"POOCH_LINEAGE_OUT", "not written", "path",
-      "Written as JSON here at exit, under a planner policy: the replay recipes pooch holds "
-      "then (each recomputable map's producer: its output and bytes, the call, its profiled "
-      "time, whether the map is dropped or kept, the allocations it reads) and the recompute "
-      "counters."},
+      "Written as JSON here at exit, under a planner policy or dtr: the replay recipes pooch "
+      "holds then (each recomputable map's producer: its output and bytes, the call, its "
+      "profiled time (under dtr: measured), whether the map is dropped or kept, the allocations it "
+      "reads) and the recompute counters."},
      [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
        c.lineage_out = std::string(value);
        return absl::OkStatus();
@@ -329,6 +333,7 @@ absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(const Config& config
   }
   options.min_swap_bytes = config.min_swap_bytes;
   options.host_memory_limit = config.host_memory_limit;
+  if (config.mode == RunMode::kDtr) options.eviction = ResidencyOptions::Eviction::kDtr;
   return options;
 }
 

@@ -38,11 +38,16 @@ namespace pooch {
 //   kOff      pass every call through untouched
 //   kDemand   swap on demand: LRU eviction when the limit is reached, swap-in before an op
 //             touches swapped data
+//   kDtr      Dynamic Tensor Rematerialization (Kirisame et al. 2021) as a baseline: no profile
+//             and no plan; every output of a replayable call keeps its recipe, and eviction
+//             drops by DTR's heuristic what can be rebuilt by replay and swaps the rest (Note
+//             [DTR eviction] in core/residency/residency_evict.cc, Note [Replay] in
+//             core/exec/recomputer.h)
 //   kPlanned  profile the first iterations, then carry out the plan of one of the planner's
 //             policies (core/plan/plan.h; Config's planned_policy says which) with kDemand's
 //             swapping underneath as the safety net (core/exec/profiler.h says what is carried
 //             out).
-enum class RunMode { kOff, kDemand, kPlanned };
+enum class RunMode { kOff, kDemand, kDtr, kPlanned };
 
 // POOCH_LOG: the least severe message that is printed.
 enum class LogLevel { kError, kWarn, kInfo, kDebug };
@@ -107,7 +112,7 @@ absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(
     const Config& config, Device& device, std::optional<int64_t>* clamped_from = nullptr);
 
 // The text a variable accepts for each enum value ("swap-all-nosched", "debug", ...).
-// POOCH_POLICY as text: "off", "demand", or the planner policy's name.
+// POOCH_POLICY as text: "off", "demand", "dtr", or the planner policy's name.
 absl::string_view PolicyText(const Config& config);
 absl::string_view LogLevelName(LogLevel level);
 absl::string_view IterationMarkerName(IterationMarker marker);

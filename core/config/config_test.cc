@@ -106,7 +106,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
 }
 
 TEST(ConfigTest, EveryPolicyName) {
-  for (absl::string_view mode_name : {"off", "demand", "OFF"}) {
+  for (absl::string_view mode_name : {"off", "demand", "dtr", "OFF"}) {
     absl::StatusOr<Config> c = Load({{"POOCH_POLICY", std::string(mode_name)}});
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_NE(c->mode, RunMode::kPlanned) << mode_name;
@@ -121,7 +121,7 @@ TEST(ConfigTest, EveryPolicyName) {
   }
   absl::StatusOr<Config> bad = Load({{"POOCH_POLICY", "fastest"}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("off, demand, in-core"), absl::string_view::npos)
+  EXPECT_NE(bad.status().message().find("off, demand, dtr, in-core"), absl::string_view::npos)
       << bad.status();
 }
 
@@ -177,7 +177,7 @@ TEST(ConfigTest, ZeroIsAllowedWhereItMeansSomething) {
 
 TEST(ConfigTest, ChoiceErrors) {
   EXPECT_EQ(ErrorOf({{"POOCH_POLICY", "lru"}}),
-            "POOCH_POLICY='lru': unknown value (use off, demand, in-core, swap-all-nosched, "
+            "POOCH_POLICY='lru': unknown value (use off, demand, dtr, in-core, swap-all-nosched, "
             "swap-all, swap-opt, pooch, superneurons, checkpoint, optimal)");
   EXPECT_EQ(ErrorOf({{"POOCH_LOG", "verbose"}}),
             "POOCH_LOG='verbose': unknown value (use error, warn, info, debug)");
@@ -236,6 +236,12 @@ TEST(ResidencyOptionsTest, FromConfig) {
   EXPECT_EQ(r->host_memory_limit, 678);
   EXPECT_EQ(r->min_swap_bytes, 9);
   EXPECT_FALSE(ResidencyManager::Create(device, ResidencyOptions{}).ok());
+  // Only dtr evicts by DTR's heuristic (Note [DTR eviction]); demand and the planners by LRU.
+  EXPECT_EQ(r->eviction, ResidencyOptions::Eviction::kLru);
+  config.mode = RunMode::kDemand;
+  EXPECT_EQ(ResidencyOptionsFromConfig(config, device)->eviction, ResidencyOptions::Eviction::kLru);
+  config.mode = RunMode::kDtr;
+  EXPECT_EQ(ResidencyOptionsFromConfig(config, device)->eviction, ResidencyOptions::Eviction::kDtr);
 }
 
 // A limit the device cannot reach is lowered to its free memory (and said, by the caller).

@@ -36,6 +36,10 @@ std::optional<std::pair<pooch::DeviceAddress, int64_t>> Recomputer::AllocationOf
 
 bool Recomputer::Offer(ReplayRecipe recipe, double profiled_us) {
   pooch::MutexLock lock(&mu_);
+  return OfferLocked(std::move(recipe), profiled_us);
+}
+
+bool Recomputer::OfferLocked(ReplayRecipe recipe, double profiled_us) {
   // The output must be a whole swappable allocation of the manager's: Drop discards all of it.
   const std::optional<pooch::AllocationInfo> out = manager_.Lookup(recipe.output);
   bool ok = out.has_value() && out->address == recipe.output && out->swappable &&
@@ -76,27 +80,76 @@ bool Recomputer::Drop(pooch::DeviceAddress address) {
 
 absl::Status Recomputer::BeforeProgramOp(uintptr_t stream,
                                          const std::vector<pooch::AccessRange>& ranges,
-                                         bool effects_known) {
+                                         bool effects_known,
+                                         std::vector<pooch::AllocationId>* held) {
+  if (held != nullptr) held->clear();
   if (entries_count_.load(std::memory_order_relaxed) == 0) return absl::OkStatus();
   pooch::MutexLock lock(&mu_);
+  // Note [DTR recipes]: the operands stay put while some of them are rebuilt; after the hold,
+  // what the lineage knows of their drops cannot change.
+  std::vector<pooch::AllocationId> hold;
+  if (dtr_) {
+    hold = manager_.Hold(ranges);
+    TakeTimingsLocked();
+    SyncDropsLocked();
+  }
+  absl::Status status;
   if (!effects_known) {
     // It may write anything: rebuild what is dropped while its inputs are intact, forget the
     // rest.
-    return ApplyLocked(stream, lineage_.AnyWrite());
-  }
-  for (const pooch::AccessRange& r : ranges) {
-    if (absl::Status s =
-            TouchLocked(stream, r.address, r.bytes, r.mode != pooch::AccessRange::Mode::kRead);
-        !s.ok()) {
-      return s;
+    status = ApplyLocked(stream, lineage_.AnyWrite());
+  } else {
+    for (const pooch::AccessRange& r : ranges) {
+      status = TouchLocked(stream, r.address, r.bytes, r.mode != pooch::AccessRange::Mode::kRead);
+      if (!status.ok()) break;
     }
   }
-  return absl::OkStatus();
+  if (held != nullptr && status.ok()) {
+    *held = std::move(hold);
+  } else {
+    manager_.Release(hold);
+  }
+  return status;
+}
+
+pooch::EventHandle Recomputer::BeginProduced(uintptr_t stream) {
+  pooch::MutexLock lock(&mu_);
+  return timer_.Begin(stream);
+}
+
+void Recomputer::AbandonProduced(pooch::EventHandle start) {
+  if (start == 0) return;
+  pooch::MutexLock lock(&mu_);
+  timer_.Abandon(start);
+}
+
+bool Recomputer::OfferProduced(std::optional<ReplayRecipe> recipe, uintptr_t stream,
+                               pooch::EventHandle start) {
+  if (!recipe.has_value()) {
+    AbandonProduced(start);
+    return false;
+  }
+  const pooch::DeviceAddress output = recipe->output;
+  pooch::MutexLock lock(&mu_);
+  TakeTimingsLocked();
+  SyncDropsLocked();
+  const double estimate = EstimateUsLocked(recipe->output_bytes);
+  if (!OfferLocked(*std::move(recipe), estimate)) {
+    timer_.Abandon(start);
+    return false;
+  }
+  // Eviction may drop it from now on (Note [DTR eviction]); the write that made it is done.
+  if (absl::StatusOr<bool> dropped = manager_.SetRecomputeCost(output, estimate); !dropped.ok()) {
+    POOCH_LOG_AT(kDebug, "dtr recipe: %s", std::string(dropped.status().message()).c_str());
+  }
+  timer_.End(start, stream, output);
+  return true;
 }
 
 absl::StatusOr<bool> Recomputer::BeforeFree(pooch::DeviceAddress address) {
   if (entries_count_.load(std::memory_order_relaxed) == 0) return false;
   pooch::MutexLock lock(&mu_);
+  SyncDropsLocked();
   if (const Lineage::Entry* e = lineage_.Find(address); e != nullptr) {
     if (lineage_.HasReaders(address) && !e->kept) {
       // Note [Kept inputs]: keep it, without its device memory when it can be dropped.
@@ -132,6 +185,18 @@ absl::Status Recomputer::ApplyLocked(uintptr_t stream, const Lineage::Needs& nee
     if (absl::Status s = ReplayLocked(output, stream, 0); !s.ok()) return s;
   }
   bool rebuilt = false;
+  if (dtr_) {
+    // Note [DTR recipes]: each recipe the access makes wrong is withdrawn before it goes, and
+    // its map rebuilt if dropped, whatever the lineage knew when `needs` was made (a replay
+    // above may have evicted it).
+    for (const std::vector<pooch::DeviceAddress>* list :
+         {&needs.rebuild_for_write, &needs.forget, &needs.stale_kept}) {
+      for (pooch::DeviceAddress output : *list) {
+        if (absl::Status s = InvalidateLocked(stream, output, &rebuilt); !s.ok()) return s;
+      }
+    }
+    return rebuilt ? WaitForStreamLocked(stream) : absl::OkStatus();
+  }
   for (pooch::DeviceAddress output : needs.rebuild_for_write) {
     const Lineage::Entry* e = lineage_.Find(output);
     if (e == nullptr || !e->dropped) continue;
@@ -158,20 +223,37 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
     return absl::FailedPreconditionError(
         absl::StrCat("pooch: recompute chain deeper than ", kMaxChain, " at ", e->recipe.name));
   }
+  if (e->stale) {
+    return absl::InternalError(
+        absl::StrCat("pooch: ", e->recipe.name, " no longer rebuilds a map that was dropped"));
+  }
+  // Note [DTR recipes]: the inputs stay put while the dropped ones among them are rebuilt.
+  std::vector<pooch::AllocationId> held;
+  if (dtr_) {
+    held = manager_.Hold(e->recipe.inputs);
+    SyncDropsLocked();
+  }
   for (const Lineage::Allocation& input : e->inputs) {
     const Lineage::Entry* d = lineage_.Find(input.base);
     if (d == nullptr || !d->dropped) continue;
-    if (absl::Status s = ReplayLocked(input.base, stream, depth + 1); !s.ok()) return s;
+    if (absl::Status s = ReplayLocked(input.base, stream, depth + 1); !s.ok()) {
+      manager_.Release(held);
+      return s;
+    }
     ++stats_.chained;
   }
   absl::StatusOr<pooch::DeviceAddress> scratch = AllocateScratch(e->recipe.workspace_bytes);
-  if (!scratch.ok()) return scratch.status();
+  if (!scratch.ok()) {
+    manager_.Release(held);
+    return scratch.status();
+  }
   std::vector<pooch::AccessRange> ranges = e->recipe.inputs;
   ranges.push_back({output, e->recipe.output_bytes, pooch::AccessRange::Mode::kWrite});
   if (*scratch != 0) {
     ranges.push_back({*scratch, e->recipe.workspace_bytes, pooch::AccessRange::Mode::kWrite});
   }
   absl::StatusOr<pooch::OpTicket> ticket = manager_.BeforeOp(stream, ranges);
+  manager_.Release(held);  // pinned by the ticket now, or not needed any more
   if (!ticket.ok()) {
     FreeScratch(*scratch, e->recipe.workspace_bytes);
     return ticket.status();  // e.g. no room: the map stays dropped, its recipe kept
@@ -190,8 +272,9 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
   }
   ++stats_.replays;
   stats_.replay_us += profiled_us;
-  if (kept) {
-    // Resident again; freed when no recipe reads it (Note [Kept inputs]).
+  if (kept || dtr_) {
+    // Resident again; a kept input is freed when no recipe reads it (Note [Kept inputs]); under
+    // dtr the recipe still holds and eviction may drop the map again (Note [DTR recipes]).
     lineage_.MarkDropped(output, false);
   } else {
     EraseLocked(output);
@@ -213,7 +296,65 @@ absl::Status Recomputer::WaitForStreamLocked(uintptr_t stream) {
   return device_.SynchronizeEvent(wait_event_);
 }
 
+void Recomputer::SyncDropsLocked() {
+  if (!dtr_) return;
+  for (pooch::DeviceAddress address : manager_.TakeEvictionDrops()) {
+    const Lineage::Entry* e = lineage_.Find(address);
+    // No recipe: the allocation is being freed (its recipe went first, BeforeFree).
+    if (e == nullptr || e->dropped) continue;
+    lineage_.MarkDropped(address, true);
+    ++stats_.drops;
+  }
+}
+
+absl::Status Recomputer::InvalidateLocked(uintptr_t stream, pooch::DeviceAddress output,
+                                          bool* rebuilt) {
+  const Lineage::Entry* e = lineage_.Find(output);
+  if (e == nullptr) return absl::OkStatus();  // listed twice, or released on the way
+  // From here on eviction only swaps it; a drop it made before is learnt now.
+  absl::StatusOr<bool> dropped = manager_.SetRecomputeCost(output, std::nullopt);
+  if (dropped.ok() && *dropped && !e->dropped) {
+    lineage_.MarkDropped(output, true);
+    ++stats_.drops;
+  }
+  const bool was_dropped = e->dropped;
+  if (was_dropped) {
+    // Rebuilt from the inputs as they still are: the write has not been issued yet.
+    if (absl::Status s = ReplayLocked(output, stream, 0); !s.ok()) return s;
+    *rebuilt = true;
+  }
+  e = lineage_.Find(output);
+  if (e == nullptr) return absl::OkStatus();
+  if (e->kept) {
+    lineage_.MarkStale(output);  // right, but the recipe no longer rebuilds it
+    return absl::OkStatus();
+  }
+  EraseLocked(output);
+  if (!was_dropped) ++stats_.forgotten;
+  return absl::OkStatus();
+}
+
+void Recomputer::TakeTimingsLocked() {
+  for (const auto& [key, us] : timer_.Take()) {
+    const pooch::DeviceAddress output = key;
+    const Lineage::Entry* e = lineage_.Find(output);
+    if (e == nullptr) continue;  // forgotten before its timing completed
+    measured_us_ += us;
+    measured_bytes_ += static_cast<double>(e->output_bytes);
+    lineage_.SetProfiledUs(output, us);
+    if (e->stale) continue;
+    manager_.SetRecomputeCost(output, us).IgnoreError();
+  }
+}
+
+double Recomputer::EstimateUsLocked(int64_t bytes) const {
+  if (measured_bytes_ > 0) return measured_us_ / measured_bytes_ * static_cast<double>(bytes);
+  return 2.0 * static_cast<double>(bytes) / 16000.0;
+}
+
 void Recomputer::EraseLocked(pooch::DeviceAddress output) {
+  // Note [DTR recipes]: never dropped again without a recipe (a no-op once it is freed).
+  if (dtr_) manager_.SetRecomputeCost(output, std::nullopt).IgnoreError();
   FreeKeptLocked(lineage_.Erase(output));
   entries_count_.store(static_cast<int>(lineage_.size()), std::memory_order_relaxed);
 }

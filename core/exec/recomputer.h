@@ -42,6 +42,31 @@
 // erases it and reports it (Lineage::Erase); then the Recomputer frees it for real. The
 // profiler takes the recipes of those intermediates' producers too (plan_actions.cc).
 //
+// Note [DTR recipes]
+// ~~~~~~~~~~~~~~~~~~
+// Under POOCH_POLICY=dtr (Note [DTR eviction] in core/residency/residency_evict.cc) there is no
+// plan: every successful call that can be replayed (the hooks' ReplaySource, the same recipes
+// and the same rules as planned recomputation, so a replay never repeats a side effect) and
+// that writes a whole swappable allocation offers its recipe (OfferProduced), timed by an
+// OpTimer; the manager is told the allocation can be dropped at that cost (SetRecomputeCost),
+// and eviction decides when. A recipe stays valid exactly as long as Note [Replay]'s rules
+// keep it (a write to an input or to the output forgets it, a free erases it, a kernel of
+// unknown effects forgets everything), and it outlives a replay: the map may be dropped and
+// rebuilt again and again. Memory stays bounded: one recipe per live allocation (and per kept
+// input), at most OpTimer::kMaxPending timings. What changes against planned drops:
+//   - drops happen inside the manager, under its lock, from any thread's allocation or op; the
+//     lineage learns of them (TakeEvictionDrops) before every decision it makes
+//     (SyncDropsLocked);
+//   - a recipe is withdrawn from the manager before it is forgotten (SetRecomputeCost(nullopt),
+//     InvalidateLocked). If the manager had dropped the map meanwhile, it is rebuilt first,
+//     while the inputs are still the ones the recipe read (the write has not been issued);
+//   - a kept input whose own input is overwritten stays (its data is right) but is marked
+//     stale and withdrawn: it is only ever swapped from then on;
+//   - while it rebuilds an op's operands, or a recipe's inputs, it holds all of them
+//     (ResidencyManager::Hold: they may be swapped, not dropped) so that the eviction a later
+//     replay needs never drops one that is already there; RunOp releases the op's hold once
+//     the manager's BeforeOp pinned them.
+//
 // Thread safety: thread-safe; one lock serialises recipes and replays. Lock order: the
 // profiler's lock, then this one, then the manager's.
 #ifndef POOCH_CORE_EXEC_RECOMPUTER_H_
@@ -58,6 +83,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
+#include "core/exec/op_timer.h"
 #include "core/lineage/lineage.h"
 #include "core/lineage/replay_recipe.h"
 #include "core/residency/residency.h"
@@ -70,21 +96,29 @@ class TraceObserver;
 class Recomputer {
  public:
   // `min_swap_bytes`: POOCH_MIN_SWAP_BYTES (a replay's scratch below it comes from `small`).
+  // `dtr`: POOCH_POLICY=dtr (Note [DTR recipes]); the manager must evict with
+  // ResidencyOptions::Eviction::kDtr.
   Recomputer(pooch::Device& device, pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
-             int64_t min_swap_bytes, TraceObserver* trace)
+             int64_t min_swap_bytes, TraceObserver* trace, bool dtr = false)
       : device_(device),
         manager_(manager),
         small_(small),
         min_swap_bytes_(min_swap_bytes),
-        trace_(trace) {}
+        trace_(trace),
+        dtr_(dtr),
+        timer_(device) {}
   ~Recomputer();
   Recomputer(const Recomputer&) = delete;
   Recomputer& operator=(const Recomputer&) = delete;
 
   // Before every op of the program (RunOp), before the manager's BeforeOp. Rebuilds or forgets
   // as Note [Replay] says. An error means a dropped map could not be rebuilt: the op must fail.
+  // Under dtr, `held` (when given) receives the op's operands, held (Note [DTR recipes]):
+  // the caller passes it to ResidencyManager::Release after its own BeforeOp. Empty otherwise,
+  // and after an error.
   absl::Status BeforeProgramOp(uintptr_t stream, const std::vector<pooch::AccessRange>& ranges,
-                               bool effects_known) ABSL_LOCKS_EXCLUDED(mu_);
+                               bool effects_known, std::vector<pooch::AllocationId>* held = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Before the program frees `address` (a base). True: the Recomputer keeps the memory (Note
   // [Kept inputs]) and the caller must not free it.
   absl::StatusOr<bool> BeforeFree(pooch::DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
@@ -93,6 +127,16 @@ class Recomputer {
   // `profiled_us`: the producer's profiled device time, counted as recompute time per replay.
   // Returns false (and keeps nothing) when an input is not memory pooch allocated.
   bool Offer(ReplayRecipe recipe, double profiled_us) ABSL_LOCKS_EXCLUDED(mu_);
+  bool dtr() const { return dtr_; }
+  // Note [DTR recipes]: before a call that can be replayed is queued on `stream`, its timing
+  // starts (0: not timed); after it succeeded, OfferProduced keeps its recipe (nullopt: none
+  // could be made) and ends the timing. AbandonProduced ends a timing whose call failed.
+  // OfferProduced returns whether the recipe was kept.
+  pooch::EventHandle BeginProduced(uintptr_t stream) ABSL_LOCKS_EXCLUDED(mu_);
+  bool OfferProduced(std::optional<ReplayRecipe> recipe, uintptr_t stream, pooch::EventHandle start)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void AbandonProduced(pooch::EventHandle start) ABSL_LOCKS_EXCLUDED(mu_);
+
   // The plan drops the map at `address` now. False when it cannot (no recipe, or the manager
   // kept the data: pinned, already on the host): the caller swaps it out instead.
   bool Drop(pooch::DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
@@ -100,12 +144,12 @@ class Recomputer {
   struct Stats {
     int64_t recipes = 0;    // offered and kept
     int64_t refused = 0;    // offered but not kept (an input outside pooch's memory)
-    int64_t drops = 0;      // maps dropped
+    int64_t drops = 0;      // maps dropped (under dtr: by the manager's eviction)
     int64_t replays = 0;    // maps rebuilt
     int64_t chained = 0;    // of which rebuilt because a dropped map needed them
     int64_t forgotten = 0;  // recipes forgotten before use (input or output written, freed)
     int64_t failures = 0;   // replays that could not be issued (the op failed)
-    double replay_us = 0;   // profiled device time of the replayed calls
+    double replay_us = 0;   // profiled (under dtr: measured) device time of the replayed calls
   };
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -115,6 +159,7 @@ class Recomputer {
   absl::Status WriteLineage(const std::string& path) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  bool OfferLocked(ReplayRecipe recipe, double profiled_us) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Rebuilds the dropped map at `output` on `stream` (its dropped inputs first).
   absl::Status ReplayLocked(pooch::DeviceAddress output, uintptr_t stream, int depth)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -127,6 +172,18 @@ class Recomputer {
   // Carries out what the lineage says an access requires (Note [Replay]).
   absl::Status ApplyLocked(uintptr_t stream, const Lineage::Needs& needs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [DTR recipes]: marks the maps the manager's eviction dropped since the last call.
+  void SyncDropsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [DTR recipes]: the recipe of `output` will no longer rebuild it (an input or the
+  // output is about to be written): withdrawn from the manager, the map rebuilt first if it is
+  // dropped (then *rebuilt = true), and the recipe forgotten, or marked stale when kept.
+  absl::Status InvalidateLocked(uintptr_t stream, pooch::DeviceAddress output, bool* rebuilt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [DTR recipes]: takes the producers' completed timings: each recipe's cost.
+  void TakeTimingsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A producer's cost before its timing completed: the mean measured cost per byte so far, or
+  // the copy out and back at 16 GB/s (ResidencyOptions::dtr_link_bytes_per_us) before any.
+  double EstimateUsLocked(int64_t bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies Note [Replay] to an access of [address, address + bytes).
   absl::Status TouchLocked(uintptr_t stream, pooch::DeviceAddress address, int64_t bytes,
                            bool writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -147,7 +204,11 @@ class Recomputer {
   pooch::SmallAllocator& small_;
   const int64_t min_swap_bytes_;
   TraceObserver* const trace_;  // may be null
+  const bool dtr_;
   mutable pooch::Mutex mu_;
+  OpTimer timer_ ABSL_GUARDED_BY(mu_);              // dtr: the producers' device times
+  double measured_us_ ABSL_GUARDED_BY(mu_) = 0;     // dtr: sum of the timings taken
+  double measured_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // dtr: their outputs' bytes
   // lineage_.size(), kept after every change: lets BeforeProgramOp skip the lock when it is 0.
   std::atomic<int> entries_count_{0};
   Lineage lineage_ ABSL_GUARDED_BY(mu_);  // the recipes, and what reads what

@@ -261,5 +261,135 @@ TEST_F(RecomputeTest, WriteLineageWritesTheRecipesHeld) {
   ASSERT_TRUE(manager_->Free(out).ok());
 }
 
+// Note [DTR recipes]: the Recomputer under dtr, over a manager that evicts by DTR's heuristic.
+class RecomputeDtrTest : public RecomputeTest {
+ protected:
+  void SetUp() override {
+    RecomputeTest::SetUp();
+    recomputer_.reset();
+    manager_.reset();
+    ResidencyOptions options;
+    options.memory_limit = 3 * kG;
+    options.min_swap_bytes = kG;
+    options.reuse_cache_bytes = 0;
+    options.pinned_wait = absl::Milliseconds(50);
+    options.eviction = ResidencyOptions::Eviction::kDtr;
+    manager_ = *ResidencyManager::Create(*device_, options);
+    recomputer_ = std::make_unique<Recomputer>(*device_, *manager_, *small_, kG, nullptr,
+                                               /*dtr=*/true);
+  }
+
+  // The program's op out = in[0] + 1, timed and offered as RunOp does under dtr.
+  void Produce(DeviceAddress in, DeviceAddress out) {
+    std::vector<AllocationId> held;
+    ASSERT_TRUE(recomputer_
+                    ->BeforeProgramOp(stream_, {{in, kG, Mode::kRead}, {out, kG, Mode::kWrite}},
+                                      true, &held)
+                    .ok());
+    absl::StatusOr<OpTicket> t =
+        manager_->BeforeOp(stream_, {{in, kG, Mode::kRead}, {out, kG, Mode::kWrite}});
+    manager_->Release(held);
+    ASSERT_TRUE(t.ok()) << t.status();
+    const EventHandle start = recomputer_->BeginProduced(stream_);
+    ReplayRecipe r = Recipe(in, out);
+    ASSERT_TRUE(r.issue(stream_, nullptr));
+    --replays_;  // the program's own call, not a replay
+    ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
+    ASSERT_TRUE(recomputer_->OfferProduced(std::move(r), stream_, start));
+  }
+
+  // A read of `address` by the program, as RunOp does it; true when it holds `fill` throughout.
+  bool ReadsAs(DeviceAddress address, uint8_t fill) {
+    std::vector<AllocationId> held;
+    absl::Status s =
+        recomputer_->BeforeProgramOp(stream_, {{address, kG, Mode::kRead}}, true, &held);
+    manager_->Release(held);
+    EXPECT_TRUE(s.ok()) << s;
+    return s.ok() && Holds(address, kG, fill);
+  }
+};
+
+TEST_F(RecomputeDtrTest, EvictionDropsAMapThatIsRebuiltBitForBitAgainAndAgain) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 41).ok());
+  Produce(in, out);
+  // The next op takes the producer's measured time: 0 on the fake device, whose kernels take
+  // no virtual time. Before that, `out` was priced as a copy out and back, as `in` is, and
+  // `in`, older, would have gone first.
+  ASSERT_TRUE(recomputer_->BeforeProgramOp(stream_, {}, true).ok());
+  for (int round = 1; round <= 2; ++round) {
+    // Two more maps go past the limit: the lowest cost / (size x staleness) goes. `in` has no
+    // recipe (it is swapped if chosen), `out` costs nothing to rebuild.
+    DeviceAddress x = *manager_->Allocate(kG), y = *manager_->Allocate(kG);
+    ASSERT_TRUE(Fill(x, kG, 1).ok());
+    ASSERT_TRUE(Fill(y, kG, 2).ok());
+    EXPECT_EQ(StateOf(out), ResidencyState::kDropped) << round;
+    EXPECT_TRUE(ReadsAs(out, 42)) << round;
+    EXPECT_EQ(replays_, round);
+    ASSERT_TRUE(manager_->Free(x).ok());
+    ASSERT_TRUE(manager_->Free(y).ok());
+  }
+  const Recomputer::Stats st = recomputer_->stats();
+  EXPECT_EQ(st.recipes, 1);
+  EXPECT_EQ(st.drops, 2);
+  EXPECT_EQ(st.replays, 2);
+  EXPECT_EQ(st.failures, 0);
+  EXPECT_EQ(manager_->Stats().eviction_drops, 2);
+  ASSERT_TRUE(recomputer_->BeforeFree(out).ok());
+  ASSERT_TRUE(manager_->Free(out).ok());
+  ASSERT_TRUE(manager_->Free(in).ok());
+}
+
+TEST_F(RecomputeDtrTest, AWriteToAnInputRebuildsFromTheOldInputThenNeverDropsAgain) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  Produce(in, out);
+  ASSERT_TRUE(recomputer_->BeforeProgramOp(stream_, {}, true).ok());  // takes its cost: 0
+  DeviceAddress x = *manager_->Allocate(kG), y = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(x, kG, 0).ok());
+  ASSERT_TRUE(Fill(y, kG, 0).ok());
+  ASSERT_EQ(StateOf(out), ResidencyState::kDropped);
+  // The program overwrites the input: `out` must be what the old input made, 2, not 8.
+  ASSERT_TRUE(Touch(in, Mode::kWrite, 7).ok());
+  EXPECT_EQ(replays_, 1);
+  ASSERT_TRUE(manager_->Free(x).ok());
+  ASSERT_TRUE(manager_->Free(y).ok());
+  // Its recipe is gone: the next evictions swap it, never drop it.
+  DeviceAddress u = *manager_->Allocate(kG), v = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(u, kG, 0).ok());
+  ASSERT_TRUE(Fill(v, kG, 0).ok());
+  EXPECT_NE(StateOf(out), ResidencyState::kDropped);
+  EXPECT_EQ(manager_->Stats().eviction_drops, 1);
+  EXPECT_TRUE(ReadsAs(out, 2));
+  EXPECT_EQ(replays_, 1);
+  for (DeviceAddress z : {in, out, u, v}) ASSERT_TRUE(manager_->Free(z).ok());
+}
+
+TEST_F(RecomputeDtrTest, AnOpReadingTwoDroppedMapsFindsBothRebuilt) {
+  // a and b, both from `in`, are dropped; the op reads both: rebuilding b must not drop a
+  // again (Hold), though the limit leaves room for little else.
+  DeviceAddress in = *manager_->Allocate(kG), a = *manager_->Allocate(kG),
+                b = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 9).ok());
+  Produce(in, a);
+  Produce(in, b);
+  DeviceAddress x = *manager_->Allocate(kG), y = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(x, kG, 0).ok());
+  ASSERT_TRUE(Fill(y, kG, 0).ok());
+  ASSERT_EQ(StateOf(a), ResidencyState::kDropped);
+  ASSERT_EQ(StateOf(b), ResidencyState::kDropped);
+  const std::vector<AccessRange> op = {{a, kG, Mode::kRead}, {b, kG, Mode::kRead}};
+  std::vector<AllocationId> held;
+  ASSERT_TRUE(recomputer_->BeforeProgramOp(stream_, op, true, &held).ok());
+  absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, op);
+  manager_->Release(held);
+  ASSERT_TRUE(t.ok()) << t.status();  // a read of a dropped map would fail here
+  ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
+  EXPECT_EQ(replays_, 2);
+  EXPECT_TRUE(ReadsAs(a, 10));
+  EXPECT_TRUE(ReadsAs(b, 10));
+  for (DeviceAddress z : {in, a, b, x, y}) ASSERT_TRUE(manager_->Free(z).ok());
+}
+
 }  // namespace
 }  // namespace pooch

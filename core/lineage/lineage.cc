@@ -91,6 +91,14 @@ void Lineage::MarkKept(DeviceAddress output) {
   if (auto it = entries_.find(output); it != entries_.end()) it->second->kept = true;
 }
 
+void Lineage::MarkStale(DeviceAddress output) {
+  if (auto it = entries_.find(output); it != entries_.end()) it->second->stale = true;
+}
+
+void Lineage::SetProfiledUs(DeviceAddress output, double profiled_us) {
+  if (auto it = entries_.find(output); it != entries_.end()) it->second->profiled_us = profiled_us;
+}
+
 bool Lineage::HasReaders(DeviceAddress base) const {
   auto w = watches_.find(base);
   return w != watches_.end() && !w->second.readers.empty();
@@ -126,6 +134,8 @@ Lineage::Needs Lineage::Access(DeviceAddress address, int64_t bytes, bool writes
         needs.rebuild_for_write.push_back(reader);
       } else if (!e.kept) {
         needs.forget.push_back(reader);  // its input changed: the recipe would build another map
+      } else if (!e.stale) {
+        needs.stale_kept.push_back(reader);
       }
     }
   }
@@ -139,11 +149,14 @@ Lineage::Needs Lineage::AnyWrite() const {
       needs.rebuild_for_write.push_back(output);  // while its inputs are still intact
     } else if (!entry->kept) {
       needs.forget.push_back(output);
+    } else if (!entry->stale) {
+      needs.stale_kept.push_back(output);
     }
   }
   // The map's order is arbitrary: sorted, the rebuilds happen in the same order every run.
   std::sort(needs.rebuild_for_write.begin(), needs.rebuild_for_write.end());
   std::sort(needs.forget.begin(), needs.forget.end());
+  std::sort(needs.stale_kept.begin(), needs.stale_kept.end());
   return needs;
 }
 

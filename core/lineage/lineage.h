@@ -50,6 +50,9 @@ class Lineage {
     double profiled_us = 0;
     bool dropped = false;
     bool kept = false;  // the program freed it; the owner holds it (Note [Kept inputs])
+    // A kept entry whose input was written since (Needs::stale_kept): its data is right but its
+    // recipe no longer rebuilds it, so it must never be dropped again (dtr marks it).
+    bool stale = false;
     std::vector<Allocation> inputs;  // the allocations the recipe reads, each base once
   };
 
@@ -59,10 +62,14 @@ class Lineage {
   // forget `forget` (recipes not dropped that the write makes wrong). A rebuild may rebuild or
   // erase other entries on the way (chains), so the caller skips what is no longer dropped, or
   // gone, when it reaches it. An address may appear more than once.
+  // `stale_kept`: kept entries, not dropped, whose inputs the access writes: their data stays
+  // right (Note [Kept inputs]) but their recipe no longer rebuilds it, so under dtr they must
+  // not be dropped again (Note [DTR eviction]); the planned path has nothing to do for them.
   struct Needs {
     std::vector<DeviceAddress> rebuild;
     std::vector<DeviceAddress> rebuild_for_write;
     std::vector<DeviceAddress> forget;
+    std::vector<DeviceAddress> stale_kept;
   };
 
   Lineage() = default;
@@ -85,6 +92,9 @@ class Lineage {
   // Sets the flags of an existing recipe (no-op when there is none).
   void MarkDropped(DeviceAddress output, bool dropped);
   void MarkKept(DeviceAddress output);
+  void MarkStale(DeviceAddress output);
+  // Sets the recipe's device time (dtr measures it after the call completed).
+  void SetProfiledUs(DeviceAddress output, double profiled_us);
 
   // Whether a recipe reads the allocation at `base`.
   bool HasReaders(DeviceAddress base) const;
@@ -92,7 +102,7 @@ class Lineage {
   Needs Access(DeviceAddress address, int64_t bytes, bool writes) const;
   // What an op that may write anything requires: every dropped output rebuilt before it (in
   // rebuild_for_write), every recipe neither dropped nor kept forgotten (a kept resident entry
-  // is still right).
+  // is still right, and stale_kept).
   Needs AnyWrite() const;
 
   size_t size() const { return entries_.size(); }

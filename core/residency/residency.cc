@@ -83,8 +83,9 @@ ResidencyManager::~ResidencyManager() {
 // device_bytes_ counts every chunk from CreatePhysical until ReleasePhysical, plus external
 // charges. MakeRoomLocked first reclaims what already completed; if that is not enough but
 // swap-outs or frees in flight will release enough, it waits for their events (dropping the
-// lock); otherwise it starts swap-outs of the least recently used unpinned candidates, just
-// enough to cover the shortfall, and loops. When even every candidate would not be enough, the
+// lock); otherwise it evicts unpinned candidates in EvictionCandidatesLocked's order (swap-outs
+// of the least recently used, or Note [DTR eviction]'s drops and swaps), just enough to cover
+// the shortfall, and loops. When even every candidate would not be enough, the
 // missing bytes are pinned by ops in progress: it waits for another thread's AfterOp, or for a
 // younger op to give way (Note [Waiting for pins]), and fails after options_.pinned_wait.
 //
@@ -152,10 +153,9 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op) {
       int64_t started = 0;
       for (Allocation* a : candidates) {
         if (started >= shortfall) break;
-        absl::Status s = StartSwapOutLocked(*a);
+        absl::Status s = EvictLocked(*a);
         if (s.ok()) {
           started += a->mapped_bytes;
-          ++stats_.demand_swap_outs;
         } else {
           last_swap_error = s;
         }

@@ -76,6 +76,15 @@ struct ResidencyOptions {
   // Prefetch waits for memory already on its way out (swap-outs, drops, frees whose last uses
   // are still queued) when that makes room (Note [Prefetch in device order]).
   bool prefetch_waits = true;
+  // How victims are chosen when room is needed. kLru: least recently used first, always swapped
+  // (demand and the planner policies). kDtr: Note [DTR eviction] (residency_evict.cc): lowest
+  // cost / (size x staleness) first; an allocation with a recompute cost (SetRecomputeCost) is
+  // dropped, any other swapped, priced by its copy out and back at dtr_link_bytes_per_us.
+  enum class Eviction { kLru, kDtr };
+  Eviction eviction = Eviction::kLru;
+  // The link speed each way that prices a swap under kDtr: 16 GB/s, PCIe gen3 x16, as
+  // CopyTimes::kAssumedLinkGbps (nothing measures the link under dtr, which never profiles).
+  double dtr_link_bytes_per_us = 16000;
 };
 
 // One range an op reads or writes. The address may point inside an allocation; a range may span
@@ -149,6 +158,7 @@ struct ResidencyStats {
   int64_t demand_swap_outs = 0;     // evictions to make room (swap_outs = demand + planned)
   int64_t planned_swap_outs = 0;    // swap-outs started by Offload
   int64_t drops = 0;                // allocations discarded by Drop
+  int64_t eviction_drops = 0;       // Note [DTR eviction]: victims dropped, not swapped
   int64_t restores = 0;             // dropped allocations given a fresh chunk by a write-only op
   int64_t cancelled_swap_outs = 0;  // touched again while the D2H copy was in flight
   int64_t host_reads = 0;  // ops that read a swapped-out allocation's host copy (no room for it)
@@ -271,6 +281,25 @@ class ResidencyManager {
   // copy and no host block.
   absl::StatusOr<bool> Prefetch(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Note [DTR eviction] (residency_evict.cc), under ResidencyOptions::Eviction::kDtr.
+  // The allocation at `base` can be rebuilt exactly by replay in about `cost_us` (its recipe
+  // is sound): eviction may drop it instead of swapping it. nullopt: it cannot (any more);
+  // from then on it is only ever swapped. Returns whether it is kDropped now, so that a caller
+  // that clears the cost learns of a drop it has not taken yet (TakeEvictionDrops) and can
+  // rebuild the data while its recipe still holds. NotFound when `base` is no allocation.
+  absl::StatusOr<bool> SetRecomputeCost(DeviceAddress base, std::optional<double> cost_us)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The allocations eviction dropped since the last call that are still dropped, by base.
+  std::vector<DeviceAddress> TakeEvictionDrops() ABSL_LOCKS_EXCLUDED(mu_);
+  // Keeps eviction from dropping any allocation overlapping `ranges` until Release (it may
+  // still swap them): a caller that rebuilds several of an op's operands one after the other
+  // never loses the ones already there. Returns what to pass to Release.
+  std::vector<AllocationId> Hold(absl::Span<const AccessRange> ranges) ABSL_LOCKS_EXCLUDED(mu_);
+  void Release(absl::Span<const AllocationId> held) ABSL_LOCKS_EXCLUDED(mu_);
+  // h(t) = cost / (bytes x staleness), DTR's heuristic (Kirisame et al. 2021): the victim with
+  // the lowest h goes first. `staleness` >= 1 (ticks since the last use).
+  static double DtrScore(double cost_us, int64_t bytes, uint64_t staleness);
+
   // Iteration boundary (from the interposer's marker), recorded for later policies.
   void MarkIteration() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -375,8 +404,14 @@ class ResidencyManager {
   absl::StatusOr<bool> HostIdleLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives a.host back to the pool. REQUIRES: a.host != nullptr and no queued copy uses it.
   void ReleaseHostLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Unpinned, swappable, mapped allocations, least recently used first. (residency_evict.cc)
+  // Unpinned, swappable, mapped allocations, in the order they should go: least recently used
+  // first, or by DtrScore under kDtr. (residency_evict.cc)
   std::vector<Allocation*> EvictionCandidatesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts one candidate: drops it (Note [DTR eviction]) or starts its swap-out. Ok when its
+  // memory is on its way out. (residency_evict.cc)
+  absl::Status EvictLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Discards a kResident allocation's content (Drop, EvictLocked). (residency_plan.cc)
+  void DropLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Copy timing (residency_timing.cc). Begin records a start event on `stream` just before a
   // copy is queued (nullopt when timing is off or the events cannot be made: the copy is then
@@ -422,6 +457,8 @@ class ResidencyManager {
   absl::flat_hash_set<AllocationId> host_held_ ABSL_GUARDED_BY(mu_);
   // kDropped allocations whose chunk still waits for its last uses (physical != 0).
   absl::flat_hash_set<AllocationId> dropping_ ABSL_GUARDED_BY(mu_);
+  // Note [DTR eviction]: allocations eviction dropped, not yet taken (TakeEvictionDrops).
+  std::vector<AllocationId> eviction_drops_ ABSL_GUARDED_BY(mu_);
   std::vector<PendingTiming> timings_ ABSL_GUARDED_BY(mu_);  // queued order
   bool time_copies_ ABSL_GUARDED_BY(mu_) = false;            // SetTimeCopies
   AllocationId next_id_ ABSL_GUARDED_BY(mu_) = 1;

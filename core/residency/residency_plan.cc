@@ -73,10 +73,14 @@ absl::Status ResidencyManager::Drop(DeviceAddress base) {
   if (a.state != ResidencyState::kResident || !a.swappable || a.pins > 0 || a.free_requested) {
     return absl::OkStatus();
   }
-  a.state = ResidencyState::kDropped;
-  dropping_.insert(a.id);
+  DropLocked(a);
   ++stats_.drops;
   return PollLocked();  // releases the chunk now when nothing uses it any more
+}
+
+void ResidencyManager::DropLocked(Allocation& a) {
+  a.state = ResidencyState::kDropped;
+  dropping_.insert(a.id);
 }
 
 absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {

@@ -49,7 +49,6 @@ using AllocationId = uint64_t;
 
 enum class ResidencyState { kResident, kSwappingOut, kOnHost, kSwappingIn, kDropped };
 
-
 struct Allocation {
   // Constant after creation.
   AllocationId id = 0;
@@ -68,6 +67,10 @@ struct Allocation {
   int pins = 0;                 // ops between BeforeOp and AfterOp that touch it
   bool free_requested = false;  // Free arrived while pinned; freed at the last unpin
   uint64_t lru_tick = 0;        // larger = used more recently
+  // Note [DTR eviction]: the time to rebuild it by replay when its recipe is sound, else < 0.
+  double recompute_us = -1;
+  // Note [DTR eviction]: Hold calls in progress: eviction may swap it but not drop it.
+  int holds = 0;
   // Note [Reading the host copy] (residency.cc): ops between BeforeOp and AfterOp that read
   // `host` in place of the device memory, and the completion events of those queued since
   // (pending ones; kept in last_uses too). `host` goes back to the pool only after all of them.

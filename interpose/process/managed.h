@@ -120,6 +120,19 @@ inline absl::Status CheckExactRanges(const pooch::ResidencyManager& manager,
   return absl::OkStatus();
 }
 
+// Whether `ranges` write the start of a swappable allocation of the manager's: only such an
+// output can be dropped, so only then is a recipe worth making under dtr.
+inline bool WritesSwappable(const pooch::ResidencyManager& manager, const Ranges& ranges) {
+  for (const pooch::AccessRange& r : ranges.get()) {
+    if (r.mode == pooch::AccessRange::Mode::kRead) continue;
+    if (std::optional<pooch::AllocationInfo> info = manager.Lookup(r.address);
+        info.has_value() && info->address == r.address && info->swappable) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // What a hook knows about its call beyond the ranges: whether they are all it may touch (a
 // generic kernel launch's are guessed from its parameters), and how to replay it (null when it
 // cannot be replayed; Note [Replay] in core/exec/recomputer.h).
@@ -144,9 +157,12 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
                  s.message().data());
     return HookFailure<Ret>(s);  // the program's last error too (Note [Last error])
   }
-  if (Recomputer* recomputer = process.recomputer()) {
+  Recomputer* recomputer = process.recomputer();
+  // Under dtr: the op's operands, held while some were rebuilt, until BeforeOp pins them.
+  std::vector<pooch::AllocationId> held;
+  if (recomputer != nullptr) {
     // Dropped maps this op touches, or whose recipes' inputs it overwrites, are rebuilt first.
-    if (absl::Status s = recomputer->BeforeProgramOp(stream, ranges.get(), effects.known);
+    if (absl::Status s = recomputer->BeforeProgramOp(stream, ranges.get(), effects.known, &held);
         !s.ok()) {
       POOCH_LOG_AT(kError, "cannot rebuild a dropped feature map: %.*s",
                    static_cast<int>(s.message().size()), s.message().data());
@@ -154,6 +170,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
     }
   }
   absl::StatusOr<pooch::OpTicket> ticket = manager->BeforeOp(stream, ranges.get());
+  manager->Release(held);
   if (!ticket.ok()) {
     POOCH_LOG_AT(kError, "cannot make an op's memory resident: %.*s",
                  static_cast<int>(ticket.status().message().size()),
@@ -171,11 +188,21 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
       profiler == nullptr ? ProfiledOp{}
                           : profiler->OpBegin(kFunctions[Index(HookScope::Current())].name, stream,
                                               ranges.get(), effects.replay != nullptr);
+  // Note [DTR recipes] (core/exec/recomputer.h): under dtr every call that can be replayed and
+  // writes one of the manager's allocations is timed and keeps its recipe.
+  const bool produces = recomputer != nullptr && recomputer->dtr() && effects.replay != nullptr &&
+                        WritesSwappable(*manager, ranges);
+  const pooch::EventHandle produced_start = produces ? recomputer->BeginProduced(stream) : 0;
   const Ret result = forward();
   NoteResult(result);  // Note [Sticky errors] in interpose/symbols/errors.h
   if (absl::Status s = manager->AfterOp(*std::move(ticket)); !s.ok()) {
     POOCH_LOG_AT(kError, "after an op: %.*s", static_cast<int>(s.message().size()),
                  s.message().data());
+  }
+  if (produces && result == Ret{}) {
+    recomputer->OfferProduced((*effects.replay)(), stream, produced_start);
+  } else if (produces) {
+    recomputer->AbandonProduced(produced_start);
   }
   // The plan recomputes this op's output: keep how to replay it (after the call, which must
   // have succeeded; the profiler's drop at the last forward use needs the recipe).

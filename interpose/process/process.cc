@@ -164,9 +164,10 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
     return Why("cannot start the small-allocation sub-allocator", small.status());
   }
   parts->small = small->release();
-  if (config_.mode == RunMode::kPlanned) {
-    parts->recomputer = new Recomputer(*raw_device, *raw_manager, *parts->small,
-                                       options->min_swap_bytes, parts->trace);
+  if (config_.mode == RunMode::kPlanned || config_.mode == RunMode::kDtr) {
+    parts->recomputer =
+        new Recomputer(*raw_device, *raw_manager, *parts->small, options->min_swap_bytes,
+                       parts->trace, /*dtr=*/config_.mode == RunMode::kDtr);
   }
   if (Profiler::WantedBy(config_)) {
     parts->profiler = new Profiler(*raw_device, *raw_manager, *parts->small, config_, parts->trace,
@@ -303,6 +304,21 @@ void Process::WriteSummary() const {
   }
   if (Profiler* profiler = this->profiler()) {
     for (const std::string& line : profiler->SummaryLines()) LogLine("%s", line.c_str());
+  }
+  const Recomputer* recomputer = this->recomputer();
+  if (recomputer != nullptr && recomputer->dtr()) {
+    // Note [DTR eviction] (core/residency/residency_evict.cc): what eviction dropped and what
+    // was rebuilt by replay; evictions that swapped are the swaps: line's demand outs.
+    const Recomputer::Stats r = recomputer->stats();
+    const ResidencyStats m = existing_manager()->Stats();
+    LogLine(
+        "dtr: recipes %lld refused %lld drops %lld replays %lld chained %lld forgotten %lld "
+        "failures %lld swapped %lld replay_ms %.3f (measured time of the replayed calls)",
+        static_cast<long long>(r.recipes), static_cast<long long>(r.refused),
+        static_cast<long long>(m.eviction_drops), static_cast<long long>(r.replays),
+        static_cast<long long>(r.chained), static_cast<long long>(r.forgotten),
+        static_cast<long long>(r.failures), static_cast<long long>(m.demand_swap_outs),
+        r.replay_us / 1000.0);
   }
   if (SmallAllocator* small = this->small()) {
     // Allocations under POOCH_MIN_SWAP_BYTES (core/small_alloc/small_allocator.h): the slabs they

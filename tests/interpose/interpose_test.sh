@@ -52,6 +52,23 @@ check_recompute() {
   [ "${failures:-1}" -eq 0 ] || fail "$1: replays failed: $line"
 }
 
+# check_dtr NAME MODEL PERCENT: run NAME under dtr has a dtr: line with no failed replay; at
+# PERCENT <= 30 maps were dropped and rebuilt by replay (so that a dtr that silently swaps
+# everything fails), except for resnet18, whose maps at batch 8 are all below
+# POOCH_MIN_SWAP_BYTES and so never leave the device. Sets dtr_drops, dtr_replays, dtr_swapped.
+check_dtr() {
+  line=$(grep '^pooch: dtr:' "$work/$1.err") || fail "$1: no dtr line in the summary"
+  dtr_drops=$(echo "$line" | awk '{ print $8 }')
+  dtr_replays=$(echo "$line" | awk '{ print $10 }')
+  dtr_swapped=$(echo "$line" | awk '{ print $18 }')
+  failures=$(echo "$line" | awk '{ print $16 }')
+  [ "${failures:-1}" -eq 0 ] || fail "$1: replays failed: $line"
+  if [ "$3" -le 30 ] && [ "$2" != resnet18 ]; then
+    [ "${dtr_drops:-0}" -gt 0 ] && [ "${dtr_replays:-0}" -gt 0 ] ||
+      fail "$1: dtr dropped or rematerialised nothing at $3 %: $line"
+  fi
+}
+
 case $case_name in
 exports)
   names=$arg
@@ -466,6 +483,8 @@ policies)
   # policy whose plan does not fit runs under demand swapping and must match all the same.
   # PERCENT is of the in-core run's peak_device_bytes, the peak over all its iterations (the
   # dynamic models' iterations differ in what they hold).
+  # dtr (issue 16's baseline) plans nothing: its dtr: line must show no failed replay and, at
+  # 30 % and below, maps dropped and rebuilt by replay (check_dtr).
   need_simgpu
   pooch=$arg
   bin=$5
@@ -537,13 +556,18 @@ policies)
       fail "the device ($SIMGPU_MEMORY bytes) holds all the expert weights ($experts_bytes bytes)"
   fi
   report=""
-  for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal; do
+  for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal dtr; do
     run "$policy" "$pooch" run --policy "$policy" -- "$bin" "$@"
     [ "$rc" -eq 0 ] || fail "$policy: exit $rc"
     same_checksum "$policy"
-    grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
-    check_recompute "$policy"
-    report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
+    if [ "$policy" = dtr ]; then
+      check_dtr dtr "$model" "$percent"
+      report="$report dtr:drops/replays/swaps:$dtr_drops/$dtr_replays/$dtr_swapped"
+    else
+      grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
+      check_recompute "$policy"
+      report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
+    fi
     if [ -n "${experts_bytes:-}" ]; then
       # The expert weights do not fit: every policy moved some of them to the host and back.
       ins=$(awk '$2 == "swaps:" { print $8 }' "$work/$policy.err")
@@ -561,8 +585,8 @@ policies)
       departures=$(awk '$2 == "iterations:" { print $10 }' "$work/$policy.err")
       report="$report,departures=$departures"
       # A gate pattern or an image side the profile did not have is a departure. (moe's
-      # iterations look alike to pooch whichever experts run.)
-      if [ "$dynamic" != experts ] && [ "${departures:-0}" -lt 1 ]; then
+      # iterations look alike to pooch whichever experts run; dtr follows no profile.)
+      if [ "$dynamic" != experts ] && [ "$policy" != dtr ] && [ "${departures:-0}" -lt 1 ]; then
         fail "$policy: no iteration departed from the profile"
       fi
     fi
