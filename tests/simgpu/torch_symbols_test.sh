@@ -4,7 +4,7 @@
 # RTLD_NOW, so one missing name makes `import torch` fail on simgpu.
 #
 # usage: torch_symbols_test.sh SIMGPU_LIB_DIR [VENV]
-#   VENV: the torch virtual environment (default $TORCH_VENV, else build/torch-venv of the
+#   VENV: the torch virtual environment (default $POOCH_TORCH_VENV, else build/torch-venv of the
 #   source tree); its site-packages holds torch, torchvision and the nvidia-* packages.
 #
 # The importers are torch/lib/*.so*, torchvision/*.so and nvidia/*/lib/*.so*, except the
@@ -15,10 +15,10 @@ set -euo pipefail
 
 lib_dir=${1:?usage: torch_symbols_test.sh SIMGPU_LIB_DIR [VENV]}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-venv=${2:-${TORCH_VENV:-$root/build/torch-venv}}
+venv=${2:-${POOCH_TORCH_VENV:-$root/build/torch-venv}}
 site=$(ls -d "$venv"/lib/python3*/site-packages 2>/dev/null | head -1 || true)
 if [[ -z $site || ! -d $site/torch/lib ]]; then
-  echo "FAIL: no torch installed at $venv (run scripts/setup-torch.sh, or set TORCH_VENV)"
+  echo "FAIL: no torch installed at $venv (run scripts/setup-torch.sh, or set POOCH_TORCH_VENV)"
   exit 1
 fi
 
