@@ -30,3 +30,23 @@ run() {
   "$@" >"$work/$name.out" 2>"$work/$name.err"
   rc=$?
 }
+
+# runtime_only FILE: fails unless the ELF object FILE needs nothing at run time but the C and C++
+# runtime (Note [Self-contained libpooch.so] in cmake/PoochSelfContained.cmake): its NEEDED
+# entries are among them, and every symbol it leaves to the dynamic linker carries one of their
+# version nodes, but the toolchain's weak hooks. An unversioned one would bind to whatever
+# library of the process defines that name first (an Abseil function, say).
+runtime_only() {
+  readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' >"$work/needed.txt"
+  [ -s "$work/needed.txt" ] || fail "readelf found no NEEDED entry in $1"
+  if grep -vE '^(lib(c|m|stdc\+\+|gcc_s|dl|pthread|rt)\.so\.[0-9]+|ld-linux[-a-z0-9_]*\.so\.[0-9]+)$' \
+      "$work/needed.txt" >"$work/extra_needed.txt"; then
+    fail "$1 needs more than the C and C++ runtime: $(tr '\n' ' ' <"$work/extra_needed.txt")"
+  fi
+  nm -D --undefined-only "$1" | awk '{ print $NF }' |
+    grep -vE '@(GLIBC|GLIBCXX|CXXABI|GCC)_[0-9.]+$|^(__gmon_start__|_ITM_(de)?registerTMCloneTable)$' \
+      >"$work/unversioned.txt"
+  if [ -s "$work/unversioned.txt" ]; then
+    fail "$1 leaves symbols to whichever library defines them: $(head -5 "$work/unversioned.txt" | tr '\n' ' ')"
+  fi
+}
