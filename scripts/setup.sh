@@ -27,6 +27,10 @@ if [ ! -f "$cuda/include/cuda_runtime_api.h" ] || [ ! -f "$cuda/include/cudnn.h"
 fi
 
 jobs="${POOCH_JOBS:-$(nproc)}"
+# The Abseil that libpooch.so and the CLI link (position-independent, hidden; Note
+# [Self-contained libpooch.so] in cmake/PoochSelfContained.cmake): downloaded here, once, from
+# Debian's source packages, so that the build itself needs no network.
+POOCH_JOBS="$jobs" scripts/build-abseil.sh build/abseil
 if [ ! -f build/CMakeCache.txt ]; then
   cmake -S . -B build -DCUDAToolkit_ROOT="$cuda" >/dev/null
 fi
