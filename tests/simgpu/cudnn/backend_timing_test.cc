@@ -136,4 +136,47 @@ TEST_F(BackendTimingTest, ReductionGraphRunsAndTouchesItsTensors) {
   cudaFree(y);
 }
 
+// PyTorch's mixed precision hands batch norm half data with fp32 parameters: timing mode takes
+// it (math mode refuses it, see backend_test.cc), and the time follows the bytes.
+TEST_F(BackendTimingTest, BatchNormExTakesHalfDataAndTimeFollowsBytes) {
+  auto run = [&](cudnnDataType_t type, int n) {
+    const int c = 64, h = 56, w = 56;
+    cudnnTensorDescriptor_t xd, pd;
+    EXPECT_EQ(CUDNN_STATUS_SUCCESS, cudnnCreateTensorDescriptor(&xd));
+    EXPECT_EQ(CUDNN_STATUS_SUCCESS, cudnnCreateTensorDescriptor(&pd));
+    EXPECT_EQ(CUDNN_STATUS_SUCCESS,
+              cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, type, n, c, h, w));
+    const cudnnBatchNormMode_t mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+    EXPECT_EQ(CUDNN_STATUS_SUCCESS, cudnnDeriveBNTensorDescriptor(pd, xd, mode));
+    const size_t eb = type == CUDNN_DATA_FLOAT ? 4 : 2, bytes = size_t{1} * n * c * h * w * eb;
+    void *x, *y, *p[6];
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&x, bytes));
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&y, bytes));
+    for (void*& q : p) EXPECT_EQ(cudaSuccess, cudaMalloc(&q, c * 4));
+    const float one = 1, zero = 0;
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    cudaEventRecord(start, stream_);
+    EXPECT_EQ(CUDNN_STATUS_SUCCESS, cudnnBatchNormalizationForwardTrainingEx(
+                                        handle_, mode, CUDNN_BATCHNORM_OPS_BN, &one, &zero, xd, x,
+                                        nullptr, nullptr, xd, y, pd, p[0], p[1], 0.1, p[2], p[3],
+                                        1e-5, p[4], p[5], nullptr, nullptr, 0, nullptr, 0));
+    cudaEventRecord(stop, stream_);
+    cudaEventSynchronize(stop);
+    float ms = -1;
+    EXPECT_EQ(cudaSuccess, cudaEventElapsedTime(&ms, start, stop));
+    cudaFree(x);
+    cudaFree(y);
+    for (void* q : p) cudaFree(q);
+    cudnnDestroyTensorDescriptor(xd);
+    cudnnDestroyTensorDescriptor(pd);
+    return ms;
+  };
+  const float half = run(CUDNN_DATA_HALF, 64), single = run(CUDNN_DATA_FLOAT, 64);
+  EXPECT_GT(half, 0.0f);
+  EXPECT_GT(single, 1.5f * half);  // memory-bound: twice the bytes
+  EXPECT_GT(run(CUDNN_DATA_BFLOAT16, 128), 1.5f * half);
+}
+
 }  // namespace
