@@ -481,6 +481,41 @@ class InertObject : public Object {
   }
 };
 
+// The name of a descriptor type simgpu does not implement, for its not-supported line.
+const char* UnsupportedTypeName(cudnnBackendDescriptorType_t type) {
+  switch (type) {
+#define SIMGPU_NAME(t)    \
+  case CUDNN_BACKEND_##t: \
+    return "CUDNN_BACKEND_" #t;
+    SIMGPU_NAME(INTERMEDIATE_INFO_DESCRIPTOR)
+    SIMGPU_NAME(LAYOUT_INFO_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_GEN_STATS_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_BN_FINALIZE_STATISTICS_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR)
+    SIMGPU_NAME(RESAMPLE_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_RESAMPLE_FWD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_RESAMPLE_BWD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_CONCAT_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_SIGNAL_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_NORM_FORWARD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_NORM_BACKWARD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_RESHAPE_DESCRIPTOR)
+    SIMGPU_NAME(RNG_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_RNG_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_BLOCK_SCALE_QUANTIZE_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_BLOCK_SCALE_DEQUANTIZE_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_EXPAND_BAND_MATRIX_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_CONTRACT_BAND_MATRIX_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_SDPA_FWD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_MOE_GROUPED_MATMUL_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_SDPA_BWD_DESCRIPTOR)
+#undef SIMGPU_NAME
+    default:
+      return "an unknown descriptor type";
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Object> NewObject(cudnnBackendDescriptorType_t type) {
@@ -506,7 +541,7 @@ std::shared_ptr<Object> NewObject(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR:
       return std::make_shared<InertObject>();
     default:
-      NotSupported("cudnnBackendCreateDescriptor", "backend descriptor type %d",
+      NotSupported("cudnnBackendCreateDescriptor", "%s (%d)", UnsupportedTypeName(type),
                    static_cast<int>(type));
       return nullptr;
   }
