@@ -98,6 +98,50 @@ TEST_F(BackendTimingTest, TimeGrowsWithFlopsInEveryPass) {
   }
 }
 
+// The same cost model as the legacy call: a plan takes the time cudnnConvolutionForward takes.
+TEST_F(BackendTimingTest, ForwardPlanTakesTheLegacyCallsTime) {
+  const int n = 16, c = 64, h = 56, w = 56, k = 128;
+  const float plan_ms = RunConv(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                                {n, c, h, w}, {k, c, 3, 3}, CUDNN_DATA_FLOAT, false);
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  ASSERT_CUDNN(cudnnCreateTensorDescriptor(&xd));
+  ASSERT_CUDNN(cudnnCreateTensorDescriptor(&yd));
+  ASSERT_CUDNN(cudnnCreateFilterDescriptor(&wd));
+  ASSERT_CUDNN(cudnnCreateConvolutionDescriptor(&cd));
+  ASSERT_CUDNN(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  ASSERT_CUDNN(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, h, w));
+  ASSERT_CUDNN(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, 3, 3));
+  ASSERT_CUDNN(cudnnSetConvolution2dDescriptor(cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                               CUDNN_DATA_FLOAT));
+  void *x, *wt, *y;
+  ASSERT_CUDA(cudaMalloc(&x, size_t{4} * n * c * h * w));
+  ASSERT_CUDA(cudaMalloc(&wt, size_t{4} * k * c * 9));
+  ASSERT_CUDA(cudaMalloc(&y, size_t{4} * n * k * h * w));
+  cudaEvent_t start, stop;
+  ASSERT_CUDA(cudaEventCreate(&start));
+  ASSERT_CUDA(cudaEventCreate(&stop));
+  ASSERT_CUDA(cudaEventRecord(start, stream_));
+  const float one = 1, zero = 0;
+  ASSERT_CUDNN(cudnnConvolutionForward(handle_, &one, xd, x, wd, wt, cd,
+                                       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &zero,
+                                       yd, y));
+  ASSERT_CUDA(cudaEventRecord(stop, stream_));
+  ASSERT_CUDA(cudaEventSynchronize(stop));
+  float legacy_ms = -1;
+  ASSERT_CUDA(cudaEventElapsedTime(&legacy_ms, start, stop));
+  EXPECT_GT(plan_ms, 0.0f);
+  EXPECT_NEAR(plan_ms, legacy_ms, 1e-3f * legacy_ms);
+  cudaFree(x);
+  cudaFree(wt);
+  cudaFree(y);
+  cudnnDestroyTensorDescriptor(xd);
+  cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyFilterDescriptor(wd);
+  cudnnDestroyConvolutionDescriptor(cd);
+}
+
 TEST_F(BackendTimingTest, HalfBfloatChannelsLastAnd3dConvolutionsRun) {
   for (auto kind : kPasses) {
     EXPECT_GT(RunConv(kind, {8, 32, 28, 28}, {64, 32, 3, 3}, CUDNN_DATA_HALF, true), 0.0f);
