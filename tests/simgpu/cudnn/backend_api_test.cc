@@ -91,7 +91,7 @@ TEST_F(BackendApiTest, AttributesRoundTripAndCountsComeWithoutArrays) {
   int64_t engines = 0;
   ASSERT_CUDNN(cudnnBackendGetAttribute(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
                                         CUDNN_TYPE_INT64, 1, &n, &engines));
-  EXPECT_EQ(engines, 1);
+  EXPECT_EQ(engines, 2);  // the fp32 units and tensor cores
 }
 
 TEST_F(BackendApiTest, OneEngineWithoutKnobsOrNotesInEveryHeuristicMode) {
@@ -123,7 +123,11 @@ TEST_F(BackendApiTest, OneEngineWithoutKnobsOrNotesInEveryHeuristicMode) {
   Desc engine1(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   ASSERT_CUDNN(engine1.SetDesc(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph));
   ASSERT_CUDNN(engine1.Set1(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, int64_t{1}));
-  EXPECT_EQ(CUDNN_STATUS_BAD_PARAM, engine1.Finalize());
+  EXPECT_EQ(CUDNN_STATUS_NOT_SUPPORTED, engine1.Finalize());  // no tf32 tensor cores on a V100
+  Desc engine2(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  ASSERT_CUDNN(engine2.SetDesc(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph));
+  ASSERT_CUDNN(engine2.Set1(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, int64_t{2}));
+  EXPECT_EQ(CUDNN_STATUS_BAD_PARAM, engine2.Finalize());  // past the global count
   // A config naming knob choices the engine does not have; a plan as JSON.
   Desc choice(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
   ASSERT_CUDNN(
