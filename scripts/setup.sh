@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake clang libabsl-dev libunwind-dev libgtest-dev libgmock-dev
-          nlohmann-json3-dev gnuplot-nox)
+          nlohmann-json3-dev gnuplot-nox libzstd-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

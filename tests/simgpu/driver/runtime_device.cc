@@ -129,16 +129,3 @@ SIMGPU_RT_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* g
   if (greatest != nullptr) *greatest = -5;
   return cudaSuccess;
 }
-
-// simgpu runs no device code of its own: kernels come from cuDNN and cuBLAS. These exist so that
-// a program that references them loads, and fails clearly if it calls them.
-SIMGPU_RT_EXPORT cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t,
-                                              cudaStream_t) {
-  std::fprintf(stderr, "simgpu: cudaLaunchKernel: user kernels are not supported\n");
-  return Record(cudaErrorNotSupported);
-}
-
-SIMGPU_RT_EXPORT cudaError_t cudaFuncGetParamInfo(const void*, size_t, size_t*, size_t*) {
-  std::fprintf(stderr, "simgpu: cudaFuncGetParamInfo: user kernels are not supported\n");
-  return Record(cudaErrorNotSupported);
-}
