@@ -191,6 +191,9 @@ class Device {
   StreamClock* ResolveStreamLocked(void* stream);
   Event* ResolveEventLocked(void* event);
   PtrInfo ClassifyLocked(uint64_t addr) const;
+  // Whether addr is memory the program had and lost: a freed cudaMalloc block not handed out
+  // again, or a VMM reservation's unmapped bytes (Note [Kernel ops]).
+  bool DanglingLocked(uint64_t addr) const;
   // Checks that [addr, addr+bytes) is device memory that allows the access, or pinned host
   // memory. On failure sets the sticky kIllegalAddress and prints one line.
   Err CheckAccessLocked(const char* op, uint64_t addr, uint64_t bytes, bool write);
@@ -250,6 +253,9 @@ class Device {
   uint64_t next_handle_ = 1;
   std::map<uint64_t, uint64_t> pinned_;  // pinned host allocations: base -> bytes
   IntervalMap<Mapping> mapped_;          // device bytes that are backed
+  // cudaMalloc blocks freed and not handed out again since (Note [Kernel ops]): a kernel word
+  // pointing there is a dangling pointer, not a number that happens to fall in the range.
+  IntervalMap<bool> freed_;
   HazardTracker hazards_;
   Timeline timeline_;
   StreamClock legacy_;

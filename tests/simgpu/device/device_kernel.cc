@@ -3,8 +3,7 @@
 // Note [Kernel ops]: a kernel is opaque to simgpu; all it knows is the kernel's parameter
 // buffer, laid out from the cubin's parameter info (driver/cubin.h). Each 8-byte word at an
 // 8-byte aligned offset of the buffer that points into a live allocation is taken as the kernel
-// reading and writing that whole allocation: the mapping checker sees the use (a pointer into
-// freed or unmapped memory is the sticky illegal address a GPU would fault with), the hazard
+// reading and writing that whole allocation: the mapping checker sees the use, the hazard
 // checker records a write, and the roofline counts the allocation's bytes once per launch, at
 // zero flops (memory-bound: elementwise and reduction kernels, which are most of a framework's
 // kernels; GEMMs and convolutions go through cuBLAS and cuDNN, which count flops).
@@ -17,6 +16,14 @@
 //   - pointers held in device memory (pointer arrays, as in torch's foreach kernels) are not
 //     followed: only the parameter buffer is scanned;
 //   - a word equal to an allocation's end (a one-past-the-end pointer) is not a use.
+// A word that points at memory the program had and lost, a freed cudaMalloc block not handed
+// out again or the unmapped bytes of one of its VMM reservations (where pooch keeps a swapped
+// tensor's address), is the dangling pointer a GPU would fault on: the sticky illegal address.
+// Any other word that falls in the device range but on nothing is taken for data, not a
+// pointer: parameter structs carry sizes, strides, flags and padding whose bytes can look like
+// addresses (PyTorch's reduction kernels do), and a GPU does not fault on what it never
+// dereferences. What remains possible is a stale copy of a freed pointer in a struct's padding
+// being reported as a use; none has been seen.
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -42,6 +49,7 @@ Err Device::LaunchKernel(const char* op, void* stream, const uint64_t* words, si
       continue;
     }
     if (w > 0 && ClassifyLocked(w - 1).kind == PtrKind::kDevice) continue;  // one past the end
+    if (!DanglingLocked(w)) continue;  // data that looks like an address
     // Reports the word as the address the kernel touches, and sets the sticky error.
     return CheckAccessLocked(op, w, 1, false);
   }
