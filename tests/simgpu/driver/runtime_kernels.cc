@@ -181,14 +181,13 @@ cudaError_t KernelOf(const void* host_fun, CUkernel* out) {
   }
   if (k == nullptr) {
     // A cudaKernel_t where a host function was expected (cudaLaunchKernel accepts both).
+    if (host_fun == nullptr) return cudaErrorInvalidDeviceFunction;
     CUfunction f = nullptr;
-    if (host_fun != nullptr &&
-        t->cuKernelGetFunction(&f, static_cast<CUkernel>(const_cast<void*>(host_fun))) ==
-            CUDA_SUCCESS) {
-      *out = static_cast<CUkernel>(const_cast<void*>(host_fun));
-      return cudaSuccess;
-    }
-    return cudaErrorInvalidDeviceFunction;
+    auto* k = static_cast<CUkernel>(const_cast<void*>(host_fun));
+    CUresult r = t->cuKernelGetFunction(&f, k);
+    if (r == CUDA_ERROR_INVALID_HANDLE) return cudaErrorInvalidDeviceFunction;
+    if (r == CUDA_SUCCESS) *out = k;
+    return KernelError(r);  // the sticky error, after a fault
   }
   std::call_once(k->found, [&] {
     k->result = LoadModule(*t, k->module);
