@@ -10,8 +10,19 @@ cd "$(dirname "$0")/.."
 jobs="${POOCH_JOBS:-$(nproc)}"
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 
+# phase NAME: a heading with the minutes since the start, to see where CI's time goes.
+phase() { echo "== $* ($((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
+# PyTorch's download and install (scripts/setup-torch.sh) waits on the network and the disk, so
+# it runs beside the build of build/.
+mkdir -p build
+scripts/setup-torch.sh >build/setup-torch.log 2>&1 &
+torch_setup=$!
+phase "setup and build build/"
 scripts/setup.sh
-echo "== tests (build/)"
+phase "PyTorch for simgpu"
+wait "$torch_setup" || { cat build/setup-torch.log >&2; exit 1; }
+cat build/setup-torch.log
+phase "tests (build/)"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 [ "${POOCH_SKIP_SANITIZERS:-0}" = 1 ] && exit 0
@@ -19,11 +30,13 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 sanitized_tree() {  # dir, cmake args, target, ctest label
   local dir=$1 args=$2 target=$3 label=$4
   [ -f "$dir/CMakeCache.txt" ] || cmake -S . -B "$dir" -DCUDAToolkit_ROOT="$cuda" $args >/dev/null
+  phase "build $dir"
   cmake --build "$dir" -j "$jobs" --target "$target"
-  echo "== tests ($dir, label $label)"
+  phase "tests ($dir, label $label)"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" -L "^$label\$"
 }
 sanitized_tree build-asan "-DPOOCH_SANITIZE=address,undefined" tests_unit unit
 sanitized_tree build-tsan "-DPOOCH_SANITIZE=thread" tests_tsan tsan
 sanitized_tree build-fuzz "-DPOOCH_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++" \
   fuzzers fuzz
+phase "done"

@@ -1,6 +1,7 @@
-// The compute calls: Sgemm (plain, strided-batched, and GemmEx on fp32), Sgemv, Saxpy, Sscal,
-// Sdot. Column-major as in BLAS; alpha, beta and results are host pointers (host pointer mode
-// only). Argument checks follow the cuBLAS documentation; violations return INVALID_VALUE.
+// The fp32 compute calls: Sgemm (plain and strided-batched), Sgemv, Saxpy, Sscal, Sdot (the
+// typed GEMMs are in blas_ex.cc). Column-major as in BLAS; alpha, beta and results are host
+// pointers (host pointer mode only). Argument checks follow the cuBLAS documentation; violations
+// return INVALID_VALUE.
 #include <algorithm>
 
 #include "api.h"
@@ -96,27 +97,6 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t tra
                                          int ldc, long long int stride_c, int batch) {
   return GemmBatched("cublasSgemmStridedBatched", h, transa, transb, m, n, k, alpha, a, lda,
                      stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
-}
-
-cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t transa, cublasOperation_t transb,
-                            int m, int n, int k, const void* alpha, const void* a,
-                            cudaDataType atype, int lda, const void* b, cudaDataType btype, int ldb,
-                            const void* beta, void* c, cudaDataType ctype, int ldc,
-                            cublasComputeType_t compute, cublasGemmAlgo_t) {
-  const char* fn = "cublasGemmEx";
-  if (atype != CUDA_R_32F || btype != CUDA_R_32F || ctype != CUDA_R_32F) {
-    return NotSupported(fn, "data types %d/%d/%d (only CUDA_R_32F)", static_cast<int>(atype),
-                        static_cast<int>(btype), static_cast<int>(ctype));
-  }
-  // fp32 compute, or the "fast" modes that merely permit lower precision.
-  if (compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_PEDANTIC &&
-      compute != CUBLAS_COMPUTE_32F_FAST_TF32 && compute != CUBLAS_COMPUTE_32F_FAST_16F &&
-      compute != CUBLAS_COMPUTE_32F_FAST_16BF) {
-    return NotSupported(fn, "compute type %d (only 32F variants)", static_cast<int>(compute));
-  }
-  return GemmBatched(fn, h, transa, transb, m, n, k, static_cast<const float*>(alpha),
-                     static_cast<const float*>(a), lda, 0, static_cast<const float*>(b), ldb, 0,
-                     static_cast<const float*>(beta), static_cast<float*>(c), ldc, 0, 1);
 }
 
 cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t trans, int m, int n,

@@ -101,6 +101,13 @@ cublasStatus_t cublasGetProperty(libraryPropertyType type, int* value) {
 
 size_t cublasGetCudartVersion(void) { return CUDART_VERSION; }
 
+// Undocumented and in no header: libcusolver.so.12 and libcusolverMg.so.12 import it, so it
+// must exist for them to load. Its signature is unknown, so nothing is read from the
+// arguments; the call reports that nothing was set.
+__attribute__((visibility("default"))) cublasStatus_t cublasSetEnvironmentMode(int) {
+  return NotSupported("cublasSetEnvironmentMode", "an undocumented cuBLAS internal");
+}
+
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t bytes) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   // Remembered only: these kernels keep no scratch in device memory.

@@ -8,6 +8,9 @@
 //     NVIDIA H100 datasheet.
 //   GH200 (96 GB HBM3): 67 fp32 TFLOP/s, 4000 GB/s, NVLink-C2C 450 GB/s per direction (900 GB/s
 //     total) — NVIDIA GH200 Grace Hopper Superchip datasheet.
+// Shared memory (opt-in per block / per SM): 96/96 KiB on compute capability 7.0, 163/164 KiB on
+//   8.0, 227/228 KiB on 9.0 — CUDA C++ Programming Guide, "Technical Specifications per Compute
+//   Capability".
 // Launch latency: a few microseconds per kernel on these generations (commonly measured 3-5 us);
 // these are round estimates, not datasheet figures.
 // Efficiency: the fraction of the fp32 peak that cuDNN convolutions achieve. 0.58 was the first
@@ -23,19 +26,21 @@ namespace simgpu {
 namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr int kKiB = 1 << 10;
 
 constexpr Preset kPresets[] = {
-    // name, tflops, efficiency, mem, h2d, d2h GB/s, launch us, capacity, name, cc, SMs
+    // name, tflops, efficiency, mem, h2d, d2h GB/s, launch us, capacity, name, cc, SMs,
+    // shared memory per block (opt-in) and per SM
     {"v100-pcie3", 15.7, 0.64, 900.0, 16.0, 16.0, 5.0, 16 * kGiB, "Tesla V100-PCIE-16GB (simgpu)",
-     7, 0, 80},
+     7, 0, 80, 96 * kKiB, 96 * kKiB},
     {"v100-nvlink2", 15.7, 0.64, 900.0, 75.0, 75.0, 5.0, 16 * kGiB, "Tesla V100-SXM2-16GB (simgpu)",
-     7, 0, 80},
+     7, 0, 80, 96 * kKiB, 96 * kKiB},
     {"a100-pcie4", 19.5, 0.58, 1555.0, 32.0, 32.0, 4.0, 40 * kGiB, "NVIDIA A100-PCIE-40GB (simgpu)",
-     8, 0, 108},
+     8, 0, 108, 163 * kKiB, 164 * kKiB},
     {"h100-pcie5", 51.0, 0.58, 2000.0, 64.0, 64.0, 3.0, 80 * kGiB, "NVIDIA H100 PCIe (simgpu)", 9,
-     0, 114},
+     0, 114, 227 * kKiB, 228 * kKiB},
     {"gh200", 67.0, 0.58, 4000.0, 450.0, 450.0, 3.0, 96 * kGiB, "NVIDIA GH200 96GB (simgpu)", 9, 0,
-     132},
+     132, 227 * kKiB, 228 * kKiB},
 };
 
 }  // namespace

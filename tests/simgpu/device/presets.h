@@ -23,6 +23,9 @@ struct Preset {
   int cc_major;
   int cc_minor;
   int sm_count;
+  // Shared memory per block (opt-in maximum) and per SM, bytes: frameworks pick kernels by them.
+  int smem_per_block_optin;
+  int smem_per_sm;
 };
 
 // The preset called `name`, or nullptr.

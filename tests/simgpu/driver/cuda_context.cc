@@ -158,10 +158,10 @@ SIMGPU_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attri
       *value = 48 << 10;
       break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-      *value = 96 << 10;
+      *value = m.smem_per_block_optin;
       break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
-      *value = 96 << 10;
+      *value = m.smem_per_sm;
       break;
     case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
       *value = 64 << 10;

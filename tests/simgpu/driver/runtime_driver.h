@@ -84,6 +84,10 @@ cudaError_t ToRuntime(CUresult r);
 cudaError_t Record(cudaError_t e);
 cudaError_t Record(CUresult r);
 
+// Each stream's priority as created (runtime_stream_info.cc), for cudaStreamGetPriority.
+void RememberPriority(cudaStream_t stream, int priority);
+void ForgetStream(cudaStream_t stream);
+
 // Peeks at / takes this thread's last error.
 cudaError_t PeekLastError();
 cudaError_t TakeLastError();

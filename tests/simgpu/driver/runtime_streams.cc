@@ -19,7 +19,9 @@ SIMGPU_RT_EXPORT cudaError_t cudaStreamCreate(cudaStream_t* stream) {
 
 SIMGPU_RT_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   SIMGPU_RT_ENTER();
-  return Record(drv->cuStreamDestroy(stream));
+  const cudaError_t e = Record(drv->cuStreamDestroy(stream));
+  if (e == cudaSuccess) simgpu::runtime::ForgetStream(stream);
+  return e;
 }
 
 SIMGPU_RT_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
@@ -77,6 +79,18 @@ SIMGPU_RT_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 SIMGPU_RT_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags,
                                                           int priority) {
-  (void)priority;  // accepted and ignored, as cuStreamCreateWithPriority
-  return cudaStreamCreateWithFlags(stream, flags);
+  // The device model ignores priorities (one compute engine in issue order); the runtime
+  // remembers them for cudaStreamGetPriority.
+  const cudaError_t e = cudaStreamCreateWithFlags(stream, flags);
+  if (e == cudaSuccess) simgpu::runtime::RememberPriority(*stream, priority);
+  return e;
+}
+
+SIMGPU_RT_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
+                                                      unsigned int flags) {
+  // cudaEventRecordExternal only matters inside a graph capture, which never happens here.
+  if (flags != cudaEventRecordDefault && flags != cudaEventRecordExternal) {
+    return Record(cudaErrorInvalidValue);
+  }
+  return cudaEventRecord(event, stream);
 }

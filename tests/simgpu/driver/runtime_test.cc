@@ -526,6 +526,54 @@ TEST(Runtime, DriverEntryPointsWork) {
   EXPECT_EQ(o.result, "") << o.err;
 }
 
+// What torch asks of every stream: capture status (never capturing here), the thread's capture
+// mode, and the priority a stream was created with.
+TEST(Runtime, StreamsReportCaptureAndPriority) {
+  Outcome o = Scenario([] {
+    int least = 1, greatest = 1;
+    CUDA_OK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t hi, lo;
+    CUDA_OK(cudaStreamCreateWithPriority(&hi, cudaStreamNonBlocking, greatest));
+    CUDA_OK(cudaStreamCreateWithPriority(&lo, cudaStreamDefault, greatest - 10));  // clamped
+    int p = 1;
+    CUDA_OK(cudaStreamGetPriority(hi, &p));
+    CHECK_EQ_OR_RETURN(p, greatest);
+    CUDA_OK(cudaStreamGetPriority(lo, &p));
+    CHECK_EQ_OR_RETURN(p, greatest);
+    CUDA_OK(cudaStreamGetPriority(nullptr, &p));
+    CHECK_EQ_OR_RETURN(p, least);
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
+    CUDA_OK(cudaStreamIsCapturing(hi, &status));
+    CHECK_EQ_OR_RETURN(status, cudaStreamCaptureStatusNone);
+    status = cudaStreamCaptureStatusActive;
+    unsigned long long id = 7;
+    CUDA_OK(cudaStreamGetCaptureInfo(lo, &status, &id, nullptr, nullptr, nullptr, nullptr));
+    CHECK_EQ_OR_RETURN(status, cudaStreamCaptureStatusNone);
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    CUDA_OK(cudaThreadExchangeStreamCaptureMode(&mode));
+    CHECK_EQ_OR_RETURN(mode, cudaStreamCaptureModeGlobal);
+    CUDA_OK(cudaThreadExchangeStreamCaptureMode(&mode));
+    CHECK_EQ_OR_RETURN(mode, cudaStreamCaptureModeRelaxed);
+    cudaEvent_t e;
+    CUDA_OK(cudaEventCreate(&e));
+    CUDA_OK(cudaEventRecordWithFlags(e, hi, cudaEventRecordDefault));
+    CUDA_OK(cudaEventSynchronize(e));
+    CHECK_EQ_OR_RETURN(Name(cudaEventRecordWithFlags(e, hi, 0x40)), Name(cudaErrorInvalidValue));
+    // Graphs are not supported: the generated stub says so once and fails.
+    CHECK_EQ_OR_RETURN(Name(cudaStreamBeginCapture(hi, cudaStreamCaptureModeGlobal)),
+                       Name(cudaErrorNotSupported));
+    CHECK_EQ_OR_RETURN(Name(cudaStreamBeginCapture(hi, cudaStreamCaptureModeGlobal)),
+                       Name(cudaErrorNotSupported));
+    CHECK_EQ_OR_RETURN(Name(cudaGetLastError()), Name(cudaErrorNotSupported));
+    CUDA_OK(cudaStreamDestroy(hi));
+    CUDA_OK(cudaStreamDestroy(lo));
+    return std::string();
+  });
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.result, "") << o.err;
+  EXPECT_EQ(o.err, "simgpu: cudaStreamBeginCapture: not supported\n");
+}
+
 TEST(Runtime, TimingModeTouchesNoPages) {
   Outcome o = Scenario(
       [] {

@@ -1,0 +1,70 @@
+#!/bin/sh
+# Unmodified PyTorch on simgpu in timing mode (issue 14), registered by ../CMakeLists.txt:
+#   torch_test.sh CASE SIMGPU_RUN PYTHON [CNN_TRAIN]
+# CASE: resnet50 (a training loop at batch 64, and its virtual img/s within 2x of cnn_train's
+# ResNet-50 on the same preset), resnet50_oom (batch 640 on a 16 GiB V100 raises
+# torch.cuda.OutOfMemoryError), transformer (TransformerEncoder + AdamW + SDPA, 5 iterations),
+# free (a tensor freed with ctypes' cudaFree fails the next kernel with an illegal address).
+# PYTHON is the venv scripts/setup-torch.sh made; a missing one fails the case, it is not
+# skipped. Exit 0 on success; otherwise prints what failed and exits 1.
+set -u
+case_name=$1
+simgpu_run=$2
+python=$3
+cnn_train=${4:-}
+here=$(dirname "$0")
+work=$(mktemp -d "${TMPDIR:-/tmp}/torch_test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+libdir=$(dirname "$simgpu_run")/../lib/simgpu
+. "$here/../../case_helpers.sh"
+
+[ -x "$python" ] || fail "no PyTorch venv at $python (run scripts/setup-torch.sh)"
+for v in $(env | sed -n 's/^\(SIMGPU_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+SIMGPU_COMPUTE=timing
+SIMGPU_PRESET=v100-pcie3
+SIMGPU_HAZARDS=error
+export SIMGPU_COMPUTE SIMGPU_PRESET SIMGPU_HAZARDS
+
+# last_value FILE KEY: the value after KEY on the last line that starts with it.
+last_value() { awk -v k="$2" '$1 == k { v = $2 } END { print v }' "$1"; }
+
+case $case_name in
+resnet50)
+  run torch "$simgpu_run" "$python" "$here/resnet50_loop.py" 64 5
+  [ "$rc" -eq 0 ] || fail "torch: exit $rc"
+  torch_ips=$(last_value "$work/torch.out" img_per_s)
+  [ -n "$torch_ips" ] || fail "torch: no img_per_s"
+  [ -x "$cnn_train" ] || fail "no cnn_train at $cnn_train"
+  run cnn "$simgpu_run" "$cnn_train" --model resnet50 --batch 64 --iters 5
+  [ "$rc" -eq 0 ] || fail "cnn_train: exit $rc"
+  cnn_ips=$(awk '$1 == "iter" { for (i = 1; i < NF; i++) if ($i == "img_per_s") v = $(i + 1) } END { print v }' "$work/cnn.out")
+  [ -n "$cnn_ips" ] || fail "cnn_train: no img_per_s"
+  awk -v a="$torch_ips" -v b="$cnn_ips" 'BEGIN { exit !(a <= 2 * b && b <= 2 * a) }' ||
+    fail "torch $torch_ips img/s is not within 2x of cnn_train's $cnn_ips img/s"
+  echo "ok: resnet50 b64 on v100-pcie3: torch $torch_ips img/s, cnn_train $cnn_ips img/s (virtual)"
+  ;;
+resnet50_oom)
+  run torch "$simgpu_run" "$python" "$here/resnet50_loop.py" 640 2
+  [ "$rc" -eq 3 ] || fail "torch at batch 640: exit $rc, expected 3 (OutOfMemoryError)"
+  echo "ok: $(grep '^oom' "$work/torch.out")"
+  ;;
+transformer)
+  run torch "$simgpu_run" "$python" "$here/transformer_loop.py" 5
+  [ "$rc" -eq 0 ] || fail "torch: exit $rc"
+  [ "$(grep -c '^iter ' "$work/torch.out")" -eq 5 ] || fail "torch: not 5 iterations"
+  peak=$(last_value "$work/torch.out" max_memory_allocated)
+  [ "${peak:-0}" -gt 0 ] || fail "torch: no max_memory_allocated"
+  echo "ok: transformer, 5 iterations, max_memory_allocated $peak bytes"
+  ;;
+free)
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1
+  export PYTORCH_NO_CUDA_MEMORY_CACHING
+  run torch "$simgpu_run" "$python" "$here/free_behind_torch.py"
+  [ "$rc" -eq 0 ] || fail "torch: exit $rc (the kernel over freed memory did not fail)"
+  grep -q '^freed 0' "$work/torch.out" || fail "cudaFree through ctypes did not succeed"
+  grep -q '^error: .*illegal memory access' "$work/torch.out" ||
+    fail "the error was not an illegal address: $(grep '^error' "$work/torch.out")"
+  echo "ok: $(grep '^error' "$work/torch.out")"
+  ;;
+*) fail "unknown case $case_name" ;;
+esac
