@@ -201,6 +201,8 @@ class Device {
   Err IssueLocked(const char* op, StreamClock* s, const Access* accesses, size_t n, Engine engine,
                   double duration_ns, bool host_waits);
   double ComputeNs(double flops, double bytes) const;
+  // True if `addr` lies in a cudaMalloc slab or a VMM reservation (Note [Kernel ops]).
+  bool HeldLocked(uint64_t addr) const;
   double LinkNs(Engine engine, double bytes) const;
   void DropPhysLocked(uint64_t handle);
   // MemAlloc (s == nullptr) and MemAllocAsync on `s`.

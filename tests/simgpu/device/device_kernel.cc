@@ -16,7 +16,21 @@
 //     (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync), where each tensor is an allocation;
 //   - pointers held in device memory (pointer arrays, as in torch's foreach kernels) are not
 //     followed: only the parameter buffer is scanned;
-//   - a word equal to an allocation's end (a one-past-the-end pointer) is not a use.
+//   - a word equal to an allocation's end (a one-past-the-end pointer) is not a use. When the
+//     allocation's size is a multiple of the page, its end is also the start of the next block
+//     of its slab, and a pointer to that block once it is freed is taken for the end pointer
+//     (not reported: simgpu prefers missing a fault to inventing one);
+//   - a parameter buffer is not all pointers: it holds integers, floats, padding and fields the
+//     host never set (torch's ReduceOp leaves dst[1] as stack garbage when a reduction has one
+//     output). Such a word can fall in the device's range, which is ordinary host address space
+//     (0x7e.. here, next to the host's own mappings). So an address that points at no live
+//     memory is an illegal access only where device memory is or was handed out: inside a
+//     cudaMalloc slab (a freed block, while its slab lives) or a cuMemAddressReserve range (an
+//     unmapped piece, pooch's case). Elsewhere the word is taken for a non-pointer. Freed memory
+//     whose whole slab went back is therefore not caught, and a stale pointer to a freed block in
+//     a live slab is reported although a GPU kernel that never reads it would not fault; with
+//     PyTorch's caching allocator on, freed blocks stay in cached segments, which are live, so
+//     stale words only add bytes.
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -25,6 +39,24 @@
 #include "tests/simgpu/device/device.h"
 
 namespace simgpu {
+
+namespace {
+
+// True if `addr` lies in one of the ranges of `m` (base -> bytes).
+template <typename T>
+bool InRange(const std::map<uint64_t, T>& m, uint64_t addr, uint64_t (*bytes)(const T&)) {
+  auto it = m.upper_bound(addr);
+  if (it == m.begin()) return false;
+  --it;
+  return addr - it->first < bytes(it->second);
+}
+
+}  // namespace
+
+bool Device::HeldLocked(uint64_t addr) const {
+  return InRange<Slab>(slabs_, addr, [](const Slab& s) { return s.bytes; }) ||
+         InRange<uint64_t>(reserved_, addr, [](const uint64_t& b) { return b; });
+}
 
 Err Device::LaunchKernel(const char* op, void* stream, const uint64_t* words, size_t n) {
   if (n > 0 && words == nullptr) return Err::kInvalidValue;
@@ -42,6 +74,7 @@ Err Device::LaunchKernel(const char* op, void* stream, const uint64_t* words, si
       continue;
     }
     if (w > 0 && ClassifyLocked(w - 1).kind == PtrKind::kDevice) continue;  // one past the end
+    if (!HeldLocked(w)) continue;  // address space nothing was given out from: not a pointer
     // Reports the word as the address the kernel touches, and sets the sticky error.
     return CheckAccessLocked(op, w, 1, false);
   }

@@ -173,7 +173,8 @@ TEST(KernelLaunch, EveryLaunchPathReadsTheSameArguments) {
 TEST(KernelLaunch, StructByValueIsScannedWithItsParameterLayout) {
   ExpectPassed(RunIsolated(kTiming, [] {
     float *out, *hidden;
-    const double s_out = 1 * kMiB, s_hidden = 128 * kMiB;
+    // `out` ends inside its last page: an address right after it is not its end pointer.
+    const double s_out = 1 * kMiB - 256, s_hidden = 128 * kMiB;
     CUDA_OK(Malloc(&out, s_out));
     CUDA_OK(Malloc(&hidden, s_hidden));
     BigArg big{};
@@ -188,8 +189,13 @@ TEST(KernelLaunch, StructByValueIsScannedWithItsParameterLayout) {
     void* args[] = {&small, &d, &ch, &hidden};
     CHECK_TIME(TimeMs(nullptr, [&] { return cudaLaunchKernel(KernelStruct(), 1, 1, args, 0, 0); }),
                s_hidden);
-    // Freed memory inside the struct is an illegal address.
-    CUDA_OK(cudaFree(hidden));
+    // Freed memory inside the struct is an illegal address (a block of a slab that `out` keeps
+    // alive: Note [Kernel ops]).
+    float* small_buf;
+    CUDA_OK(Malloc(&small_buf, 4000));
+    big.strides[20][1] = reinterpret_cast<int64_t>(small_buf);
+    CUDA_OK(LaunchBigChevrons(&big, out, 7));
+    CUDA_OK(cudaFree(small_buf));
     CHECK_EQ_OR_RETURN(Name(LaunchBigChevrons(&big, out, 7)), Name(cudaErrorIllegalAddress));
     return std::string();
   }));
@@ -212,6 +218,26 @@ TEST(KernelLaunch, PointerToFreedMemoryIsAnIllegalAddress) {
   ExpectPassed(o);
   EXPECT_EQ(CountLines(o.err), 1) << o.err;
   EXPECT_NE(o.err.find("illegal address: _Z6k_copyPfPKfi"), std::string::npos) << o.err;
+}
+
+TEST(KernelLaunch, WordsOutsideHandedOutMemoryAreNotPointers) {
+  ExpectPassed(RunIsolated(kTiming, [] {
+    float* out;
+    CUDA_OK(Malloc(&out, 1 * kMiB));
+    // An address in the device's range that no allocation ever came from, as an integer field
+    // with garbage upper bits would make: not taken for a pointer.
+    void* far = nullptr;
+    CU_OK(cuMemAddressReserve(reinterpret_cast<CUdeviceptr*>(&far), 2 * kMiB, 0, 0, 0));
+    CU_OK(cuMemAddressFree(reinterpret_cast<CUdeviceptr>(far), 2 * kMiB));
+    BigArg big{};
+    big.sizes[5] = reinterpret_cast<int64_t>(far) + 4;
+    CHECK_TIME(TimeMs(nullptr, [&] { return LaunchBigChevrons(&big, out, 7); }), 1.0 * kMiB);
+    // Inside a reservation (VMM) but not mapped: an illegal address.
+    CU_OK(cuMemAddressReserve(reinterpret_cast<CUdeviceptr*>(&far), 2 * kMiB, 0, 0, 0));
+    big.sizes[5] = reinterpret_cast<int64_t>(far) + 4;
+    CHECK_EQ_OR_RETURN(Name(LaunchBigChevrons(&big, out, 7)), Name(cudaErrorIllegalAddress));
+    return std::string();
+  }));
 }
 
 TEST(KernelLaunch, KernelsOnTwoStreamsWithoutOrderRace) {
