@@ -307,23 +307,27 @@ int DeviceArch() {
 }
 
 BlockLimits DeviceBlockLimits() {
-  auto attr = [](CUdevice_attribute a) {
-    int v = 0;
-    cuDeviceGetAttribute(&v, a, 0);
-    return v;
-  };
-  BlockLimits l;
-  l.max_threads = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-  l.max_dim[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
-  l.max_dim[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
-  l.max_dim[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
-  l.max_grid[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
-  l.max_grid[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
-  l.max_grid[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
-  l.shared_default = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-  l.shared_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-  if (l.shared_optin < l.shared_default) l.shared_optin = l.shared_default;
-  return l;
+  // The preset does not change while the process runs: ask once.
+  static const BlockLimits limits = [] {
+    auto attr = [](CUdevice_attribute a) {
+      int v = 0;
+      cuDeviceGetAttribute(&v, a, 0);
+      return v;
+    };
+    BlockLimits l;
+    l.max_threads = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    l.max_dim[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
+    l.max_dim[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
+    l.max_dim[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
+    l.max_grid[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+    l.max_grid[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+    l.max_grid[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+    l.shared_default = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    l.shared_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    if (l.shared_optin < l.shared_default) l.shared_optin = l.shared_default;
+    return l;
+  }();
+  return limits;
 }
 
 }  // namespace simgpu::driver

@@ -433,4 +433,31 @@ TEST(KernelLaunch, DriverModulesFromACompressedFatBinary) {
   }));
 }
 
+TEST(KernelLaunch, RuntimeLibrariesFromAnLz4FatBinary) {
+  ExpectPassed(RunIsolated(kTiming, [] {
+    cudaLibrary_t lib = nullptr;
+    std::string path = std::string(SIMGPU_TEST_KERNELS_DIR) + "/kernels_lz4.fatbin";
+    CUDA_OK(cudaLibraryLoadFromFile(&lib, path.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+    unsigned int count = 0;
+    CUDA_OK(cudaLibraryGetKernelCount(&count, lib));
+    CHECK_EQ_OR_RETURN(count, 5u);
+    cudaKernel_t k = nullptr;
+    CUDA_OK(cudaLibraryGetKernel(&k, lib, "_Z6k_copyPfPKfi"));
+    void* table = nullptr;
+    size_t bytes = 0;
+    CUDA_OK(cudaLibraryGetGlobal(&table, &bytes, lib, "g_table"));
+    CHECK_EQ_OR_RETURN(bytes, kTableFloats * sizeof(float));
+    float* a;
+    CUDA_OK(Malloc(&a, 2 * kMiB));
+    int n = 64;
+    void* args[] = {&a, &table, &n};
+    CHECK_TIME(TimeMs(nullptr, [&] { return cudaLaunchKernel(k, 1, 64, args, 0, 0); }),
+               2.0 * kMiB + bytes);
+    CHECK_EQ_OR_RETURN(Name(cudaLibraryGetKernel(&k, lib, "nope")),
+                       Name(cudaErrorInvalidDeviceFunction));
+    CUDA_OK(cudaLibraryUnload(lib));
+    return std::string();
+  }));
+}
+
 }  // namespace
