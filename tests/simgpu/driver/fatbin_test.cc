@@ -67,12 +67,13 @@ void ExpectKernelsTestCubin(const uint8_t* data, size_t bytes) {
   Cubin c;
   std::string why;
   ASSERT_TRUE(simgpu::cubin::ParseCubin(data, bytes, &c, &why)) << why;
-  EXPECT_EQ(c.kernels.size(), 5u);
+  EXPECT_EQ(c.kernels.size(), 6u);
   ExpectParams(c, "_Z6k_copyPfPKfi", LayoutOf<float*, const float*, int>());
   ExpectParams(c, "_Z8k_struct8SmallArgdcPf", LayoutOf<SmallArg, double, char, float*>());
   ExpectParams(c, "_Z5k_big6BigArgPfs", LayoutOf<BigArg, float*, short>());
   ExpectParams(c, "_Z8k_sharedPf", LayoutOf<float*>());
   ExpectParams(c, "_Z6k_nonev", {});
+  ExpectParams(c, "_Z11k_ptr_array8PtrArrayi", LayoutOf<PtrArray, int>());
   const KernelInfo& shared = c.kernels.at("_Z8k_sharedPf");
   EXPECT_EQ(shared.shared_bytes, kSharedFloats * sizeof(float));
   EXPECT_EQ(shared.max_threads_per_block, kSharedMaxThreads);

@@ -2,7 +2,8 @@
 // object linked into kernel_launch_test (registered through the real runtime's
 // __cudaRegisterFatBinary), and into fat binaries and a cubin that fatbin_test parses.
 // The parameter kinds cover what the cubin's parameter info must describe: pointers, ints, a
-// small struct, a double, a char, and a struct of 808 bytes like torch's OffsetCalculator.
+// small struct, a double, a char, a struct of 808 bytes like torch's OffsetCalculator, and an
+// array of pointers like the `data` array of torch's elementwise kernels.
 #include <cuda_runtime_api.h>
 
 #include "tests/simgpu/driver/kernels_test.h"
@@ -27,6 +28,11 @@ __global__ void __launch_bounds__(128) k_shared(float* out) {
 
 __global__ void k_none() {}
 
+__global__ void k_ptr_array(PtrArray a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) a.p[0][i] = a.p[1][i] + a.p[2][i];
+}
+
 __device__ float g_table[kTableFloats];
 
 extern "C" {
@@ -36,6 +42,7 @@ const void* KernelStruct() { return reinterpret_cast<const void*>(k_struct); }
 const void* KernelBig() { return reinterpret_cast<const void*>(k_big); }
 const void* KernelShared() { return reinterpret_cast<const void*>(k_shared); }
 const void* KernelNone() { return reinterpret_cast<const void*>(k_none); }
+const void* KernelPtrArray() { return reinterpret_cast<const void*>(k_ptr_array); }
 const void* SymbolTable() { return &g_table; }
 
 cudaError_t LaunchCopyChevrons(float* dst, const float* src, int n, cudaStream_t stream) {

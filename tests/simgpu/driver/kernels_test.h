@@ -19,18 +19,24 @@ struct BigArg {
   int dims;
 };
 
+// Like the `data` array torch passes its elementwise kernels: pointers only.
+struct PtrArray {
+  float* p[3];
+};
+
 constexpr int kSharedFloats = 2048;     // k_shared's static shared memory: 8 KiB
 constexpr int kTableFloats = 64;        // g_table: 256 bytes
 constexpr int kSharedMaxThreads = 128;  // k_shared's __launch_bounds__
 
 extern "C" {
 // The kernels' host stubs (what cudaLaunchKernel and cudaGetFuncBySymbol take).
-const void* KernelCopy();    // k_copy(float* dst, const float* src, int n)
-const void* KernelStruct();  // k_struct(SmallArg, double, char, float*)
-const void* KernelBig();     // k_big(BigArg, float*, short)
-const void* KernelShared();  // k_shared(float*): 8 KiB static shared memory, 128 threads at most
-const void* KernelNone();    // k_none()
-const void* SymbolTable();   // __device__ float g_table[64]
+const void* KernelCopy();      // k_copy(float* dst, const float* src, int n)
+const void* KernelStruct();    // k_struct(SmallArg, double, char, float*)
+const void* KernelBig();       // k_big(BigArg, float*, short)
+const void* KernelShared();    // k_shared(float*): 8 KiB static shared memory, 128 threads at most
+const void* KernelNone();      // k_none()
+const void* KernelPtrArray();  // k_ptr_array(PtrArray, int): p[0][i] = p[1][i] + p[2][i]
+const void* SymbolTable();     // __device__ float g_table[64]
 
 // Launches through <<<>>> (__cudaPushCallConfiguration, __cudaGetKernel, __cudaLaunchKernel).
 cudaError_t LaunchCopyChevrons(float* dst, const float* src, int n, cudaStream_t stream);
