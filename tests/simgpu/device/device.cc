@@ -78,6 +78,14 @@ PtrInfo Device::ClassifyLocked(uint64_t addr) const {
   return info;
 }
 
+bool Device::DanglingLocked(uint64_t addr) const {
+  if (freed_.Find(addr) != freed_.end()) return true;
+  auto r = reserved_.upper_bound(addr);
+  if (r == reserved_.begin()) return false;
+  --r;
+  return addr - r->first < r->second && mapped_.Find(addr) == mapped_.end();
+}
+
 PtrInfo Device::Classify(const void* ptr) {
   std::lock_guard<std::mutex> lock(mu_);
   return ClassifyLocked(reinterpret_cast<uint64_t>(ptr));

@@ -197,6 +197,9 @@ class Device {
   StreamClock* ResolveStreamLocked(void* stream);
   Event* ResolveEventLocked(void* event);
   PtrInfo ClassifyLocked(uint64_t addr) const;
+  // Whether addr is memory the program had and lost: a freed cudaMalloc block not handed out
+  // again, or a VMM reservation's unmapped bytes (Note [Kernel ops]).
+  bool DanglingLocked(uint64_t addr) const;
   // Checks that [addr, addr+bytes) is device memory that allows the access, or pinned host
   // memory. On failure sets the sticky kIllegalAddress and prints one line.
   Err CheckAccessLocked(const char* op, uint64_t addr, uint64_t bytes, bool write);
@@ -207,8 +210,6 @@ class Device {
   Err IssueLocked(const char* op, StreamClock* s, const Access* accesses, size_t n, Engine engine,
                   double duration_ns, bool host_waits);
   double ComputeNs(double flops, double bytes) const;
-  // True if `addr` lies in a cudaMalloc slab or a VMM reservation (Note [Kernel ops]).
-  bool HeldLocked(uint64_t addr) const;
   double LinkNs(Engine engine, double bytes) const;
   void DropPhysLocked(uint64_t handle);
   // MemAlloc (s == nullptr) and MemAllocAsync on `s`.
@@ -258,6 +259,9 @@ class Device {
   uint64_t next_handle_ = 1;
   std::map<uint64_t, uint64_t> pinned_;  // pinned host allocations: base -> bytes
   IntervalMap<Mapping> mapped_;          // device bytes that are backed
+  // cudaMalloc blocks freed and not handed out again since (Note [Kernel ops]): a kernel word
+  // pointing there is a dangling pointer, not a number that happens to fall in the range.
+  IntervalMap<bool> freed_;
   HazardTracker hazards_;
   Timeline timeline_;
   StreamClock legacy_;

@@ -8,24 +8,27 @@
 // elementwise and reduction kernels, most of a framework's kernels; GEMMs and convolutions go
 // through cuBLAS and cuDNN, which count flops).
 //
-// A parameter buffer is not all pointers. It holds integers, floats, padding, and fields the
-// host never set: torch's OffsetCalculator fills its 25-entry size and stride arrays only up to
-// the tensor's rank, and ReduceOp leaves dst[1] alone for a reduction with one output, so those
-// words are stale stack contents, often old device pointers. A GPU kernel never reads them, so
-// they must not fault here. A word that points at no live memory is therefore an illegal address
-// (the sticky error a GPU faults with, one line naming the kernel and the word) only when
+// A parameter buffer is not all pointers. It holds sizes, strides, flags, padding, and fields
+// the host never set: torch's OffsetCalculator fills its 25-entry size and stride arrays only
+// up to the tensor's rank, and ReduceOp leaves dst[1] alone for a reduction with one output, so
+// those words are stale stack contents, often old device pointers (seen: a torch transformer
+// step with PYTORCH_NO_CUDA_MEMORY_CACHING=1 had a freed block's address in an elementwise
+// copy's OffsetCalculator). A GPU kernel never reads them, so they must not fault here. A word
+// that points at no live memory is therefore the dangling pointer a GPU would fault on (the
+// sticky illegal address, one line naming the kernel, the parameter and the word) only when
+//   - it points at memory the program had and lost (DanglingLocked): a freed cudaMalloc block
+//     not handed out again, or the unmapped bytes of a VMM reservation (where pooch keeps a
+//     swapped tensor's address). Any other word in the device range, which is ordinary host
+//     address space, is data that happens to look like an address (an integer with garbage
+//     upper bits);
 //   - its parameter is made only of device addresses (and nulls): a pointer, or an array of
-//     pointers such as torch's `data` array of an elementwise kernel; a word inside a struct that
-//     also holds other values may be stale and is passed over; and
-//   - it lies where device memory is or was handed out: inside a cudaMalloc slab (a freed block,
-//     while its slab lives) or a cuMemAddressReserve range (an unmapped piece, pooch's case).
-//     The device's range is ordinary host address space, and an integer with garbage upper bits
-//     can fall in it; and
+//     pointers such as the `data` array of torch's elementwise kernels. A word inside a struct
+//     that also holds other values may be stale and is passed over;
 //   - it is not an allocation's end (a one-past-the-end pointer). When the allocation's size is
-//     a multiple of the page, its end is also the start of the next block of its slab, and a
-//     pointer to that block once freed is taken for the end pointer.
-// So simgpu prefers missing a fault to inventing one: freed memory whose whole slab went back,
-// or a freed pointer inside a mixed struct (an OffsetCalculator-carrying lambda), is not caught.
+//     a multiple of the page, its end is also the start of the next block, and a pointer to that
+//     block once freed is taken for the end pointer.
+// So simgpu prefers missing a fault to inventing one: a freed pointer inside a mixed struct (an
+// OffsetCalculator-carrying lambda) is not caught.
 // Limits of the time estimate:
 //   - it is only as good as the allocations are tight. PyTorch's caching allocator carves
 //     tensors out of segments it got from cudaMalloc (2 MiB and up), so a kernel on a small
@@ -44,24 +47,6 @@
 #include "tests/simgpu/device/device.h"
 
 namespace simgpu {
-
-namespace {
-
-// True if `addr` lies in one of the ranges of `m` (base -> bytes).
-template <typename T>
-bool InRange(const std::map<uint64_t, T>& m, uint64_t addr, uint64_t (*bytes)(const T&)) {
-  auto it = m.upper_bound(addr);
-  if (it == m.begin()) return false;
-  --it;
-  return addr - it->first < bytes(it->second);
-}
-
-}  // namespace
-
-bool Device::HeldLocked(uint64_t addr) const {
-  return InRange<Slab>(slabs_, addr, [](const Slab& s) { return s.bytes; }) ||
-         InRange<uint64_t>(reserved_, addr, [](const uint64_t& b) { return b; });
-}
 
 Err Device::LaunchKernel(const char* op, void* stream, const KernelWord* words, size_t n) {
   if (n > 0 && words == nullptr) return Err::kInvalidValue;
@@ -86,9 +71,9 @@ Err Device::LaunchKernel(const char* op, void* stream, const KernelWord* words, 
       allocs.emplace(info.base, info.bytes);
       continue;
     }
-    if (!addresses_only[words[i].param]) continue;                 // maybe a stale word of a struct
+    if (!addresses_only[words[i].param]) continue;                 // maybe a stale word
     if (ClassifyLocked(w - 1).kind == PtrKind::kDevice) continue;  // one past the end
-    if (!HeldLocked(w)) continue;  // address space nothing was handed out from
+    if (!DanglingLocked(w)) continue;  // data that looks like an address
     std::fprintf(stderr,
                  "simgpu: illegal address: %s: parameter %" PRIu32 " holds 0x%" PRIx64
                  ", which is not mapped (freed or unmapped)\n",

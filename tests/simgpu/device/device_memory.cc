@@ -257,6 +257,7 @@ Err Device::AllocLocked(uint64_t bytes, StreamClock* s, void** out) {
   used_bytes_ += phys;
   allocs_[base] = Alloc{bytes, va_bytes, phys};
   mapped_.Assign(base, base + bytes, Mapping{Mapping::Kind::kMalloc, base, true, true});
+  freed_.Erase(base, base + bytes);
   // No hazard reset here: the record a stream-ordered free left (MemFreeAsync) still checks that
   // the block was handed out only after its free.
   *out = reinterpret_cast<void*>(base);
@@ -302,6 +303,7 @@ Err Device::MemFreeAsync(void* ptr, void* stream) {
   // Ops run when issued, so nothing will touch the pages again: drop them now.
   madvise(ptr, a.va_bytes, MADV_DONTNEED);
   mapped_.Erase(base, base + a.bytes);
+  freed_.Assign(base, base + a.bytes, true);
   // A later use of these addresses on another stream that may start before t is a use of
   // memory that is not yet free in stream order.
   hazards_.Reset(base, base + a.bytes,
@@ -400,6 +402,7 @@ Err Device::AddressReserve(uint64_t bytes, uint64_t alignment, uint64_t hint, vo
   std::optional<uint64_t> off = va_->Allocate(bytes, alignment, hint_off);
   if (!off) return Err::kOutOfMemory;
   reserved_[va_base_ + *off] = bytes;
+  freed_.Erase(va_base_ + *off, va_base_ + *off + bytes);
   *out = reinterpret_cast<void*>(va_base_ + *off);
   return Err::kOk;
 }

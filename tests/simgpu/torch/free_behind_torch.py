@@ -13,12 +13,16 @@ import torch
 
 def main():
     x = torch.ones(1 << 20, device="cuda")
-    (x * 2).sum().item()  # one kernel over the live tensor, so the path itself works
+    # The output exists before the free, so that its allocation cannot take x's freed block
+    # (then x's pointer would point at live memory, on a GPU too).
+    y = torch.empty_like(x)
+    torch.mul(x, 2, out=y)
+    torch.cuda.synchronize()  # one kernel over the live tensor: the path itself works
     cudart = ctypes.CDLL("libcudart.so.13")
     rc = cudart.cudaFree(ctypes.c_void_p(x.data_ptr()))
     print("freed", rc, flush=True)
     try:
-        y = x * 2
+        torch.mul(x, 2, out=y)
         torch.cuda.synchronize()
         print("no error: the kernel over freed memory ran", y.sum().item())
         sys.exit(1)
