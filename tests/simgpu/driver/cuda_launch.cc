@@ -82,9 +82,8 @@ CUresult BuildParams(const char* api, const Function& f, void** kernel_params, v
   }
   if (f.info == nullptr) {
     std::fprintf(stderr,
-                 "simgpu: %s: %s has no parameter info (its module has no cubin with it), so its "
-                 "arguments cannot be read\n",
-                 api, f.name);
+                 "simgpu: %s: %s has no parameter info (%s), so its arguments cannot be read\n",
+                 api, f.name, f.no_info.c_str());
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   const auto& params = f.info->params;

@@ -19,6 +19,7 @@
 
 #include "tests/simgpu/driver/driver_common.h"
 #include "tests/simgpu/driver/fatbin.h"
+#include "tests/simgpu/driver/ptx.h"
 
 using simgpu::Device;
 using simgpu::Err;
@@ -47,6 +48,7 @@ struct Module {
   std::vector<std::unique_ptr<LoadedCubin>> cubins;
   std::string ptx;  // the PTX text (a PTX image or a fat binary's PTX entries), when needed
   bool ptx_read = false;
+  std::vector<std::unique_ptr<cubin::KernelInfo>> ptx_kernels;  // read from `ptx`
   std::map<std::string, std::unique_ptr<Function>> functions;
   struct Var {
     CUdeviceptr ptr;
@@ -185,23 +187,23 @@ const cubin::KernelInfo* FindKernelLocked(Module* m, const std::string& name, in
   }
 }
 
-// True if the module's PTX declares the entry `name` (a kernel simgpu knows only by name).
-bool PtxHasEntryLocked(Module* m, const std::string& name) {
+// The module's PTX text (a PTX image, or its fat binary's PTX entries), read on first need.
+const std::string& PtxLocked(Module* m) {
   if (!m->ptx_read) {
     m->ptx_read = true;
     for (const fatbin::Entry& e : m->entries) {
       if (e.kind != fatbin::Kind::kPtx) continue;
       std::vector<uint8_t> text;
       std::string why;
-      if (fatbin::Decompress(e, &text, &why)) m->ptx.append(text.begin(), text.end());
+      if (!fatbin::Decompress(e, &text, &why)) {
+        std::fprintf(stderr, "simgpu: module: PTX for sm_%d: %s\n", e.arch, why.c_str());
+        continue;
+      }
+      m->ptx.append(text.begin(), text.end());
+      m->ptx.push_back('\n');
     }
   }
-  for (size_t at = m->ptx.find(".entry " + name); at != std::string::npos;
-       at = m->ptx.find(".entry " + name, at + 1)) {
-    char next = at + 7 + name.size() < m->ptx.size() ? m->ptx[at + 7 + name.size()] : '\0';
-    if (next == '(' || next == ' ' || next == '\n' || next == '\r' || next == '\t') return true;
-  }
-  return false;
+  return m->ptx;
 }
 
 CUresult GetFunction(Module* m, const char* name, Function** out) {
@@ -213,11 +215,27 @@ CUresult GetFunction(Module* m, const char* name, Function** out) {
   }
   int arch = 0;
   const cubin::KernelInfo* info = FindKernelLocked(m, key, &arch);
-  if (info == nullptr && !PtxHasEntryLocked(m, key)) return CUDA_ERROR_NOT_FOUND;
+  std::string why;
+  if (info == nullptr) {
+    // No cubin has it: its PTX declaration (Note [PTX parameters]), if there is one.
+    auto k = std::make_unique<cubin::KernelInfo>();
+    switch (ptx::ParseEntry(PtxLocked(m), key, k.get(), &why)) {
+      case ptx::Found::kNo:
+        return CUDA_ERROR_NOT_FOUND;
+      case ptx::Found::kYes:
+        info = k.get();
+        m->ptx_kernels.push_back(std::move(k));
+        break;
+      case ptx::Found::kMalformed:  // known by name only: it cannot be launched
+        why = "no cubin has it and its PTX declaration is not understood: " + why;
+        break;
+    }
+  }
   auto f = std::make_unique<Function>();
   f->module = m;
   f->name = Intern(key);
   f->info = info;
+  if (info == nullptr) f->no_info = why;
   f->binary_arch = arch;
   BlockLimits lim = DeviceBlockLimits();
   f->max_dynamic_shared = lim.shared_default - static_cast<int>(info ? info->shared_bytes : 0);
@@ -423,8 +441,8 @@ CUresult SetAttribute(Function* f, CUfunction_attribute attrib, int value) {
 CUresult ParamInfo(Function* f, size_t index, size_t* offset, size_t* size) {
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (f->info == nullptr) {
-    std::fprintf(stderr, "simgpu: cuFuncGetParamInfo: %s has no parameter info (no cubin)\n",
-                 f->name);
+    std::fprintf(stderr, "simgpu: cuFuncGetParamInfo: %s has no parameter info (%s)\n", f->name,
+                 f->no_info.c_str());
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   if (index >= f->info->params.size()) return CUDA_ERROR_INVALID_VALUE;

@@ -19,6 +19,7 @@
 
 #include "tests/simgpu/driver/cubin.h"
 #include "tests/simgpu/driver/kernels_test.h"
+#include "tests/simgpu/driver/ptx.h"
 
 namespace {
 
@@ -105,6 +106,34 @@ std::vector<uint8_t> OnlyCubin(const std::vector<uint8_t>& fb, Compression want)
 TEST(Cubin, ParsesNvccCubin) {
   std::vector<uint8_t> c = ReadAll(Kernels("kernels_test.cubin"));
   ExpectKernelsTestCubin(c.data(), c.size());
+}
+
+TEST(Ptx, EntriesGiveTheCubinsLayout) {
+  std::vector<uint8_t> c = ReadAll(Kernels("kernels_test.cubin"));
+  std::vector<uint8_t> text = ReadAll(Kernels("kernels_test.ptx"));
+  std::string ptx(text.begin(), text.end());
+  Cubin cubin;
+  std::string why;
+  ASSERT_TRUE(simgpu::cubin::ParseCubin(c.data(), c.size(), &cubin, &why)) << why;
+  ASSERT_EQ(cubin.kernels.size(), 6u);
+  for (const auto& [name, want] : cubin.kernels) {
+    SCOPED_TRACE(name);
+    KernelInfo got;
+    ASSERT_EQ(simgpu::ptx::ParseEntry(ptx, name, &got, &why), simgpu::ptx::Found::kYes) << why;
+    ASSERT_EQ(got.params.size(), want.params.size());
+    for (size_t i = 0; i < want.params.size(); ++i) {
+      EXPECT_EQ(got.params[i].offset, want.params[i].offset) << i;
+      EXPECT_EQ(got.params[i].bytes, want.params[i].bytes) << i;
+    }
+    EXPECT_EQ(got.param_bytes, want.param_bytes);
+    EXPECT_EQ(got.shared_bytes, want.shared_bytes);
+    EXPECT_EQ(got.max_threads_per_block, want.max_threads_per_block);
+  }
+  KernelInfo k;
+  EXPECT_EQ(simgpu::ptx::ParseEntry(ptx, "_Z6k_copy", &k, &why), simgpu::ptx::Found::kNo);
+  const std::string odd = ".visible .entry odd(\n .param .weird odd_param_0\n)\n{\n ret;\n}\n";
+  EXPECT_EQ(simgpu::ptx::ParseEntry(odd, "odd", &k, &why), simgpu::ptx::Found::kMalformed);
+  EXPECT_NE(why.find("parameter 0"), std::string::npos) << why;
 }
 
 TEST(Fatbin, UncompressedZstdAndLz4HoldTheSameCubin) {

@@ -377,18 +377,39 @@ TEST(KernelLaunch, DeviceVariables) {
   }));
 }
 
-TEST(KernelLaunch, KernelWithoutCubinIsRefused) {
+TEST(KernelLaunch, KernelFromPtxOnly) {
+  ExpectPassed(RunIsolated(kTiming, [] {
+    float* a;
+    CUDA_OK(Malloc(&a, 4 * kMiB));
+    void* args[] = {&a};
+    CHECK_TIME(
+        TimeMs(nullptr, [&] { return cudaLaunchKernel(KernelPtxOnly(), 1, 32, args, 0, 0); }),
+        4.0 * kMiB);
+    return std::string();
+  }));
+}
+
+TEST(KernelLaunch, KernelWithoutParameterInfoIsRefused) {
   Outcome o = RunIsolated(kTiming, [] {
+    CUDA_OK(cudaFree(nullptr));  // the runtime makes the primary context current
+    const char* ptx =
+        ".version 9.0\n.target sm_80\n.address_size 64\n"
+        ".visible .entry odd(\n .param .weird odd_param_0\n)\n{\n ret;\n}\n";
+    CUmodule mod = nullptr;
+    CU_OK(cuModuleLoadData(&mod, ptx));
+    CUfunction f = nullptr;
+    CU_OK(cuModuleGetFunction(&f, mod, "odd"));  // known by name
     float* a;
     CUDA_OK(Malloc(&a, 4096));
     void* args[] = {&a};
-    CHECK_EQ_OR_RETURN(Name(cudaLaunchKernel(KernelPtxOnly(), 1, 32, args, 0, 0)),
-                       Name(cudaErrorNotSupported));
+    CHECK_EQ_OR_RETURN(Name(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr)),
+                       Name(CUDA_ERROR_NOT_SUPPORTED));
     return std::string();
   });
   ExpectPassed(o);
   EXPECT_EQ(CountLines(o.err), 1) << o.err;
-  EXPECT_NE(o.err.find("no parameter info"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("odd has no parameter info"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("parameter 0 not understood"), std::string::npos) << o.err;
 }
 
 TEST(KernelLaunch, DriverModulesFromACompressedFatBinary) {
