@@ -83,6 +83,13 @@ void ExpectKernelsTestCubin(const uint8_t* data, size_t bytes) {
   EXPECT_EQ(c.kernels.at("_Z6k_copyPfPKfi").max_threads_per_block, 0);
   ASSERT_EQ(c.globals.count("g_table"), 1u);
   EXPECT_EQ(c.globals.at("g_table").bytes, kTableFloats * sizeof(float));
+  ASSERT_EQ(c.globals.count("c_small"), 1u);
+  ASSERT_EQ(c.globals.at("c_small").bytes, kConstInts * sizeof(int));
+  ASSERT_NE(c.globals.at("c_small").init, nullptr);
+  int init[kConstInts];
+  std::memcpy(init, c.globals.at("c_small").init, sizeof init);
+  EXPECT_EQ(init[0], 1);
+  EXPECT_EQ(init[3], 4);
 }
 
 // The one ELF entry of a kernels_test fat binary, decompressed.

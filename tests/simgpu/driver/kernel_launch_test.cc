@@ -371,6 +371,13 @@ TEST(KernelLaunch, DeviceVariables) {
     CHECK_OR_RETURN(in == out);
     CHECK_EQ_OR_RETURN(Name(cudaMemcpyToSymbol(SymbolTable(), in.data(), size, 4)),
                        Name(cudaErrorInvalidValue));
+    // A __constant__ variable starts with its initialiser (math mode copies it in).
+    int c[kConstInts] = {};
+    CUDA_OK(cudaGetSymbolSize(&size, SymbolConst()));
+    CHECK_EQ_OR_RETURN(size, sizeof c);
+    CUDA_OK(cudaMemcpyFromSymbol(c, SymbolConst(), sizeof c));
+    CHECK_EQ_OR_RETURN(c[0], 1);
+    CHECK_EQ_OR_RETURN(c[3], 4);
     int not_a_symbol = 0;
     CHECK_EQ_OR_RETURN(Name(cudaGetSymbolSize(&size, &not_a_symbol)), Name(cudaErrorInvalidSymbol));
     return std::string();

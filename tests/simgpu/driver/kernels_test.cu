@@ -34,6 +34,7 @@ __global__ void k_ptr_array(PtrArray a, int n) {
 }
 
 __device__ float g_table[kTableFloats];
+__constant__ int c_small[kConstInts] = {1, 2, 3, 4};
 
 extern "C" {
 
@@ -44,6 +45,7 @@ const void* KernelShared() { return reinterpret_cast<const void*>(k_shared); }
 const void* KernelNone() { return reinterpret_cast<const void*>(k_none); }
 const void* KernelPtrArray() { return reinterpret_cast<const void*>(k_ptr_array); }
 const void* SymbolTable() { return &g_table; }
+const void* SymbolConst() { return &c_small; }
 
 cudaError_t LaunchCopyChevrons(float* dst, const float* src, int n, cudaStream_t stream) {
   k_copy<<<(n + 255) / 256, 256, 0, stream>>>(dst, src, n);

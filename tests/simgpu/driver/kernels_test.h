@@ -26,6 +26,7 @@ struct PtrArray {
 
 constexpr int kSharedFloats = 2048;     // k_shared's static shared memory: 8 KiB
 constexpr int kTableFloats = 64;        // g_table: 256 bytes
+constexpr int kConstInts = 4;           // c_small: 16 bytes, initialised to {1, 2, 3, 4}
 constexpr int kSharedMaxThreads = 128;  // k_shared's __launch_bounds__
 
 extern "C" {
@@ -37,6 +38,7 @@ const void* KernelShared();    // k_shared(float*): 8 KiB static shared memory, 
 const void* KernelNone();      // k_none()
 const void* KernelPtrArray();  // k_ptr_array(PtrArray, int): p[0][i] = p[1][i] + p[2][i]
 const void* SymbolTable();     // __device__ float g_table[64]
+const void* SymbolConst();     // __constant__ int c_small[4] = {1, 2, 3, 4}
 
 // Launches through <<<>>> (__cudaPushCallConfiguration, __cudaGetKernel, __cudaLaunchKernel).
 cudaError_t LaunchCopyChevrons(float* dst, const float* src, int n, cudaStream_t stream);
