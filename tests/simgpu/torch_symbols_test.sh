@@ -75,6 +75,12 @@ for node in ${nodes//|/ }; do
   done <<<"$wanted"
 done
 
+# The checked-in list the stubs were generated from should be this wheel's (CI builds without it).
+if ! cmp -s "$imports" "$root/tests/simgpu/torch_imports.txt"; then
+  echo "note: tests/simgpu/torch_imports.txt is not this wheel's import list;" \
+    "regenerate with scripts/gen_simgpu_stubs.py --site-packages $site"
+fi
+
 if ((missing > 0)); then
   echo "FAIL: $missing of the $total CUDA symbols torch imports are not exported by simgpu"
   exit 1

@@ -7,11 +7,13 @@
 #include "api.h"
 #include "blas1.h"
 #include "gemm.h"
+#include "gemm_ex.h"
 #include "tests/simgpu/device/device.h"
 
 namespace {
 
 using simgpu::Access;
+using simgpu::blas::Rate;
 using simgpu::cublas::MatBytes;
 using simgpu::cublas::NotSupported;
 using simgpu::cublas::Run;
@@ -62,7 +64,12 @@ cublasStatus_t GemmBatched(const char* fn, cublasHandle_t h, cublasOperation_t t
   const size_t a_bytes = reads_ab ? BatchBytes(MatBytes(a_rows, a_cols, lda), stride_a, batch) : 0;
   const size_t b_bytes = reads_ab ? BatchBytes(MatBytes(b_rows, b_cols, ldb), stride_b, batch) : 0;
   const size_t c_bytes = BatchBytes(MatBytes(m, n, ldc), stride_c, batch);
-  const double flops = 2.0 * m * n * k * batch;
+  // The handle's TF32 math mode lets fp32 GEMMs run on tensor cores (Note [Typed GEMM timing]).
+  const bool tf32 = (h->math & CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_TF32_TENSOR_OP_MATH;
+  const double flops =
+      2.0 * m * n * k * batch /
+      simgpu::blas::RateSpeedup(tf32 ? Rate::kTf32 : Rate::kFp32,
+                                simgpu::Device::Get().config().machine.cc_major, false);
   const double bytes =
       4.0 * batch *
       ((reads_ab ? (double(m) * k + double(k) * n) : 0.0) + double(m) * n * (be != 0.0f ? 2 : 1));

@@ -251,6 +251,24 @@ TEST(GemmToolkitTest, TimingModeTimeFollowsFlopsAndMathUnits) {
     // The TF32 math mode of the handle selects tensor cores for COMPUTE_32F as well.
     CUBLAS_OR_RETURN(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH));
     CHECK_EQ_OR_RETURN(TimeGemmEx(h, s, n, CUDA_R_32F, CUBLAS_COMPUTE_32F, a, b, c), tf32);
+    // So it does for cublasSgemm (what torch calls for fp32 when TF32 is allowed).
+    cudaEvent_t t0, t1;
+    cudaEventCreate(&t0);
+    cudaEventCreate(&t1);
+    const float one = 1, zero = 0;
+    float sgemm[2];
+    for (cublasMath_t mode : {CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH}) {
+      CUBLAS_OR_RETURN(cublasSetMathMode(h, mode));
+      cudaEventRecord(t0, s);
+      CUBLAS_OR_RETURN(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
+                                   static_cast<float*>(a), n, static_cast<float*>(b), n, &zero,
+                                   static_cast<float*>(c), n));
+      cudaEventRecord(t1, s);
+      CUDA_OR_RETURN(cudaEventSynchronize(t1));
+      CUDA_OR_RETURN(cudaEventElapsedTime(&sgemm[mode == CUBLAS_TF32_TENSOR_OP_MATH], t0, t1));
+    }
+    CHECK_EQ_OR_RETURN(sgemm[0], fp32);
+    CHECK_EQ_OR_RETURN(sgemm[1], tf32);
     return "";
   });
   EXPECT_EQ(o.exit_code, 0) << o.err;
