@@ -132,11 +132,11 @@ CUresult Load(const char* api, const void* image, bool preserved, Module** out) 
     m->order = fatbin::CubinSearchOrder(m->entries, DeviceArch());
   } else if (magic == fatbin::kElfMagic) {
     auto c = std::make_unique<LoadedCubin>();
-    c->arch = DeviceArch();
     if (!cubin::ParseCubin(m->image, bytes, &c->info, &why)) {
       std::fprintf(stderr, "simgpu: %s: %s\n", api, why.c_str());
       return CUDA_ERROR_INVALID_IMAGE;
     }
+    c->arch = c->info.arch;
     m->cubins.push_back(std::move(c));
   } else {
     m->ptx.assign(reinterpret_cast<const char*>(m->image));

@@ -68,6 +68,7 @@ void ExpectKernelsTestCubin(const uint8_t* data, size_t bytes) {
   Cubin c;
   std::string why;
   ASSERT_TRUE(simgpu::cubin::ParseCubin(data, bytes, &c, &why)) << why;
+  EXPECT_EQ(c.arch, 80);
   EXPECT_EQ(c.kernels.size(), 6u);
   ExpectParams(c, "_Z6k_copyPfPKfi", LayoutOf<float*, const float*, int>());
   ExpectParams(c, "_Z8k_struct8SmallArgdcPf", LayoutOf<SmallArg, double, char, float*>());
@@ -277,6 +278,7 @@ TEST(Fatbin, ParsesAModuleOfTorch) {
     ASSERT_TRUE(simgpu::cubin::ParseCubin(elf.data(), elf.size(), &c, &why))
         << "sm_" << e.arch << ": " << why;
     ASSERT_FALSE(c.kernels.empty()) << "sm_" << e.arch;
+    EXPECT_EQ(c.arch, e.arch);
     std::printf("  sm_%d: %zu -> %zu bytes, %zu kernels\n", e.arch,
                 static_cast<size_t>(e.compressed_bytes), elf.size(), c.kernels.size());
     cubins.push_back(std::move(c));
