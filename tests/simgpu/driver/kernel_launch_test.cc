@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 #include <cmath>
 #include <cstring>
@@ -494,6 +495,61 @@ TEST(KernelLaunch, RuntimeLibrariesFromAnLz4FatBinary) {
     CUDA_OK(cudaLibraryUnload(lib));
     return std::string();
   }));
+}
+
+// The path of torch's jiterator (and Triton): NVRTC compiles at run time, the driver loads the
+// cubin. NVRTC itself opens libcuda.so.1 (simgpu's here) and asks it for cuGetExportTable.
+TEST(KernelLaunch, NvrtcCubinThroughTheDriver) {
+  Outcome o = RunIsolated(kTiming, [] {
+    const char* src =
+        "struct Pair { float* p; long n; };\n"
+        "extern \"C\" __global__ void scale(Pair in, float* out, float k) {\n"
+        "  long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < in.n) out[i] = k * in.p[i];\n"
+        "}\n";
+    nvrtcProgram prog;
+    CHECK_EQ_OR_RETURN(nvrtcCreateProgram(&prog, src, "scale.cu", 0, nullptr, nullptr),
+                       NVRTC_SUCCESS);
+    const char* opts[] = {"--gpu-architecture=sm_80"};
+    CHECK_EQ_OR_RETURN(nvrtcCompileProgram(prog, 1, opts), NVRTC_SUCCESS);
+    size_t n = 0;
+    CHECK_EQ_OR_RETURN(nvrtcGetCUBINSize(prog, &n), NVRTC_SUCCESS);
+    std::vector<char> cubin(n);
+    CHECK_EQ_OR_RETURN(nvrtcGetCUBIN(prog, cubin.data()), NVRTC_SUCCESS);
+    nvrtcDestroyProgram(&prog);
+    CUDA_OK(cudaFree(nullptr));  // the runtime makes the primary context current
+    CUmodule mod = nullptr;
+    CU_OK(cuModuleLoadData(&mod, cubin.data()));
+    CUfunction f = nullptr;
+    CU_OK(cuModuleGetFunction(&f, mod, "scale"));
+    size_t off = 0, size = 0;
+    CU_OK(cuFuncGetParamInfo(f, 1, &off, &size));
+    CHECK_EQ_OR_RETURN(off, size_t{16});  // after the 16-byte Pair
+    CU_OK(cuFuncGetParamInfo(f, 2, &off, &size));
+    CHECK_EQ_OR_RETURN(off, size_t{24});
+    CHECK_EQ_OR_RETURN(size, sizeof(float));
+    float *in, *out;
+    CUDA_OK(Malloc(&in, 16 * kMiB));
+    CUDA_OK(Malloc(&out, 16 * kMiB));
+    struct {
+      float* p;
+      long n;
+    } pair{in, 4 * static_cast<long>(kMiB)};
+    float k = 2;
+    void* args[] = {&pair, &out, &k};
+    CHECK_TIME(TimeMs(nullptr,
+                      [&] {
+                        return cuLaunchKernel(f, 4096, 1, 1, 1024, 1, 1, 0, nullptr, args,
+                                              nullptr) == CUDA_SUCCESS
+                                   ? cudaSuccess
+                                   : cudaErrorUnknown;
+                      }),
+               32.0 * kMiB);
+    CU_OK(cuModuleUnload(mod));
+    return std::string();
+  });
+  ExpectPassed(o);
+  EXPECT_LE(CountLines(o.err), 1) << o.err;  // at most cuGetExportTable's one line
 }
 
 }  // namespace
