@@ -11,14 +11,22 @@
 // ~~~~~~~~~~~~~~~~~~
 // What is supported: tensors (any type of 1..8 bytes, any strides, virtual, by value),
 // convolution, pointwise, reduction and matmul descriptors and their operations, operation
-// graphs of at most one convolution or matmul plus pointwise and reduction operations, one
-// engine (global index 0, no knobs, no numerical or behaviour notes: it computes in fp32 and is
-// deterministic, so it passes PyTorch's deterministic and no-TF32 filters), engine configs,
-// heuristics of every mode (each returns that one config), execution plans with a workspace of
-// 0 (as the legacy convolutions: a GPU's implicit gemm needs none), variant packs and
+// graphs of at most one convolution or matmul plus pointwise and reduction operations,
+// engines, engine configs, heuristics of every mode, execution plans with a workspace of 0 (as
+// the legacy convolutions: a GPU's implicit gemm needs none), variant packs and
 // cudnnBackendExecute. What a graph cannot be run as is reported when the operation graph is
 // finalized, with NOT_SUPPORTED and one stderr line, as cuDNN reports graphs no engine takes.
 //
+// Engines (global count 2, no knobs, no behaviour notes, all deterministic):
+//   0: the fp32 units. No numerical notes, so it passes PyTorch's deterministic and no-TF32
+//      filters; every graph has it.
+//   1: tensor cores, numerical note TENSOR_CORE. Only for a convolution or matmul whose data the
+//      preset's GPU runs on tensor cores (fp16 from compute capability 7, bf16 and tf32 for fp32
+//      data from 8); its FLOPs go at the tensor-core multiple of the fp32 peak that cuBLAS's
+//      typed GEMMs use (Note [Typed GEMM timing] in ../cublas/gemm_ex.h). Heuristics list it
+//      first, as cuDNN ranks its tensor-core engines; PyTorch keeps it for half precision and for
+//      fp32 when TF32 is allowed (its default for convolutions), and filters it out otherwise.
+//      Math mode computes in fp32 on either engine (at least as precise as tf32).
 // Execution is one device op: a fused kernel reads every non-virtual input and writes every
 // non-virtual output once; virtual tensors cost no memory traffic. Time is the roofline of the
 // graph's FLOPs (convolutions and matmuls 2 * multiply-adds, pointwise and reductions one per
@@ -167,11 +175,16 @@ struct GraphInfo {
   };
   std::vector<External> externals;  // one per uid
   double flops = 0, bytes = 0;
+  double heavy_flops = 0;            // of its convolution or matmul, which tensor cores speed up
+  double tensor_core_speedup = 1.0;  // > 1 when engine 1 runs the graph
 };
+
+// Global engine indices (Note [Backend API]).
+inline constexpr int64_t kFp32Engine = 0, kTensorCoreEngine = 1, kEngineCount = 2;
 
 struct EngineInfo {
   std::shared_ptr<const GraphInfo> graph;
-  int64_t index = 0;
+  int64_t index = kFp32Engine;
 };
 
 struct EngineConfigInfo {

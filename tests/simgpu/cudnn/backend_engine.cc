@@ -10,11 +10,8 @@
 namespace simgpu::cudnn::backend {
 namespace {
 
-// Engines an operation graph has: one, global index 0.
-constexpr int64_t kEngineCount = 1;
-
-// Empty lists (one element each only so that no pointer is null).
-constexpr cudnnBackendNumericalNote_t kNoNumericalNotes[1] = {};
+// Engine 1's note, and empty lists (one element each only so that no pointer is null).
+constexpr cudnnBackendNumericalNote_t kTensorCoreNote[1] = {CUDNN_NUMERICAL_NOTE_TENSOR_CORE};
 constexpr cudnnBackendBehaviorNote_t kNoBehaviorNotes[1] = {};
 constexpr int64_t kNoUids[1] = {};
 
@@ -131,14 +128,15 @@ class EngineObject : public InfoObject<EngineInfo> {
                         {std::make_shared<GraphObject>(current().graph)});
       case CUDNN_ATTR_ENGINE_GLOBAL_INDEX:
         return GetOne(a, CUDNN_TYPE_INT64, current().index);
-      // The engine has no knobs, prefers no layout, and has no numerical notes (fp32 math,
-      // deterministic, no tensor cores) and no behaviour notes (no runtime compilation).
+      // No knobs, no preferred layout, no behaviour notes (no runtime compilation); engine 1
+      // uses tensor cores (Note [Backend API]).
       case CUDNN_ATTR_ENGINE_KNOB_INFO:
         return GetDescs(a, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, {});
       case CUDNN_ATTR_ENGINE_LAYOUT_INFO:
         return GetDescs(a, CUDNN_BACKEND_LAYOUT_INFO_DESCRIPTOR, {});
       case CUDNN_ATTR_ENGINE_NUMERICAL_NOTE:
-        return GetValues(a, CUDNN_TYPE_NUMERICAL_NOTE, kNoNumericalNotes, 0);
+        return GetValues(a, CUDNN_TYPE_NUMERICAL_NOTE, kTensorCoreNote,
+                         current().index == kTensorCoreEngine ? 1 : 0);
       case CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE:
         return GetValues(a, CUDNN_TYPE_BEHAVIOR_NOTE, kNoBehaviorNotes, 0);
       default:
@@ -149,6 +147,12 @@ class EngineObject : public InfoObject<EngineInfo> {
   cudnnStatus_t Finalize() override {
     if (draft().graph == nullptr || !index_set_) return CUDNN_STATUS_BAD_PARAM;
     if (draft().index < 0 || draft().index >= kEngineCount) return CUDNN_STATUS_BAD_PARAM;
+    if (draft().index == kTensorCoreEngine && draft().graph->tensor_core_speedup <= 1.0) {
+      return NotSupported("cudnnBackendFinalize",
+                          "engine %d (tensor cores) for a graph whose data the preset's GPU does "
+                          "not run on tensor cores",
+                          static_cast<int>(kTensorCoreEngine));
+    }
     Freeze();
     return CUDNN_STATUS_SUCCESS;
   }
@@ -273,7 +277,7 @@ class EngineConfigObject : public InfoObject<EngineConfigInfo> {
 struct HeuristicsInfo {
   std::shared_ptr<const GraphInfo> graph;
   cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_INSTANT;
-  std::shared_ptr<const EngineConfigInfo> result;  // set by Finalize
+  std::vector<std::shared_ptr<const EngineConfigInfo>> results;  // set by Finalize, best first
 };
 
 class HeuristicsObject : public InfoObject<HeuristicsInfo> {
@@ -313,8 +317,13 @@ class HeuristicsObject : public InfoObject<HeuristicsInfo> {
     switch (name) {
       case CUDNN_ATTR_ENGINEHEUR_RESULTS:
         if (!finalized) return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;
-        return GetDescs(a, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
-                        {std::make_shared<EngineConfigObject>(current().result)});
+        {
+          std::vector<std::shared_ptr<Object>> configs;
+          for (const auto& c : current().results) {
+            configs.push_back(std::make_shared<EngineConfigObject>(c));
+          }
+          return GetDescs(a, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, configs);
+        }
       case CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH:
         if (current().graph == nullptr) {
           return GetDescs(a, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, {});
@@ -328,15 +337,21 @@ class HeuristicsObject : public InfoObject<HeuristicsInfo> {
     }
   }
 
-  // Every mode recommends the one engine with no knob choices.
+  // Every mode ranks the engines the same: tensor cores first where the graph has them, then the
+  // fp32 units; no knob choices.
   cudnnStatus_t Finalize() override {
     HeuristicsInfo& h = draft();
     if (h.graph == nullptr || !mode_set_) return CUDNN_STATUS_BAD_PARAM;
-    auto engine = std::make_shared<EngineInfo>();
-    engine->graph = h.graph;
-    auto config = std::make_shared<EngineConfigInfo>();
-    config->engine = engine;
-    h.result = config;
+    h.results.clear();
+    for (int64_t index : {kTensorCoreEngine, kFp32Engine}) {
+      if (index == kTensorCoreEngine && h.graph->tensor_core_speedup <= 1.0) continue;
+      auto engine = std::make_shared<EngineInfo>();
+      engine->graph = h.graph;
+      engine->index = index;
+      auto config = std::make_shared<EngineConfigInfo>();
+      config->engine = engine;
+      h.results.push_back(config);
+    }
     Freeze();
     return CUDNN_STATUS_SUCCESS;
   }
@@ -481,6 +496,41 @@ class InertObject : public Object {
   }
 };
 
+// The name of a descriptor type simgpu does not implement, for its not-supported line.
+const char* UnsupportedTypeName(cudnnBackendDescriptorType_t type) {
+  switch (type) {
+#define SIMGPU_NAME(t)    \
+  case CUDNN_BACKEND_##t: \
+    return "CUDNN_BACKEND_" #t;
+    SIMGPU_NAME(INTERMEDIATE_INFO_DESCRIPTOR)
+    SIMGPU_NAME(LAYOUT_INFO_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_GEN_STATS_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_BN_FINALIZE_STATISTICS_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_BN_BWD_WEIGHTS_DESCRIPTOR)
+    SIMGPU_NAME(RESAMPLE_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_RESAMPLE_FWD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_RESAMPLE_BWD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_CONCAT_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_SIGNAL_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_NORM_FORWARD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_NORM_BACKWARD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_RESHAPE_DESCRIPTOR)
+    SIMGPU_NAME(RNG_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_RNG_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_BLOCK_SCALE_QUANTIZE_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_BLOCK_SCALE_DEQUANTIZE_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_EXPAND_BAND_MATRIX_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_CONTRACT_BAND_MATRIX_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_SDPA_FWD_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_MOE_GROUPED_MATMUL_DESCRIPTOR)
+    SIMGPU_NAME(OPERATION_SDPA_BWD_DESCRIPTOR)
+#undef SIMGPU_NAME
+    default:
+      return "an unknown descriptor type";
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Object> NewObject(cudnnBackendDescriptorType_t type) {
@@ -506,7 +556,7 @@ std::shared_ptr<Object> NewObject(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR:
       return std::make_shared<InertObject>();
     default:
-      NotSupported("cudnnBackendCreateDescriptor", "backend descriptor type %d",
+      NotSupported("cudnnBackendCreateDescriptor", "%s (%d)", UnsupportedTypeName(type),
                    static_cast<int>(type));
       return nullptr;
   }

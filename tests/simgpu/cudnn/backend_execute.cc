@@ -161,7 +161,12 @@ cudnnStatus_t Execute(cudnnHandle_t handle, const PlanInfo& plan, const VariantP
     accesses.push_back({pack.workspace, static_cast<size_t>(plan.workspace), true});
   }
 
-  Err e = Launch("cudnnBackendExecute", handle->stream, accesses.data(), accesses.size(), g.flops,
+  // Engine 1 runs the convolution or matmul on tensor cores (Note [Backend API]).
+  double flops = g.flops;
+  if (plan.config->engine->index == kTensorCoreEngine) {
+    flops = g.flops - g.heavy_flops + g.heavy_flops / g.tensor_core_speedup;
+  }
+  Err e = Launch("cudnnBackendExecute", handle->stream, accesses.data(), accesses.size(), flops,
                  g.bytes, [&] {
                    std::map<int64_t, std::vector<float>> scratch;  // virtual tensors
                    auto ptr = [&](const TensorInfo& t) -> float* {

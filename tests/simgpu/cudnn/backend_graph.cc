@@ -3,6 +3,8 @@
 #include <map>
 
 #include "backend.h"
+#include "gemm_ex.h"
+#include "tests/simgpu/device/device.h"
 
 namespace simgpu::cudnn::backend {
 namespace {
@@ -71,6 +73,31 @@ cudnnStatus_t MathSupports(const OpInfo& op) {
   return NotSupported(
       kFn, "%s in math mode (run with SIMGPU_COMPUTE=timing)",
       op.kind == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR ? "matmul" : "reduction");
+}
+
+// How much faster than the fp32 units tensor cores run `op` on the preset's GPU (1: they do not),
+// from its data type: fp16 and bf16 on half-precision tensor cores, fp32 as tf32.
+double TensorCoreSpeedup(const OpInfo& op) {
+  const TensorInfo* data = nullptr;
+  if (op.kind == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
+    data = op.tensor[kA].get();
+  } else if (IsConv(op.kind)) {
+    data = op.tensor[op.kind == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ? kDy
+                                                                                             : kX]
+               .get();
+  }
+  if (data == nullptr) return 1.0;
+  const int cc = Device::Get().config().machine.cc_major;
+  switch (data->type) {
+    case CUDNN_DATA_HALF:
+      return blas::RateSpeedup(blas::Rate::kHalf, cc, false);
+    case CUDNN_DATA_BFLOAT16:
+      return blas::RateSpeedup(blas::Rate::kHalf, cc, true);
+    case CUDNN_DATA_FLOAT:
+      return blas::RateSpeedup(blas::Rate::kTf32, cc, false);
+    default:
+      return 1.0;
+  }
 }
 
 }  // namespace
@@ -148,8 +175,14 @@ cudnnStatus_t FinalizeGraph(GraphInfo* g) {
   // convolution blends its prior value in); virtual tensors stay on chip.
   std::map<int64_t, GraphInfo::External> ext;
   double flops = 0;
+  g->heavy_flops = 0;
+  g->tensor_core_speedup = 1.0;
   for (const auto& op : order) {
     flops += op->Flops();
+    if (IsConv(op->kind) || op->kind == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
+      g->heavy_flops = op->Flops();
+      g->tensor_core_speedup = TensorCoreSpeedup(*op);
+    }
     for (Role r : op->Inputs()) {
       if (!op->tensor[r]->is_virtual) {
         ext[op->tensor[r]->uid].tensor = op->tensor[r];

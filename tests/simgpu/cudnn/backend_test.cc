@@ -483,6 +483,15 @@ TEST(BatchNormExTest, ForwardTrainingAndBackwardMatchTheNonExCalls) {
     EXPECT_EQ(Download(plain.*field, c), Download(ex.*field, c));
   }
   EXPECT_NE(Download(ex.rm, c), zeros);  // the running mean moved
+  // Half data computes only in timing mode (backend_timing_test.cc).
+  cudnnTensorDescriptor_t hd;
+  ASSERT_CUDNN(cudnnCreateTensorDescriptor(&hd));
+  ASSERT_CUDNN(cudnnSetTensor4dDescriptor(hd, CUDNN_TENSOR_NCHW, CUDNN_DATA_HALF, n, c, h, w));
+  EXPECT_EQ(CUDNN_STATUS_NOT_SUPPORTED,
+            cudnnBatchNormalizationForwardTrainingEx(
+                handle, mode, ops, &one, &zero, hd, x, nullptr, nullptr, hd, ex.y, pd, scale, bias,
+                factor, ex.rm, ex.rv, eps, ex.sm, ex.siv, nullptr, ws, fws, rs, reserve));
+  cudnnDestroyTensorDescriptor(hd);
   EXPECT_NE(Download(ex.db, c), zeros);
   cudnnDestroyTensorDescriptor(xd);
   cudnnDestroyTensorDescriptor(pd);

@@ -261,6 +261,20 @@ inline void MakePlan(cudnnHandle_t handle, const Desc& graph, Desc* plan, int64_
   EXPECT_GE(*workspace, 0);
 }
 
+// A plan for global engine `index`, built the way cudnn_frontend's EngineBuilder and
+// EngineConfigBuilder do (no heuristics).
+inline cudnnStatus_t MakePlanForEngine(const Desc& graph, int64_t index, Desc* plan) {
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR), config(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  cudnnStatus_t st;
+  if ((st = engine.SetDesc(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph))) return st;
+  if ((st = engine.Set1(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, index))) return st;
+  if ((st = engine.Finalize())) return st;
+  if ((st = config.SetDesc(CUDNN_ATTR_ENGINECFG_ENGINE, engine))) return st;
+  if ((st = config.Finalize())) return st;
+  if ((st = plan->SetDesc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config))) return st;
+  return plan->Finalize();
+}
+
 inline cudnnStatus_t MakePack(Desc* pack, const std::vector<int64_t>& uids,
                               const std::vector<void*>& ptrs, void* workspace) {
   cudnnStatus_t st;

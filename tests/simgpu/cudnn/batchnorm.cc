@@ -8,7 +8,6 @@ namespace {
 
 using simgpu::Access;
 using simgpu::cudnn::AsTensor4;
-using simgpu::cudnn::Bytes;
 using simgpu::cudnn::NotSupported;
 using simgpu::cudnn::ReadIf;
 using simgpu::cudnn::Run;
@@ -19,15 +18,36 @@ bool SameDims(const kernels::Tensor4& a, const kernels::Tensor4& b) {
   return a.n == b.n && a.c == b.c && a.h == b.h && a.w == b.w;
 }
 
-// Checks x, the other data tensors (same dims as x), the mode and the parameter descriptor.
+// A data tensor (x, y, dy, dx) as a 4-d layout and its element size. fp32 computes; half and
+// bfloat16 data (PyTorch's mixed precision hands them over with fp32 parameters) only take time
+// and touch memory, so math mode reports them as not supported.
+cudnnStatus_t DataTensor(const char* fn, const cudnnTensorStruct* d, kernels::Tensor4* t,
+                         size_t* eb) {
+  if (d != nullptr && d->set && (d->type == CUDNN_DATA_HALF || d->type == CUDNN_DATA_BFLOAT16)) {
+    if (simgpu::ComputeEnabled()) {
+      return NotSupported(fn,
+                          "half or bfloat16 data in math mode (run with SIMGPU_COMPUTE=timing)");
+    }
+    cudnnTensorStruct as_float = *d;
+    as_float.type = CUDNN_DATA_FLOAT;
+    *eb = 2;
+    return AsTensor4(fn, &as_float, t);
+  }
+  *eb = 4;
+  return AsTensor4(fn, d, t);
+}
+
+// Checks x, the other data tensors (same dims and type as x), the mode and the parameter
+// descriptor; `eb` gets the data tensors' element size.
 cudnnStatus_t MakeShape(
     const char* fn, cudnnBatchNormMode_t mode, const cudnnTensorStruct* xd,
     std::initializer_list<std::pair<const cudnnTensorStruct*, kernels::Tensor4*>> others,
-    const cudnnTensorStruct* pd, double epsilon, kernels::BnShape* s) {
-  SIMGPU_RETURN_IF_ERROR(AsTensor4(fn, xd, &s->x));
+    const cudnnTensorStruct* pd, double epsilon, kernels::BnShape* s, size_t* eb) {
+  SIMGPU_RETURN_IF_ERROR(DataTensor(fn, xd, &s->x, eb));
   for (const auto& [d, t] : others) {
-    SIMGPU_RETURN_IF_ERROR(AsTensor4(fn, d, t));
-    if (!SameDims(s->x, *t)) return CUDNN_STATUS_BAD_PARAM;
+    size_t other_eb = 0;
+    SIMGPU_RETURN_IF_ERROR(DataTensor(fn, d, t, &other_eb));
+    if (!SameDims(s->x, *t) || other_eb != *eb) return CUDNN_STATUS_BAD_PARAM;
   }
   switch (mode) {
     case CUDNN_BATCHNORM_PER_ACTIVATION:
@@ -54,6 +74,11 @@ cudnnStatus_t MakeShape(
 
 size_t ParamBytes(const kernels::BnShape& s) { return static_cast<size_t>(s.Stats()) * 4; }
 
+// Bytes a data tensor spans at element size `eb`.
+size_t DataBytes(const kernels::Tensor4& t, size_t eb) {
+  return static_cast<size_t>(t.Span()) * eb;
+}
+
 cudnnStatus_t ForwardTraining(const char* fn, cudnnHandle_t h, cudnnBatchNormMode_t mode,
                               const void* alpha, const void* beta, const cudnnTensorDescriptor_t xd,
                               const void* x, const cudnnTensorDescriptor_t yd, void* y,
@@ -64,17 +89,18 @@ cudnnStatus_t ForwardTraining(const char* fn, cudnnHandle_t h, cudnnBatchNormMod
   if (!h || !alpha || !beta || !x || !y || !scale || !bias) return CUDNN_STATUS_BAD_PARAM;
   if ((save_mean == nullptr) != (save_inv_var == nullptr)) return CUDNN_STATUS_BAD_PARAM;
   kernels::BnShape s;
+  size_t eb = 4;
   kernels::Tensor4 yt;
-  SIMGPU_RETURN_IF_ERROR(MakeShape(fn, mode, xd, {{yd, &yt}}, pd, epsilon, &s));
+  SIMGPU_RETURN_IF_ERROR(MakeShape(fn, mode, xd, {{yd, &yt}}, pd, epsilon, &s, &eb));
   const float a = Scalar(alpha), b = Scalar(beta);
   const size_t pb = ParamBytes(s);
   const double n = static_cast<double>(s.x.Elements());
   // Two passes over x (statistics, then normalisation), y once (twice with beta), parameters.
-  const double bytes = n * 4 * (b != 0.0f ? 4 : 3) + pb * 8.0;
+  const double bytes = n * eb * (b != 0.0f ? 4 : 3) + pb * 8.0;
   return Run(
       h, fn,
-      {Access{x, Bytes(s.x), false}, Access{scale, pb, false}, Access{bias, pb, false},
-       ReadIf(b != 0.0f, y, Bytes(yt)), Access{y, Bytes(yt), true},
+      {Access{x, DataBytes(s.x, eb), false}, Access{scale, pb, false}, Access{bias, pb, false},
+       ReadIf(b != 0.0f, y, DataBytes(yt, eb)), Access{y, DataBytes(yt, eb), true},
        ReadIf(true, running_mean, running_mean ? pb : 0),
        Access{running_mean, running_mean ? pb : 0, true},
        ReadIf(true, running_var, running_var ? pb : 0),
@@ -105,21 +131,22 @@ cudnnStatus_t Backward(const char* fn, cudnnHandle_t h, cudnnBatchNormMode_t mod
   }
   if ((saved_mean == nullptr) != (saved_inv_var == nullptr)) return CUDNN_STATUS_BAD_PARAM;
   kernels::BnShape s;
+  size_t eb = 4;
   kernels::Tensor4 dyt, dxt;
-  SIMGPU_RETURN_IF_ERROR(MakeShape(fn, mode, xd, {{dyd, &dyt}, {dxd, &dxt}}, pd, epsilon, &s));
+  SIMGPU_RETURN_IF_ERROR(MakeShape(fn, mode, xd, {{dyd, &dyt}, {dxd, &dxt}}, pd, epsilon, &s, &eb));
   const float ad = Scalar(alpha_data), bd = Scalar(beta_data);
   const float ap = Scalar(alpha_param), bp = Scalar(beta_param);
   const size_t pb = ParamBytes(s);
   const double n = static_cast<double>(s.x.Elements());
-  const double bytes = n * 4 * (bd != 0.0f ? 6 : 5) + pb * 6.0;
+  const double bytes = n * eb * (bd != 0.0f ? 6 : 5) + pb * 6.0;
   return Run(
       h, fn,
-      {Access{x, Bytes(s.x), false}, Access{dy, Bytes(dyt), false}, Access{scale, pb, false},
-       ReadIf(saved_mean != nullptr, saved_mean, pb),
-       ReadIf(saved_inv_var != nullptr, saved_inv_var, pb), ReadIf(bd != 0.0f, dx, Bytes(dxt)),
-       Access{dx, Bytes(dxt), true}, ReadIf(bp != 0.0f, dscale, pb), Access{dscale, pb, true},
-       ReadIf(bp != 0.0f, dbias, pb), Access{dbias, pb, true}, Access{ws, ws_bytes, true},
-       ReadIf(true, reserve, reserve_bytes)},
+      {Access{x, DataBytes(s.x, eb), false}, Access{dy, DataBytes(dyt, eb), false},
+       Access{scale, pb, false}, ReadIf(saved_mean != nullptr, saved_mean, pb),
+       ReadIf(saved_inv_var != nullptr, saved_inv_var, pb),
+       ReadIf(bd != 0.0f, dx, DataBytes(dxt, eb)), Access{dx, DataBytes(dxt, eb), true},
+       ReadIf(bp != 0.0f, dscale, pb), Access{dscale, pb, true}, ReadIf(bp != 0.0f, dbias, pb),
+       Access{dbias, pb, true}, Access{ws, ws_bytes, true}, ReadIf(true, reserve, reserve_bytes)},
       10 * n, bytes, [&] {
         kernels::BnBackward(s, dyt, dxt, ad, bd, ap, bp, static_cast<const float*>(x),
                             static_cast<const float*>(dy), static_cast<float*>(dx),
@@ -201,16 +228,17 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(
     return CUDNN_STATUS_BAD_PARAM;
   }
   kernels::BnShape s;
+  size_t eb = 4;
   kernels::Tensor4 yt;
-  SIMGPU_RETURN_IF_ERROR(MakeShape(fn, mode, xd, {{yd, &yt}}, pd, epsilon, &s));
+  SIMGPU_RETURN_IF_ERROR(MakeShape(fn, mode, xd, {{yd, &yt}}, pd, epsilon, &s, &eb));
   const float a = Scalar(alpha), b = Scalar(beta);
   const size_t pb = ParamBytes(s);
   const double n = static_cast<double>(s.x.Elements());
   return Run(h, fn,
-             {Access{x, Bytes(s.x), false}, Access{scale, pb, false}, Access{bias, pb, false},
-              Access{est_mean, pb, false}, Access{est_var, pb, false},
-              ReadIf(b != 0.0f, y, Bytes(yt)), Access{y, Bytes(yt), true}},
-             2 * n, n * 4 * (b != 0.0f ? 3 : 2) + pb * 4.0, [&] {
+             {Access{x, DataBytes(s.x, eb), false}, Access{scale, pb, false},
+              Access{bias, pb, false}, Access{est_mean, pb, false}, Access{est_var, pb, false},
+              ReadIf(b != 0.0f, y, DataBytes(yt, eb)), Access{y, DataBytes(yt, eb), true}},
+             2 * n, n * eb * (b != 0.0f ? 3 : 2) + pb * 4.0, [&] {
                kernels::BnForwardInference(
                    s, yt, a, b, static_cast<const float*>(x), static_cast<float*>(y),
                    static_cast<const float*>(scale), static_cast<const float*>(bias),

@@ -68,7 +68,14 @@ class CudnnTest : public ::testing::Test {
 };
 
 TEST_F(CudnnTest, VersionsStringsAndStream) {
-  EXPECT_EQ(cudnnGetVersion(), static_cast<size_t>(CUDNN_VERSION));
+  // Note [Reported cuDNN version]: at least the headers', same major, matching the properties.
+  EXPECT_GE(cudnnGetVersion(), static_cast<size_t>(CUDNN_VERSION));
+  int major = 0, minor = 0, patch = 0;
+  ASSERT_OK(cudnnGetProperty(MAJOR_VERSION, &major));
+  ASSERT_OK(cudnnGetProperty(MINOR_VERSION, &minor));
+  ASSERT_OK(cudnnGetProperty(PATCH_LEVEL, &patch));
+  EXPECT_EQ(major, CUDNN_MAJOR);
+  EXPECT_EQ(cudnnGetVersion(), static_cast<size_t>(major * 10000 + minor * 100 + patch));
   EXPECT_STREQ(cudnnGetErrorString(CUDNN_STATUS_NOT_SUPPORTED), "CUDNN_STATUS_NOT_SUPPORTED");
   cudaStream_t s = reinterpret_cast<cudaStream_t>(0x1234);
   ASSERT_OK(cudnnSetStream(handle_, s));

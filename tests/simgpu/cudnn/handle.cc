@@ -4,9 +4,22 @@
 
 #include "api.h"
 
+namespace {
+
+// Note [Reported cuDNN version]
+// simgpu reports the cuDNN the pinned PyTorch wheel (2.15.0, cu130) was built against, 9.26.0:
+// PyTorch refuses a runtime whose minor version is older than its build's. The API simgpu
+// implements is that of the 9.19 headers it compiles against (backend attributes newer than
+// those get BAD_PARAM, as an unknown attribute does).
+constexpr int kMajor = 9, kMinor = 26, kPatch = 0;
+static_assert(kMajor == CUDNN_MAJOR && kMinor >= CUDNN_MINOR,
+              "report at least the headers' version");
+
+}  // namespace
+
 extern "C" {
 
-size_t cudnnGetVersion(void) { return CUDNN_VERSION; }
+size_t cudnnGetVersion(void) { return kMajor * 10000 + kMinor * 100 + kPatch; }
 size_t cudnnGetMaxDeviceVersion(void) { return 900; }  // compute capability 9.0, as for Hopper
 size_t cudnnGetCudartVersion(void) { return CUDART_VERSION; }
 
@@ -14,13 +27,13 @@ cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int* value) {
   if (value == nullptr) return CUDNN_STATUS_BAD_PARAM;
   switch (type) {
     case MAJOR_VERSION:
-      *value = CUDNN_MAJOR;
+      *value = kMajor;
       return CUDNN_STATUS_SUCCESS;
     case MINOR_VERSION:
-      *value = CUDNN_MINOR;
+      *value = kMinor;
       return CUDNN_STATUS_SUCCESS;
     case PATCH_LEVEL:
-      *value = CUDNN_PATCHLEVEL;
+      *value = kPatch;
       return CUDNN_STATUS_SUCCESS;
   }
   return CUDNN_STATUS_BAD_PARAM;
