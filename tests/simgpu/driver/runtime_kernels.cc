@@ -110,6 +110,10 @@ void** RegisterModule(const void* fat_cubin) {
   return reinterpret_cast<void**>(m);
 }
 
+// Forgets the module's host addresses. A module already loaded stays in the driver (its
+// cuLibraryUnload is not called): unregistration runs from atexit handlers, when the driver's
+// state may be going, and a program that unloads a CUDA library mid-run (dlclose) is rare; the
+// cost is the module's parsed cubins and any globals it allocated.
 void UnregisterModule(void** handle) {
   if (handle == nullptr) return;
   auto* m = reinterpret_cast<RtModule*>(handle);
