@@ -118,11 +118,17 @@ class Device {
   Err Launch(const char* op, void* stream, const Access* accesses, size_t n, double flops,
              double bytes, const std::function<void()>& body);
   // An opaque kernel (device code simgpu cannot run), given the 8-byte words of its parameter
-  // buffer: every word that points into live device memory makes the kernel read and write that
-  // whole allocation, each allocation counted once in the roofline's bytes; a word inside the
-  // device range that points at no live memory (nor one past an allocation's end) is an illegal
-  // address. No body runs, whatever SIMGPU_COMPUTE says (Note [Kernel ops] in device_kernel.cc).
-  Err LaunchKernel(const char* op, void* stream, const uint64_t* words, size_t n);
+  // buffer, each with the index of the parameter it lies in: a word that points into live device
+  // memory makes the kernel read and write that whole allocation, each allocation counted once in
+  // the roofline's bytes; a word of a parameter made only of device addresses that points at
+  // freed or unmapped memory is an illegal address. No body runs, whatever SIMGPU_COMPUTE says
+  // (Note [Kernel ops] in device_kernel.cc).
+  struct KernelWord {
+    static constexpr uint32_t kNoParam = ~uint32_t{0};  // spans parameters, or layout unknown
+    uint64_t value;
+    uint32_t param;
+  };
+  Err LaunchKernel(const char* op, void* stream, const KernelWord* words, size_t n);
 
   // --- Streams and events. Handles are opaque pointers; nullptr/0x1 = legacy, 0x2 = per-thread.
   Err StreamCreate(bool non_blocking, void** out);

@@ -3,27 +3,42 @@
 // Note [Kernel ops]: a kernel is opaque to simgpu; all it knows is the kernel's parameter
 // buffer, laid out from the cubin's parameter info (driver/cubin.h). Each 8-byte word at an
 // 8-byte aligned offset of the buffer that points into a live allocation is taken as the kernel
-// reading and writing that whole allocation: the mapping checker sees the use, the hazard
-// checker records a write, and the roofline counts the allocation's bytes once per launch, at
-// zero flops (memory-bound: elementwise and reduction kernels, which are most of a framework's
-// kernels; GEMMs and convolutions go through cuBLAS and cuDNN, which count flops).
-// Limits of the estimate:
+// reading and writing that whole allocation: the hazard checker records a write, and the
+// roofline counts the allocation's bytes once per launch, at zero flops (memory-bound:
+// elementwise and reduction kernels, most of a framework's kernels; GEMMs and convolutions go
+// through cuBLAS and cuDNN, which count flops).
+//
+// A parameter buffer is not all pointers. It holds sizes, strides, flags, padding, and fields
+// the host never set: torch's OffsetCalculator fills its 25-entry size and stride arrays only
+// up to the tensor's rank, and ReduceOp leaves dst[1] alone for a reduction with one output, so
+// those words are stale stack contents, often old device pointers (seen: a torch transformer
+// step with PYTORCH_NO_CUDA_MEMORY_CACHING=1 had a freed block's address in an elementwise
+// copy's OffsetCalculator). A GPU kernel never reads them, so they must not fault here. A word
+// that points at no live memory is therefore the dangling pointer a GPU would fault on (the
+// sticky illegal address, one line naming the kernel, the parameter and the word) only when
+//   - it points at memory the program had and lost (DanglingLocked): a freed cudaMalloc block
+//     not handed out again, or the unmapped bytes of a VMM reservation (where pooch keeps a
+//     swapped tensor's address). Any other word in the device range, which is ordinary host
+//     address space, is data that happens to look like an address (an integer with garbage
+//     upper bits);
+//   - its parameter is made only of device addresses (and nulls): a pointer, or an array of
+//     pointers such as the `data` array of torch's elementwise kernels. A word inside a struct
+//     that also holds other values may be stale and is passed over;
+//   - it is not an allocation's end (a one-past-the-end pointer). When the allocation's size is
+//     a multiple of the page, its end is also the start of the next block, and a pointer to that
+//     block once freed is taken for the end pointer.
+// So simgpu prefers missing a fault to inventing one: a freed pointer inside a mixed struct (an
+// OffsetCalculator-carrying lambda) is not caught.
+// Limits of the time estimate:
 //   - it is only as good as the allocations are tight. PyTorch's caching allocator carves
 //     tensors out of segments it got from cudaMalloc (2 MiB and up), so a kernel on a small
 //     tensor is charged its whole segment: time is over-estimated unless the caching is off
 //     (PYTORCH_NO_CUDA_MEMORY_CACHING=1) or the cudaMallocAsync backend is used
 //     (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync), where each tensor is an allocation;
+//   - stale words that point into live allocations are counted as uses (and as writes by the
+//     hazard checker);
 //   - pointers held in device memory (pointer arrays, as in torch's foreach kernels) are not
-//     followed: only the parameter buffer is scanned;
-//   - a word equal to an allocation's end (a one-past-the-end pointer) is not a use.
-// A word that points at memory the program had and lost, a freed cudaMalloc block not handed
-// out again or the unmapped bytes of one of its VMM reservations (where pooch keeps a swapped
-// tensor's address), is the dangling pointer a GPU would fault on: the sticky illegal address.
-// Any other word that falls in the device range but on nothing is taken for data, not a
-// pointer: parameter structs carry sizes, strides, flags and padding whose bytes can look like
-// addresses (PyTorch's reduction kernels do), and a GPU does not fault on what it never
-// dereferences. What remains possible is a stale copy of a freed pointer in a struct's padding
-// being reported as a use; none has been seen.
+//     followed: only the parameter buffer is scanned.
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -33,25 +48,38 @@
 
 namespace simgpu {
 
-Err Device::LaunchKernel(const char* op, void* stream, const uint64_t* words, size_t n) {
+Err Device::LaunchKernel(const char* op, void* stream, const KernelWord* words, size_t n) {
   if (n > 0 && words == nullptr) return Err::kInvalidValue;
   std::lock_guard<std::mutex> lock(mu_);
   if (sticky_ != Err::kOk) return sticky_;
   StreamClock* s = ResolveStreamLocked(stream);
   if (s == nullptr) return Err::kInvalidHandle;
+  // Parameters whose non-null words are all device addresses (and that have one).
+  std::map<uint32_t, bool> addresses_only;
+  for (size_t i = 0; i < n; ++i) {
+    if (words[i].value == 0) continue;
+    bool address = words[i].param != KernelWord::kNoParam && InDeviceRange(words[i].value, 1);
+    auto [it, fresh] = addresses_only.emplace(words[i].param, address);
+    if (!fresh) it->second = it->second && address;
+  }
   std::map<uint64_t, uint64_t> allocs;  // base -> bytes, each allocation once
   for (size_t i = 0; i < n; ++i) {
-    uint64_t w = words[i];
+    uint64_t w = words[i].value;
     if (!InDeviceRange(w, 1)) continue;
     PtrInfo info = ClassifyLocked(w);
     if (info.kind == PtrKind::kDevice) {
       allocs.emplace(info.base, info.bytes);
       continue;
     }
-    if (w > 0 && ClassifyLocked(w - 1).kind == PtrKind::kDevice) continue;  // one past the end
+    if (!addresses_only[words[i].param]) continue;                 // maybe a stale word
+    if (ClassifyLocked(w - 1).kind == PtrKind::kDevice) continue;  // one past the end
     if (!DanglingLocked(w)) continue;  // data that looks like an address
-    // Reports the word as the address the kernel touches, and sets the sticky error.
-    return CheckAccessLocked(op, w, 1, false);
+    std::fprintf(stderr,
+                 "simgpu: illegal address: %s: parameter %" PRIu32 " holds 0x%" PRIx64
+                 ", which is not mapped (freed or unmapped)\n",
+                 op, words[i].param, w);
+    sticky_ = Err::kIllegalAddress;
+    return sticky_;
   }
   std::vector<Access> accesses;
   accesses.reserve(allocs.size());

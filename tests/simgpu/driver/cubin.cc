@@ -144,6 +144,10 @@ bool ParseCubin(const uint8_t* data, size_t bytes, Cubin* out, std::string* why)
     *why = "not a CUDA ELF (machine " + std::to_string(eh.e_machine) + ")";
     return false;
   }
+  // The architecture: e_flags bits 8..15 in the ABI nvcc 12 and 13 write (EI_ABIVERSION 8),
+  // bits 0..7 before.
+  out->arch =
+      static_cast<int>(data[EI_ABIVERSION] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff);
   if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > bytes ||
       uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > bytes - eh.e_shoff ||
       eh.e_shstrndx >= eh.e_shnum) {

@@ -35,6 +35,7 @@ struct Global {
 };
 
 struct Cubin {
+  int arch = 0;                               // sm_XY as 10 * X + Y (from the ELF header)
   std::map<std::string, KernelInfo> kernels;  // by mangled name
   std::map<std::string, Global> globals;      // __device__ and __constant__ variables
 };

@@ -82,9 +82,8 @@ CUresult BuildParams(const char* api, const Function& f, void** kernel_params, v
   }
   if (f.info == nullptr) {
     std::fprintf(stderr,
-                 "simgpu: %s: %s has no parameter info (its module has no cubin with it), so its "
-                 "arguments cannot be read\n",
-                 api, f.name);
+                 "simgpu: %s: %s has no parameter info (%s), so its arguments cannot be read\n",
+                 api, f.name, f.no_info.c_str());
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   const auto& params = f.info->params;
@@ -95,6 +94,28 @@ CUresult BuildParams(const char* api, const Function& f, void** kernel_params, v
     std::memcpy(buf->data() + params[i].offset, kernel_params[i], params[i].bytes);
   }
   return CUDA_SUCCESS;
+}
+
+// The buffer's 8-byte aligned words, each with the parameter that holds all of it (Note [Kernel
+// ops] in device/device_kernel.cc): kNoParam for a word across parameters or padding, and for
+// every word when the layout is unknown (a buffer given through `extra` for a kernel without
+// parameter info).
+std::vector<Device::KernelWord> Words(const Function& f, const std::vector<uint8_t>& buf) {
+  std::vector<Device::KernelWord> words(buf.size() / 8);
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::memcpy(&words[i].value, buf.data() + 8 * i, 8);
+    words[i].param = Device::KernelWord::kNoParam;
+  }
+  if (f.info == nullptr) return words;
+  const auto& params = f.info->params;
+  for (size_t p = 0; p < params.size(); ++p) {
+    uint64_t first = (uint64_t{params[p].offset} + 7) / 8;
+    uint64_t end = (uint64_t{params[p].offset} + params[p].bytes) / 8;  // words wholly inside
+    for (uint64_t w = first; w < end && w < words.size(); ++w) {
+      words[w].param = static_cast<uint32_t>(p);
+    }
+  }
+  return words;
 }
 
 CUresult Launch(const char* api, CUfunction func, const Shape& shape, CUstream stream,
@@ -113,9 +134,7 @@ CUresult Launch(const char* api, CUfunction func, const Shape& shape, CUstream s
   }
   std::vector<uint8_t> buf;
   if (CUresult r = BuildParams(api, *f, kernel_params, extra, &buf); r != CUDA_SUCCESS) return r;
-  std::vector<uint64_t> words(buf.size() / 8);
-  if (!words.empty()) std::memcpy(words.data(), buf.data(), words.size() * 8);
-  return ToCU(Device::Get().LaunchKernel(f->name, stream, words.data(), words.size()));
+  return ToCU(Device::Get().LaunchKernel(f->name, stream, Words(*f, buf).data(), buf.size() / 8));
 }
 
 // Launch attributes whose effect simgpu models as none (hints, placement, cluster shape,

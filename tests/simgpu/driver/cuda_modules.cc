@@ -19,6 +19,7 @@
 
 #include "tests/simgpu/driver/driver_common.h"
 #include "tests/simgpu/driver/fatbin.h"
+#include "tests/simgpu/driver/ptx.h"
 
 using simgpu::Device;
 using simgpu::Err;
@@ -47,6 +48,7 @@ struct Module {
   std::vector<std::unique_ptr<LoadedCubin>> cubins;
   std::string ptx;  // the PTX text (a PTX image or a fat binary's PTX entries), when needed
   bool ptx_read = false;
+  std::vector<std::unique_ptr<cubin::KernelInfo>> ptx_kernels;  // read from `ptx`
   std::map<std::string, std::unique_ptr<Function>> functions;
   struct Var {
     CUdeviceptr ptr;
@@ -130,11 +132,11 @@ CUresult Load(const char* api, const void* image, bool preserved, Module** out) 
     m->order = fatbin::CubinSearchOrder(m->entries, DeviceArch());
   } else if (magic == fatbin::kElfMagic) {
     auto c = std::make_unique<LoadedCubin>();
-    c->arch = DeviceArch();
     if (!cubin::ParseCubin(m->image, bytes, &c->info, &why)) {
       std::fprintf(stderr, "simgpu: %s: %s\n", api, why.c_str());
       return CUDA_ERROR_INVALID_IMAGE;
     }
+    c->arch = c->info.arch;
     m->cubins.push_back(std::move(c));
   } else {
     m->ptx.assign(reinterpret_cast<const char*>(m->image));
@@ -185,23 +187,23 @@ const cubin::KernelInfo* FindKernelLocked(Module* m, const std::string& name, in
   }
 }
 
-// True if the module's PTX declares the entry `name` (a kernel simgpu knows only by name).
-bool PtxHasEntryLocked(Module* m, const std::string& name) {
+// The module's PTX text (a PTX image, or its fat binary's PTX entries), read on first need.
+const std::string& PtxLocked(Module* m) {
   if (!m->ptx_read) {
     m->ptx_read = true;
     for (const fatbin::Entry& e : m->entries) {
       if (e.kind != fatbin::Kind::kPtx) continue;
       std::vector<uint8_t> text;
       std::string why;
-      if (fatbin::Decompress(e, &text, &why)) m->ptx.append(text.begin(), text.end());
+      if (!fatbin::Decompress(e, &text, &why)) {
+        std::fprintf(stderr, "simgpu: module: PTX for sm_%d: %s\n", e.arch, why.c_str());
+        continue;
+      }
+      m->ptx.append(text.begin(), text.end());
+      m->ptx.push_back('\n');
     }
   }
-  for (size_t at = m->ptx.find(".entry " + name); at != std::string::npos;
-       at = m->ptx.find(".entry " + name, at + 1)) {
-    char next = at + 7 + name.size() < m->ptx.size() ? m->ptx[at + 7 + name.size()] : '\0';
-    if (next == '(' || next == ' ' || next == '\n' || next == '\r' || next == '\t') return true;
-  }
-  return false;
+  return m->ptx;
 }
 
 CUresult GetFunction(Module* m, const char* name, Function** out) {
@@ -213,11 +215,27 @@ CUresult GetFunction(Module* m, const char* name, Function** out) {
   }
   int arch = 0;
   const cubin::KernelInfo* info = FindKernelLocked(m, key, &arch);
-  if (info == nullptr && !PtxHasEntryLocked(m, key)) return CUDA_ERROR_NOT_FOUND;
+  std::string why;
+  if (info == nullptr) {
+    // No cubin has it: its PTX declaration (Note [PTX parameters]), if there is one.
+    auto k = std::make_unique<cubin::KernelInfo>();
+    switch (ptx::ParseEntry(PtxLocked(m), key, k.get(), &why)) {
+      case ptx::Found::kNo:
+        return CUDA_ERROR_NOT_FOUND;
+      case ptx::Found::kYes:
+        info = k.get();
+        m->ptx_kernels.push_back(std::move(k));
+        break;
+      case ptx::Found::kMalformed:  // known by name only: it cannot be launched
+        why = "no cubin has it and its PTX declaration is not understood: " + why;
+        break;
+    }
+  }
   auto f = std::make_unique<Function>();
   f->module = m;
   f->name = Intern(key);
   f->info = info;
+  if (info == nullptr) f->no_info = why;
   f->binary_arch = arch;
   BlockLimits lim = DeviceBlockLimits();
   f->max_dynamic_shared = lim.shared_default - static_cast<int>(info ? info->shared_bytes : 0);
@@ -307,23 +325,27 @@ int DeviceArch() {
 }
 
 BlockLimits DeviceBlockLimits() {
-  auto attr = [](CUdevice_attribute a) {
-    int v = 0;
-    cuDeviceGetAttribute(&v, a, 0);
-    return v;
-  };
-  BlockLimits l;
-  l.max_threads = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-  l.max_dim[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
-  l.max_dim[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
-  l.max_dim[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
-  l.max_grid[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
-  l.max_grid[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
-  l.max_grid[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
-  l.shared_default = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-  l.shared_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-  if (l.shared_optin < l.shared_default) l.shared_optin = l.shared_default;
-  return l;
+  // The preset does not change while the process runs: ask once.
+  static const BlockLimits limits = [] {
+    auto attr = [](CUdevice_attribute a) {
+      int v = 0;
+      cuDeviceGetAttribute(&v, a, 0);
+      return v;
+    };
+    BlockLimits l;
+    l.max_threads = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    l.max_dim[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
+    l.max_dim[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
+    l.max_dim[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
+    l.max_grid[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+    l.max_grid[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+    l.max_grid[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+    l.shared_default = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    l.shared_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    if (l.shared_optin < l.shared_default) l.shared_optin = l.shared_default;
+    return l;
+  }();
+  return limits;
 }
 
 }  // namespace simgpu::driver
@@ -419,8 +441,8 @@ CUresult SetAttribute(Function* f, CUfunction_attribute attrib, int value) {
 CUresult ParamInfo(Function* f, size_t index, size_t* offset, size_t* size) {
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (f->info == nullptr) {
-    std::fprintf(stderr, "simgpu: cuFuncGetParamInfo: %s has no parameter info (no cubin)\n",
-                 f->name);
+    std::fprintf(stderr, "simgpu: cuFuncGetParamInfo: %s has no parameter info (%s)\n", f->name,
+                 f->no_info.c_str());
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   if (index >= f->info->params.size()) return CUDA_ERROR_INVALID_VALUE;

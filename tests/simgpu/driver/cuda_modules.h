@@ -4,8 +4,9 @@
 // same object), and one Function for both a CUfunction and a CUkernel (cuKernelGetFunction
 // returns the same object): simgpu has one device and no per-context copies of code. Loading a
 // module reads its container and parses the cubin it needs (Note [Any cubin will do]); a
-// Function carries the kernel's parsed info (cubin.h) or none when the image has no cubin with
-// the kernel (PTX only), in which case it cannot be launched. Handles stay valid until
+// Function carries the kernel's parsed info (cubin.h), from the module's PTX when no cubin has
+// the kernel (Note [PTX parameters]), or none when that PTX is not understood, in which case it
+// cannot be launched. Handles stay valid until
 // cuModuleUnload / cuLibraryUnload; kernel names are interned for the life of the process,
 // since device ops keep them for messages.
 //
@@ -18,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "tests/simgpu/driver/cubin.h"
 
@@ -29,7 +31,8 @@ struct Function {
   Module* module;
   const char* name;                     // mangled; interned (lives as long as the process)
   const cubin::KernelInfo* info;        // nullptr: no parameter info (cannot be launched)
-  int binary_arch;                      // the architecture of the cubin `info` came from
+  std::string no_info;                  // then why not
+  int binary_arch;                      // the architecture of the cubin `info` came from (0: PTX)
   std::atomic<int> max_dynamic_shared;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
   std::atomic<int> carveout{-1};        // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
   std::atomic<bool> warned{false};      // printed its one "cannot run" line

@@ -110,6 +110,10 @@ void** RegisterModule(const void* fat_cubin) {
   return reinterpret_cast<void**>(m);
 }
 
+// Forgets the module's host addresses. A module already loaded stays in the driver (its
+// cuLibraryUnload is not called): unregistration runs from atexit handlers, when the driver's
+// state may be going, and a program that unloads a CUDA library mid-run (dlclose) is rare; the
+// cost is the module's parsed cubins and any globals it allocated.
 void UnregisterModule(void** handle) {
   if (handle == nullptr) return;
   auto* m = reinterpret_cast<RtModule*>(handle);
@@ -181,14 +185,13 @@ cudaError_t KernelOf(const void* host_fun, CUkernel* out) {
   }
   if (k == nullptr) {
     // A cudaKernel_t where a host function was expected (cudaLaunchKernel accepts both).
+    if (host_fun == nullptr) return cudaErrorInvalidDeviceFunction;
     CUfunction f = nullptr;
-    if (host_fun != nullptr &&
-        t->cuKernelGetFunction(&f, static_cast<CUkernel>(const_cast<void*>(host_fun))) ==
-            CUDA_SUCCESS) {
-      *out = static_cast<CUkernel>(const_cast<void*>(host_fun));
-      return cudaSuccess;
-    }
-    return cudaErrorInvalidDeviceFunction;
+    auto* k = static_cast<CUkernel>(const_cast<void*>(host_fun));
+    CUresult r = t->cuKernelGetFunction(&f, k);
+    if (r == CUDA_ERROR_INVALID_HANDLE) return cudaErrorInvalidDeviceFunction;
+    if (r == CUDA_SUCCESS) *out = k;
+    return KernelError(r);  // the sticky error, after a fault
   }
   std::call_once(k->found, [&] {
     k->result = LoadModule(*t, k->module);

@@ -24,22 +24,28 @@
 // The driver entry points for kernels, looked up once through the runtime's cuGetProcAddress:
 // X(name, PFN type). Kept apart from runtime_driver.h's table, which the runtime needs at
 // start-up: these are needed only by programs that launch kernels.
-#define SIMGPU_RUNTIME_KERNEL_CALLS(X)                              \
-  X(cuLibraryLoadData, PFN_cuLibraryLoadData_v12000)                \
-  X(cuLibraryGetKernel, PFN_cuLibraryGetKernel_v12000)              \
-  X(cuLibraryGetGlobal, PFN_cuLibraryGetGlobal_v12000)              \
-  X(cuKernelGetFunction, PFN_cuKernelGetFunction_v12000)            \
-  X(cuKernelGetAttribute, PFN_cuKernelGetAttribute_v12000)          \
-  X(cuKernelSetAttribute, PFN_cuKernelSetAttribute_v12000)          \
-  X(cuFuncGetAttribute, PFN_cuFuncGetAttribute_v2020)               \
-  X(cuFuncSetAttribute, PFN_cuFuncSetAttribute_v9000)               \
-  X(cuFuncSetCacheConfig, PFN_cuFuncSetCacheConfig_v3000)           \
-  X(cuFuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040)              \
-  X(cuLaunchKernel, PFN_cuLaunchKernel_v4000)                       \
-  X(cuLaunchKernelEx, PFN_cuLaunchKernelEx_v11060)                  \
-  X(cuLaunchCooperativeKernel, PFN_cuLaunchCooperativeKernel_v9000) \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,           \
-    PFN_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000) \
+#define SIMGPU_RUNTIME_KERNEL_CALLS(X)                                   \
+  X(cuLibraryLoadData, PFN_cuLibraryLoadData_v12000)                     \
+  X(cuLibraryGetKernel, PFN_cuLibraryGetKernel_v12000)                   \
+  X(cuLibraryGetGlobal, PFN_cuLibraryGetGlobal_v12000)                   \
+  X(cuLibraryLoadFromFile, PFN_cuLibraryLoadFromFile_v12000)             \
+  X(cuLibraryUnload, PFN_cuLibraryUnload_v12000)                         \
+  X(cuLibraryGetManaged, PFN_cuLibraryGetManaged_v12000)                 \
+  X(cuLibraryGetUnifiedFunction, PFN_cuLibraryGetUnifiedFunction_v12000) \
+  X(cuLibraryGetKernelCount, PFN_cuLibraryGetKernelCount_v12040)         \
+  X(cuLibraryEnumerateKernels, PFN_cuLibraryEnumerateKernels_v12040)     \
+  X(cuKernelGetFunction, PFN_cuKernelGetFunction_v12000)                 \
+  X(cuKernelGetAttribute, PFN_cuKernelGetAttribute_v12000)               \
+  X(cuKernelSetAttribute, PFN_cuKernelSetAttribute_v12000)               \
+  X(cuFuncGetAttribute, PFN_cuFuncGetAttribute_v2020)                    \
+  X(cuFuncSetAttribute, PFN_cuFuncSetAttribute_v9000)                    \
+  X(cuFuncSetCacheConfig, PFN_cuFuncSetCacheConfig_v3000)                \
+  X(cuFuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040)                   \
+  X(cuLaunchKernel, PFN_cuLaunchKernel_v4000)                            \
+  X(cuLaunchKernelEx, PFN_cuLaunchKernelEx_v11060)                       \
+  X(cuLaunchCooperativeKernel, PFN_cuLaunchCooperativeKernel_v9000)      \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                \
+    PFN_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000)      \
   X(cuOccupancyAvailableDynamicSMemPerBlock, PFN_cuOccupancyAvailableDynamicSMemPerBlock_v10020)
 
 namespace simgpu::runtime {
