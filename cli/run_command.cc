@@ -5,8 +5,9 @@
 //
 // Each flag sets its POOCH_* variable (core/config/config.h), validated here with the same parser
 // the library uses at start-up, so a bad value fails before the program starts. The command also
-// gets PYTORCH_NO_CUDA_MEMORY_CACHING=1 (DESIGN.md, decision 2: every tensor is one cudaMalloc),
-// and LD_PRELOAD with libpooch.so first, found beside the pooch binary (../lib/libpooch.so). Then
+// gets PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync unless the user set PyTorch's allocator
+// or the policy is off (Note [PyTorch's allocator] in torch_allocator.h: every tensor is one
+// allocation pooch sees), and LD_PRELOAD with libpooch.so first, found beside the pooch binary (../lib/libpooch.so). Then
 // pooch replaces itself with the command (execvp), so the command's exit status is pooch run's.
 //
 // Exit status: the command's; 2 for bad flags or a missing command (one line, or the usage);
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "cli/flags.h"
 #include "cli/subcommand.h"
+#include "cli/torch_allocator.h"
 #include "core/config/config.h"
 
 namespace pooch::cli {
@@ -61,8 +64,9 @@ void PrintUsage(std::ostream& out) {
          "  --min-swap-bytes SIZE  POOCH_MIN_SWAP_BYTES smaller allocations stay resident\n"
          "  --log LEVEL            POOCH_LOG            error, warn, info, debug\n"
          "  --no-summary           POOCH_SUMMARY=0      no summary on stderr at exit\n"
-         "and PYTORCH_NO_CUDA_MEMORY_CACHING=1. Exit status: CMD's; 2 bad flags; 127 CMD cannot "
-         "run.\n";
+         "and PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (unless PYTORCH_CUDA_ALLOC_CONF or\n"
+         "PYTORCH_NO_CUDA_MEMORY_CACHING is set, or the policy is off). Exit status: CMD's; 2 bad\n"
+         "flags; 127 CMD cannot run.\n";
 }
 
 // The directory of the running pooch binary.
@@ -128,7 +132,7 @@ int RunMain(int argc, char** argv) {
     return kExitUsage;
   }
 
-  std::vector<std::pair<const char*, std::string>> settings;
+  std::vector<std::pair<std::string, std::string>> settings;
   for (const FlagVariable& f : kValueFlags) {
     std::optional<std::string> value = flags->Get(f.flag);
     if (!value) continue;
@@ -139,7 +143,21 @@ int RunMain(int argc, char** argv) {
     settings.emplace_back(f.variable, *value);
   }
   if (flags->Has("no-summary")) settings.emplace_back("POOCH_SUMMARY", "0");
-  settings.emplace_back("PYTORCH_NO_CUDA_MEMORY_CACHING", "1");
+  // Note [PyTorch's allocator] (torch_allocator.h): one allocation per tensor, unless the user
+  // chose otherwise or pooch manages nothing.
+  std::optional<std::string> policy = flags->Get("policy");
+  if (!policy.has_value()) {
+    if (const char* env = std::getenv("POOCH_POLICY")) policy = env;
+  }
+  auto env_value = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+  };
+  AllocatorChoice allocator =
+      ChooseAllocator(env_value("PYTORCH_CUDA_ALLOC_CONF"),
+                      env_value("PYTORCH_NO_CUDA_MEMORY_CACHING"), policy.value_or("") == "off");
+  if (allocator.warning.has_value()) ReportError(*allocator.warning);
+  settings.insert(settings.end(), allocator.settings.begin(), allocator.settings.end());
 
   const std::string expected = SelfDirectory() + "/../lib/libpooch.so";
   char* resolved = realpath(expected.c_str(), nullptr);
@@ -159,7 +177,7 @@ int RunMain(int argc, char** argv) {
   }
   settings.emplace_back("LD_PRELOAD", preload);
   for (const auto& [name, value] : settings) {
-    if (setenv(name, value.c_str(), 1) != 0) {
+    if (setenv(name.c_str(), value.c_str(), 1) != 0) {
       ReportError(absl::StrCat("run: cannot set ", name, ": ", std::strerror(errno)));
       return kExitCannotRun;
     }

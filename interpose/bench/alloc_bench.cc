@@ -3,12 +3,16 @@
 // For each size it times PAIRS individual calls of each, after a warm-up, and prints
 //   size BYTES malloc_median_ns M malloc_p90_ns P free_median_ns F free_p90_ns Q
 // Run it plain and under `pooch run` (scripts/bench_alloc.sh); a benchmark, not a test.
+// ALLOC_BENCH_API=async times cudaMallocAsync/cudaFreeAsync on the legacy stream instead, the
+// calls of PyTorch's cudaMallocAsync backend (Note [PyTorch's allocator] in
+// cli/torch_allocator.h).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -29,6 +33,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "alloc_bench: PAIRS must be >= 1\n");
     return 2;
   }
+  const char* api = std::getenv("ALLOC_BENCH_API");
+  const bool async = api != nullptr && std::strcmp(api, "async") == 0;
   using Clock = std::chrono::steady_clock;
   for (size_t bytes : sizes) {
     std::vector<double> malloc_ns, free_ns;
@@ -37,14 +43,14 @@ int main(int argc, char** argv) {
     for (long i = -pairs / 10; i < pairs; ++i) {  // the first tenth warms up
       void* p = nullptr;
       const auto t0 = Clock::now();
-      const cudaError_t e = cudaMalloc(&p, bytes);
+      const cudaError_t e = async ? cudaMallocAsync(&p, bytes, nullptr) : cudaMalloc(&p, bytes);
       const auto t1 = Clock::now();
       if (e != cudaSuccess) {
         std::fprintf(stderr, "alloc_bench: cudaMalloc(%zu): %s\n", bytes, cudaGetErrorString(e));
         return 1;
       }
       const auto t2 = Clock::now();
-      const cudaError_t f = cudaFree(p);
+      const cudaError_t f = async ? cudaFreeAsync(p, nullptr) : cudaFree(p);
       const auto t3 = Clock::now();
       if (f != cudaSuccess) {
         std::fprintf(stderr, "alloc_bench: cudaFree: %s\n", cudaGetErrorString(f));

@@ -1,6 +1,8 @@
 // pool_hooks.cc: the memory-pool calls PyTorch's cudaMallocAsync backend makes, answered about
 // pooch's memory under a residency policy (intercept.h; Note [Memory pools] in mem_pool.h).
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include "interpose/hooks/mem_pool.h"
 #include "interpose/process/managed.h"
@@ -105,6 +107,37 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPo
     return real::cudaMallocFromPoolAsync()(ptr, size, memPool, stream);
   }
   return intercept::cudaMallocAsync(ptr, size, stream);
+}
+
+// Graph memory (the pools of graph allocation nodes): pooch refuses stream capture (Note [Graphs]
+// in graph_hooks.cc), so the program holds none on pooch's device and every figure is 0; a
+// watermark reset (to 0, the only value the runtime takes) has nothing to do.
+cudaError_t cudaDeviceGetGraphMemAttribute(int device, cudaGraphMemAttributeType attr,
+                                           void* value) {
+  if (!IsPoochDevice(device)) return real::cudaDeviceGetGraphMemAttribute()(device, attr, value);
+  if (value == nullptr) return HookFailure(cudaErrorInvalidValue);
+  switch (attr) {
+    case cudaGraphMemAttrUsedMemCurrent:
+    case cudaGraphMemAttrUsedMemHigh:
+    case cudaGraphMemAttrReservedMemCurrent:
+    case cudaGraphMemAttrReservedMemHigh: {
+      const uint64_t none = 0;
+      std::memcpy(value, &none, sizeof(none));
+      return cudaSuccess;
+    }
+  }
+  return HookFailure(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaDeviceSetGraphMemAttribute(int device, cudaGraphMemAttributeType attr,
+                                           void* value) {
+  if (!IsPoochDevice(device)) return real::cudaDeviceSetGraphMemAttribute()(device, attr, value);
+  if (value == nullptr) return HookFailure(cudaErrorInvalidValue);
+  uint64_t v = 0;
+  std::memcpy(&v, value, sizeof(v));
+  const bool watermark =
+      attr == cudaGraphMemAttrUsedMemHigh || attr == cudaGraphMemAttrReservedMemHigh;
+  return watermark && v == 0 ? cudaSuccess : HookFailure(cudaErrorInvalidValue);
 }
 
 }  // namespace pooch::interpose::intercept

@@ -277,6 +277,43 @@ bounds)
   echo "ok: $line"
   ;;
 
+graph_pool)
+  # Note [Graphs], Note [Memory pools]: args PROBE.
+  need_simgpu
+  run graph_pool env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=64MiB "$arg"
+  [ "$rc" -eq 0 ] || fail "graph_pool: exit $rc: $(cat "$work/graph_pool.err" | head -5)"
+  grep -q '^graph_pool ok$' "$work/graph_pool.out" || fail "graph_pool: probe did not finish"
+  [ "$(grep -c '^pooch: cudaStreamBeginCapture: CUDA graph capture is not supported under pooch' \
+      "$work/graph_pool.err")" -eq 1 ] || fail "graph_pool: want one pooch: line for the capture"
+  grep -q '^simgpu:' "$work/graph_pool.err" && fail "graph_pool: a pool call reached simgpu"
+  echo "ok"
+  ;;
+
+torch)
+  # A small PyTorch MLP under `simgpu-run pooch run` at a limit below its peak: args
+  # SIMGPU_RUN POOCH PYTHON SCRIPT.
+  need_simgpu
+  set -- $arg
+  simgpu_run=$1 pooch=$2 python=$3 script=$4
+  [ -x "$python" ] || fail "no PyTorch venv at $python (scripts/setup-torch.sh; POOCH_TORCH_VENV)"
+  run torch env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_NO_CUDA_MEMORY_CACHING \
+    SIMGPU_COMPUTE=timing SIMGPU_MEMORY=1GiB "$simgpu_run" "$pooch" run --memory-limit 160MiB \
+    -- "$python" -W ignore "$script" 3
+  [ "$rc" -eq 0 ] || fail "torch: exit $rc: $(grep -v '^pooch: calls' "$work/torch.err" | head -8)"
+  grep -q '^done$' "$work/torch.out" || fail "torch: the loop did not finish"
+  grep '^simgpu:' "$work/torch.err" && fail "torch: simgpu reported an error"
+  grep -q '^allocator cudaMallocAsync$' "$work/torch.out" || fail "torch: allocator not cudaMallocAsync"
+  grep -q '^pooch: swaps: out [1-9]' "$work/torch.err" ||
+    fail "torch: nothing swapped out: $(grep 'swaps:' "$work/torch.err")"
+  [ "$(top_calls "$work/torch.err" __cudaLaunchKernel)" -gt 0 ] || fail "torch: no __cudaLaunchKernel hooked"
+  [ "$(top_calls "$work/torch.err" cudaMallocAsync)" -gt 0 ] || fail "torch: no cudaMallocAsync"
+  # torch.cuda.max_memory_allocated() is pooch's peak (Note [Memory pools]).
+  peak=$(awk '$2 == "memory:" { for (i = 3; i < NF; i++) if ($i == "peak_device_bytes") print $(i + 1) }' "$work/torch.err")
+  [ "$(awk '$1 == "max_memory_allocated" { print $2 }' "$work/torch.out")" = "$peak" ] ||
+    fail "torch: max_memory_allocated is not pooch's peak $peak"
+  echo "ok"
+  ;;
+
 run_command)
   pooch=$arg
   # pooch run finds libpooch.so at ../lib/libpooch.so from its own directory.
@@ -302,10 +339,27 @@ run_command)
   # The variables, the preload (first, existing entries kept) and the command's exit status.
   run env env LD_PRELOAD=/lib/other.so "$pooch" run --policy off --memory-limit 1GiB \
     --min-swap-bytes 4MiB --log warn --trace "$work/t.json" --no-summary -- \
-    sh -c 'echo "$LD_PRELOAD|$POOCH_POLICY|$POOCH_MEMORY_LIMIT|$POOCH_MIN_SWAP_BYTES|$POOCH_LOG|$POOCH_TRACE|$POOCH_SUMMARY|$PYTORCH_NO_CUDA_MEMORY_CACHING"; exit 5'
+    sh -c 'echo "$LD_PRELOAD|$POOCH_POLICY|$POOCH_MEMORY_LIMIT|$POOCH_MIN_SWAP_BYTES|$POOCH_LOG|$POOCH_TRACE|$POOCH_SUMMARY|$PYTORCH_NO_CUDA_MEMORY_CACHING|$PYTORCH_CUDA_ALLOC_CONF"; exit 5'
   [ "$rc" -eq 5 ] || fail "command's exit status not passed on: $rc"
-  want="$(cd "$(dirname "$libpooch")" && pwd)/libpooch.so:/lib/other.so|off|1GiB|4MiB|warn|$work/t.json|0|1"
+  # Policy off: PyTorch's allocator is left alone (Note [PyTorch's allocator], cli/torch_allocator.h).
+  want="$(cd "$(dirname "$libpooch")" && pwd)/libpooch.so:/lib/other.so|off|1GiB|4MiB|warn|$work/t.json|0||"
   [ "$(cat "$work/env.out")" = "$want" ] || fail "environment: got '$(cat "$work/env.out")', want '$want'"
+  # Otherwise the cudaMallocAsync backend, unless the user chose: theirs wins, with one line when
+  # it keeps the caching allocator.
+  alloc='echo "$PYTORCH_NO_CUDA_MEMORY_CACHING|$PYTORCH_CUDA_ALLOC_CONF"'
+  run alloc env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_NO_CUDA_MEMORY_CACHING \
+    "$pooch" run --no-summary -- sh -c "$alloc"
+  [ "$(cat "$work/alloc.out")" = "|backend:cudaMallocAsync" ] || fail "allocator: got '$(cat "$work/alloc.out")'"
+  [ -s "$work/alloc.err" ] && fail "allocator: unexpected stderr: $(cat "$work/alloc.err")"
+  run alloc_user env -u PYTORCH_CUDA_ALLOC_CONF PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
+    "$pooch" run --no-summary -- sh -c "$alloc"
+  [ "$(cat "$work/alloc_user.out")" = "1|" ] || fail "user's allocator: got '$(cat "$work/alloc_user.out")'"
+  [ -s "$work/alloc_user.err" ] && fail "user's per-tensor allocator: unexpected stderr"
+  run alloc_caching env -u PYTORCH_NO_CUDA_MEMORY_CACHING \
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$pooch" run --no-summary -- sh -c "$alloc"
+  [ "$(cat "$work/alloc_caching.out")" = "|expandable_segments:True" ] || fail "user's caching allocator changed"
+  [ "$(grep -c '^pooch: run: PyTorch.s caching allocator stays on' "$work/alloc_caching.err")" -eq 1 ] ||
+    fail "user's caching allocator: want one pooch: line, got: $(cat "$work/alloc_caching.err")"
   # Without "--": the first argument that is not a flag (or a flag's value) is the command.
   run nodash "$pooch" run --policy off --no-summary sh -c 'echo "$POOCH_POLICY"'
   [ "$rc" -eq 0 ] && [ "$(cat "$work/nodash.out")" = off ] || fail "command without --"

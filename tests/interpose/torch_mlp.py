@@ -1,0 +1,52 @@
+"""A small PyTorch training loop for `pooch run` on simgpu (tests/interpose, case torch).
+
+Usage: torch_mlp.py ITERS [elementwise|linear]
+Eight layers with ReLU and an MSE loss (kernels through __cudaLaunchKernel), SGD with momentum,
+batch 1024, width 2048: 8 MiB per feature map, so that a limit below its peak forces swaps. The
+layers are `linear` (bias-free nn.Linear: cuBLAS cublasGemmEx) or `elementwise` (the default:
+x * w + b with per-feature parameters, kernels only, so that the case checks the launches and the
+allocator whatever cuBLAS calls pooch models). Prints `allocator NAME` (torch's view of the backend),
+`iter I` per iteration, `max_memory_allocated B` and `done`.
+"""
+import sys
+
+import torch
+
+
+class Elementwise(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(width) * 0.1 + 1.0)
+        self.b = torch.nn.Parameter(torch.zeros(width))
+
+    def forward(self, x):
+        return x * self.w + self.b
+
+
+def main():
+    iters = int(sys.argv[1])
+    kind = sys.argv[2] if len(sys.argv) > 2 else "elementwise"
+    torch.manual_seed(0)
+    print("allocator", torch.cuda.get_allocator_backend(), flush=True)
+    width, depth, batch = 2048, 8, 1024
+    layers = []
+    for _ in range(depth):
+        layer = torch.nn.Linear(width, width, bias=False) if kind == "linear" else Elementwise(width)
+        layers += [layer, torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch, width, device="cuda")
+    y = torch.randn(batch, width, device="cuda")
+    for i in range(iters):
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        torch.cuda.synchronize()
+        print(f"iter {i}", flush=True)
+    print("max_memory_allocated", torch.cuda.max_memory_allocated(), flush=True)
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
