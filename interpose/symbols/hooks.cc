@@ -46,6 +46,8 @@ const char* Soname(Library library) {
       return "libcudnn.so.9";
     case Library::CUBLAS:
       return "libcublas.so.13";
+    case Library::CUBLASLT:
+      return "libcublasLt.so.13";
   }
   return "";
 }
