@@ -5,39 +5,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "interpose/hooks/blas_extent.h"
 
 namespace pooch::interpose {
 namespace {
 
 using Mode = pooch::AccessRange::Mode;
 
-// Bytes of one element; 0 for a type pooch does not size (opaque).
-int64_t TypeBytes(cudaDataType_t type) {
-  switch (type) {
-    case CUDA_R_8I:
-    case CUDA_R_8U:
-    case CUDA_R_8F_E4M3:
-    case CUDA_R_8F_E5M2:
-      return 1;
-    case CUDA_R_16F:
-    case CUDA_R_16BF:
-    case CUDA_C_8I:
-    case CUDA_C_8U:
-      return 2;
-    case CUDA_R_32F:
-    case CUDA_R_32I:
-    case CUDA_C_16F:
-    case CUDA_C_16BF:
-      return 4;
-    case CUDA_R_64F:
-    case CUDA_C_32F:
-      return 8;
-    case CUDA_C_64F:
-      return 16;
-    default:
-      return 0;
-  }
-}
+constexpr auto TypeBytes = CudaTypeBytes;
 
 // The last value set for `attr`, read as T; `fallback` when never set or of another size.
 template <typename T>

@@ -91,9 +91,10 @@ constexpr DriverEntry kDriverEntries[] = {
 
 void* HookAddress(FunctionId id) {
   switch (id) {
+// The cast picks the C signature where a C++ header overloads the name (cublasGemmEx).
 #define POOCH_HOOK(lib, ret, name, params, args) \
   case FunctionId::name:                         \
-    return reinterpret_cast<void*>(&::name);
+    return reinterpret_cast<void*>(static_cast<ret(*) params>(&::name));
 #include "interpose/symbols/hooked_symbols.def"
     default:
       return nullptr;
