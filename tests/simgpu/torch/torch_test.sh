@@ -4,7 +4,10 @@
 # CASE: resnet50 (a training loop at batch 64, and its virtual img/s within 2x of cnn_train's
 # ResNet-50 on the same preset), resnet50_oom (batch 640 on a 16 GiB V100 raises
 # torch.cuda.OutOfMemoryError), transformer (TransformerEncoder + AdamW + SDPA, 5 iterations),
-# free (a tensor freed with ctypes' cudaFree fails the next kernel with an illegal address).
+# free (a tensor freed with ctypes' cudaFree fails the next kernel with an illegal address),
+# pooch_libs (conv + batch norm + linear under pooch, issue 15: its cuDNN backend convolutions,
+# batch norm Ex, cuBLAS GEMMs and cuBLASLt matmuls are modelled calls; no simgpu or pooch error,
+# the plan made and carried out; about 6 s).
 # PYTHON is the venv scripts/setup-torch.sh made; a missing one fails the case, it is not
 # skipped. Exit 0 on success; otherwise prints what failed and exits 1.
 set -u
@@ -65,6 +68,23 @@ free)
   grep -q '^error: .*illegal memory access' "$work/torch.out" ||
     fail "the error was not an illegal address: $(grep '^error' "$work/torch.out")"
   echo "ok: $(grep '^error' "$work/torch.out")"
+  ;;
+pooch_libs)
+  pooch=$(dirname "$simgpu_run")/pooch
+  [ -x "$pooch" ] || fail "no pooch at $pooch"
+  POOCH_ITERATION_MARKER=sync
+  export POOCH_ITERATION_MARKER
+  run torch "$simgpu_run" "$pooch" run -- "$python" -W ignore "$here/conv_bn_linear.py" 32 4
+  [ "$rc" -eq 0 ] || fail "torch under pooch: exit $rc: $(grep -m1 'simgpu:\|pooch: error\|Error' "$work/torch.err")"
+  grep -q '^done' "$work/torch.out" || fail "torch under pooch: no done line"
+  ! grep -q '^simgpu:' "$work/torch.err" || fail "$(grep -m1 '^simgpu:' "$work/torch.err")"
+  ! grep -q '^pooch: error' "$work/torch.err" || fail "$(grep -m1 '^pooch: error' "$work/torch.err")"
+  grep -q '^pooch: plan: .*carried out' "$work/torch.err" || fail "no plan carried out"
+  for f in cudnnBackendExecute cudnnBatchNormalizationForwardTrainingEx \
+           cudnnBatchNormalizationBackwardEx cublasGemmEx cublasLtMatmul; do
+    grep -q "^pooch: calls: $f [1-9]" "$work/torch.err" || fail "$f was not a modelled call"
+  done
+  echo "ok: conv_bn_linear under pooch: $(grep -c '^iter ' "$work/torch.out") iterations, $(grep '^pooch: calls: cudnnBackendExecute ' "$work/torch.err" | cut -d' ' -f3-4)"
   ;;
 *) fail "unknown case $case_name" ;;
 esac
