@@ -336,6 +336,8 @@ absl::StatusOr<PlanModel> BackendModel::Resolve(const Desc& graph) const {
     if (t.role == UidRole::kReadWrite) model.replayable = false;
   }
   if (written != 1) model.replayable = false;
+  // A by-value tensor's pointer is host memory the program may reuse before a replay.
+  if (!model.by_value.empty()) model.replayable = false;
   return model;
 }
 

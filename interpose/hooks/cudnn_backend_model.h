@@ -29,7 +29,8 @@
 //
 // A plan is replayable (Note [Replay] in core/exec/recomputer.h) when every operation's output is
 // a function of its inputs (BETA = 0 where there is one; no reduction) and the graph writes
-// exactly one non-virtual tensor, which it does not read: re-executing the same plan with the same
+// exactly one non-virtual tensor, which it does not read, and has no by-value tensor (its pointer
+// is host memory the program may reuse): re-executing the same plan with the same
 // pointers then writes that tensor again and nothing else.
 //
 // The model is plain bookkeeping over descriptor handles (no cuDNN call), so that the unit test

@@ -188,6 +188,26 @@ TEST_F(BackendModelTest, VirtualTensorsAreNotMemory) {
   EXPECT_EQ(m->plan->ops, "conv_fwd+pointwise");
 }
 
+TEST_F(BackendModelTest, ByValueScalarIsNotMemoryAndNotReplayable) {
+  // y = x * s, s a host scalar passed by value.
+  Tensor(1, 'x', {2, 3});
+  Tensor(2, 's', {1, 1});
+  const bool by_value = true;
+  model_.Set(H(2), CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
+  Tensor(3, 'y', {2, 3});
+  Desc(10, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  SetDesc(10, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, {H(1)});
+  SetDesc(10, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, {H(2)});
+  SetDesc(10, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, {H(3)});
+  Plan(20, {H(10)}, 30, 0, {});
+  Pack(40, {'x', 's', 'y'}, {0xA000, 0x7fff0000, 0xC000}, 0);
+  absl::StatusOr<ExecuteModel> m = model_.Execute(H(30), H(40));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->accesses.size(), 2u);
+  EXPECT_EQ(Access(*m, 's'), nullptr);
+  EXPECT_FALSE(m->plan->replayable);
+}
+
 TEST_F(BackendModelTest, StridedTensorSpansToItsLastElement) {
   // 2 x 3 with row stride 5 (padding): the last element is at 1*5 + 2 = 7, so 8 floats.
   Desc(1, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
