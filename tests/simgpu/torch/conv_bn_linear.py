@@ -13,13 +13,13 @@ def main():
     batch, iters = int(sys.argv[1]), int(sys.argv[2])
     torch.manual_seed(0)
     model = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 64, 3, padding=1),
+        torch.nn.Conv2d(3, 64, 3, padding=1, bias=False),
         torch.nn.BatchNorm2d(64),
         torch.nn.ReLU(),
-        torch.nn.Conv2d(64, 64, 3, padding=1),
+        torch.nn.Conv2d(64, 64, 3, padding=1, bias=False),
         torch.nn.BatchNorm2d(64),
         torch.nn.ReLU(),
-        torch.nn.Conv2d(64, 64, 3, padding=1),
+        torch.nn.Conv2d(64, 64, 3, padding=1, bias=False),
         torch.nn.BatchNorm2d(64),
         torch.nn.ReLU(),
         torch.nn.AdaptiveAvgPool2d(4),
