@@ -79,7 +79,8 @@ pooch_libs)
   POOCH_ITERATION_MARKER=sync
   POOCH_PROFILE_SWAP=demand
   export POOCH_ITERATION_MARKER POOCH_PROFILE_SWAP
-  run torch "$simgpu_run" "$pooch" run --memory-limit 220MiB -- "$python" -W ignore \
+  run torch "$simgpu_run" "$pooch" run --memory-limit 220MiB --trace "$work/trace.json" -- \
+    "$python" -W ignore \
     "$here/conv_bn_linear.py" 32 5
   [ "$rc" -eq 0 ] || fail "torch under pooch: exit $rc: $(grep -m1 'simgpu:\|pooch: error\|Error' "$work/torch.err")"
   grep -q '^done' "$work/torch.out" || fail "torch under pooch: no done line"
@@ -88,6 +89,8 @@ pooch_libs)
   grep -q '^pooch: plan: .*carried out' "$work/torch.err" || fail "no plan carried out"
   grep -q '^pooch: recompute: .* replays [1-9][0-9]* .* failures 0 ' "$work/torch.err" ||
     fail "no replay, or a failed one: $(grep '^pooch: recompute:' "$work/torch.err")"
+  grep -q '"call": *"cudnnBackendExecute"' "$work/trace.json" ||
+    fail "the trace shows no replay of cudnnBackendExecute"
   for f in cudnnBackendExecute cudnnBatchNormalizationForwardTrainingEx \
            cudnnBatchNormalizationBackwardEx cublasGemmEx cublasLtMatmul; do
     grep -q "^pooch: calls: $f [1-9]" "$work/torch.err" || fail "$f was not a modelled call"
