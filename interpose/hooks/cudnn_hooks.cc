@@ -316,9 +316,9 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
 }
 
 // The Ex forms (PyTorch's batch norm, SPATIAL_PERSISTENT): as the plain ones, plus z (added
-// before the activation), the workspace and the reserve space, which backward reads. Not replayed:
-// the recipe of the plain form would run another kernel than the Ex one (not bit-identical), and
-// re-running the Ex one would need its reserve space again.
+// before the activation), the workspace and the reserve space, which backward reads. Forward is
+// replayed by the Ex call itself (the plain form may run another kernel) when it has no z and no
+// activation (BatchNormForwardTrainingExRecipe).
 cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
     cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void* alpha,
     const void* beta, const cudnnTensorDescriptor_t xDesc, const void* xData,
@@ -331,7 +331,8 @@ cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
   Ranges r;
   AddTensor(r, xDesc, xData, kR);
   AddTensor(r, zDesc, zData, kR);
-  AddTensor(r, yDesc, yData, BetaIsZero(yDesc, beta) ? kW : kRW);
+  const bool fresh = BetaIsZero(yDesc, beta);
+  AddTensor(r, yDesc, yData, fresh ? kW : kRW);
   AddTensor(r, bnScaleBiasMeanVarDesc, bnScale, kR);
   AddTensor(r, bnScaleBiasMeanVarDesc, bnBias, kR);
   AddTensor(r, bnScaleBiasMeanVarDesc, resultRunningMean, kRW);
@@ -340,13 +341,21 @@ cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
   AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveInvVariance, kW);
   r.Add(workspace, workSpaceSizeInBytes, kRW);
   r.Add(reserveSpace, reserveSpaceSizeInBytes, kW);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
-    return real::cudnnBatchNormalizationForwardTrainingEx()(
-        handle, mode, bnOps, alpha, beta, xDesc, xData, zDesc, zData, yDesc, yData,
-        bnScaleBiasMeanVarDesc, bnScale, bnBias, exponentialAverageFactor, resultRunningMean,
-        resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc,
-        workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
-  });
+  const bool plain = bnOps == CUDNN_BATCHNORM_OPS_BN && zData == nullptr;
+  return RunProducer(
+      handle, r, yData, fresh && plain,
+      [&] {
+        return real::cudnnBatchNormalizationForwardTrainingEx()(
+            handle, mode, bnOps, alpha, beta, xDesc, xData, zDesc, zData, yDesc, yData,
+            bnScaleBiasMeanVarDesc, bnScale, bnBias, exponentialAverageFactor, resultRunningMean,
+            resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc,
+            workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
+      },
+      [&] {
+        return BatchNormForwardTrainingExRecipe(
+            r, mode, bnOps, alpha, beta, xDesc, xData, yDesc, yData, bnScaleBiasMeanVarDesc,
+            bnScale, bnBias, epsilon, workSpaceSizeInBytes, reserveSpaceSizeInBytes);
+      });
 }
 
 cudnnStatus_t cudnnBatchNormalizationBackwardEx(
