@@ -611,6 +611,20 @@ std::optional<AllocationInfo> ResidencyManager::Lookup(DeviceAddress address) co
                         a->state, a->first_use_op, a->last_use_op, a->use_count};
 }
 
+std::vector<AccessRange> ResidencyManager::LiveRanges(int64_t* mapped_bytes) const {
+  MutexLock lock(&mu_);
+  std::vector<AccessRange> ranges;
+  ranges.reserve(table_.size());
+  int64_t total = 0;
+  table_.ForEach([&](Allocation& a) {
+    if (a.free_requested) return;  // the program freed it: no call of its may touch it
+    ranges.push_back({a.address, a.bytes, AccessRange::Mode::kReadWrite});
+    total += a.mapped_bytes;
+  });
+  if (mapped_bytes != nullptr) *mapped_bytes = total;
+  return ranges;
+}
+
 // Note [Range checks]
 // ~~~~~~~~~~~~~~~~~~~
 // A copy or memset that runs past the end of an allocation, or lands in one already freed, is

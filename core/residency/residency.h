@@ -305,6 +305,11 @@ class ResidencyManager {
 
   // The allocation containing `address`, if any.
   std::optional<AllocationInfo> Lookup(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Note [Opaque calls] (interpose/process/opaque.h): every live allocation (not those whose
+  // free waits for an unpin), whole, as read-write ranges, for a call that may touch any of them;
+  // `mapped_bytes` (may be null) receives what they need mapped at once.
+  std::vector<AccessRange> LiveRanges(int64_t* mapped_bytes = nullptr) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Note [Range checks] (residency.cc): InvalidArgument when [address, address + bytes) starts
   // inside an allocation (or the rounding after its end) and runs past the bytes it was allocated
   // with, or starts in a freed allocation's range that the manager still holds (the reuse cache,
