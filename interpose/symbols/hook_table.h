@@ -101,7 +101,7 @@ void* HookAddress(FunctionId id);
 // The hook a driver look-up should return instead of the real entry point, or nullptr when
 // pooch does not hook it: `symbol` as cuGetProcAddress takes it (the base name, "cuMemAlloc"),
 // `cuda_version` as in cudaTypedefs.h (12000 for 12.0),
-// `per_thread` for CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (not hooked: nullptr).
+// `per_thread` for CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (the POOCH_DRIVER_HOOK_PT lines).
 void* DriverHookFor(const char* symbol, int cuda_version, bool per_thread);
 
 // Calls of each hook since start-up: `top` made by the program, `nested` made while another
