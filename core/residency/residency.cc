@@ -212,6 +212,7 @@ absl::StatusOr<PhysicalHandle> ResidencyManager::MapChunkLocked(DeviceAddress ad
   }
   device_bytes_ += mapped_bytes;
   stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, device_bytes_);
+  stats_.window_peak_device_bytes = std::max(stats_.window_peak_device_bytes, device_bytes_);
   NotifyMemoryLocked();
   return *chunk;
 }
@@ -560,6 +561,7 @@ absl::Status ResidencyManager::ChargeExternal(int64_t bytes) {
   device_bytes_ += bytes;
   external_bytes_ += bytes;
   stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, device_bytes_);
+  stats_.window_peak_device_bytes = std::max(stats_.window_peak_device_bytes, device_bytes_);
   NotifyMemoryLocked();
   return absl::OkStatus();
 }
@@ -603,12 +605,31 @@ absl::Status ResidencyManager::WaitUnlocked(const EventRef& event) {
   return s;
 }
 
+void ResidencyManager::ResetWindowPeak() {
+  MutexLock lock(&mu_);
+  stats_.window_peak_device_bytes = device_bytes_;
+}
+
 std::optional<AllocationInfo> ResidencyManager::Lookup(DeviceAddress address) const {
   MutexLock lock(&mu_);
   const Allocation* a = table_.FindContaining(address);
   if (a == nullptr) return std::nullopt;
   return AllocationInfo{a->id,    a->address,      a->bytes,       a->swappable,
                         a->state, a->first_use_op, a->last_use_op, a->use_count};
+}
+
+std::vector<AccessRange> ResidencyManager::LiveRanges(int64_t* mapped_bytes) const {
+  MutexLock lock(&mu_);
+  std::vector<AccessRange> ranges;
+  ranges.reserve(table_.size());
+  int64_t total = 0;
+  table_.ForEach([&](Allocation& a) {
+    if (a.free_requested) return;  // the program freed it: no call of its may touch it
+    ranges.push_back({a.address, a.bytes, AccessRange::Mode::kReadWrite});
+    total += a.mapped_bytes;
+  });
+  if (mapped_bytes != nullptr) *mapped_bytes = total;
+  return ranges;
 }
 
 // Note [Range checks]

@@ -1,5 +1,6 @@
 #include "core/residency/residency.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -651,6 +652,33 @@ TEST_F(ResidencyTest, ReuseCacheCausesNoExtraSwapsOrFailures) {
     EXPECT_GT(stats[1].reuse_hits, 0);
     EXPECT_EQ(stats[0].reuse_hits, 0);
   }
+}
+
+// Note [Opaque calls]: LiveRanges names every live allocation whole, swapped out or not, and
+// what they need mapped at once; a freed one is gone.
+TEST_F(ResidencyTest, LiveRangesNameEveryLiveAllocation) {
+  Init(4 * kG);
+  DeviceAddress a = *manager_->Allocate(2 * kG);
+  DeviceAddress b = *manager_->Allocate(2 * kG);
+  DeviceAddress c = *manager_->Allocate(kG);  // evicts a
+  ASSERT_EQ(StateOf(a), ResidencyState::kOnHost);
+  int64_t mapped = 0;
+  std::vector<AccessRange> ranges = manager_->LiveRanges(&mapped);
+  ASSERT_EQ(ranges.size(), 3u);
+  std::sort(ranges.begin(), ranges.end(),
+            [](const AccessRange& x, const AccessRange& y) { return x.address < y.address; });
+  std::vector<DeviceAddress> expected = {a, b, c};
+  std::sort(expected.begin(), expected.end());
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ranges[i].address, expected[i]);
+    EXPECT_EQ(ranges[i].bytes, expected[i] == c ? kG : 2 * kG);
+    EXPECT_EQ(ranges[i].mode, AccessRange::Mode::kReadWrite);
+  }
+  EXPECT_EQ(mapped, 5 * kG);
+  ASSERT_TRUE(manager_->Free(b).ok());
+  EXPECT_EQ(manager_->LiveRanges().size(), 2u);
+  ASSERT_TRUE(manager_->Free(a).ok());
+  ASSERT_TRUE(manager_->Free(c).ok());
 }
 
 }  // namespace

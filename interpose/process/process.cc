@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/log.h"
 #include "interpose/device/cuda_device.h"
+#include "interpose/process/opaque.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
 
@@ -331,6 +332,14 @@ void Process::WriteSummary() const {
         static_cast<long long>(s.peak_slab_bytes), static_cast<long long>(s.live_blocks),
         static_cast<long long>(s.live_bytes), static_cast<long long>(s.peak_live_bytes),
         static_cast<long long>(s.waits));
+  }
+  {
+    // Note [Opaque calls] (opaque.h): calls made safe by making everything resident, by name;
+    // `unclassified` counts calls of functions classes.tsv does not list (there should be none).
+    std::string line =
+        absl::StrCat("opaque: calls ", OpaqueTotal(), " unclassified ", UnclassifiedCalls());
+    for (const auto& [name, count] : OpaqueCounts()) absl::StrAppend(&line, " ", name, " ", count);
+    LogLine("%s", line.c_str());
   }
   for (int i = 0; i < kHookCount; ++i) {
     const CallCounts calls = Calls(static_cast<FunctionId>(i));

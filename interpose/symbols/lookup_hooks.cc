@@ -4,11 +4,11 @@
 // library; when that succeeds for a symbol pooch hooks, the caller gets the hook that the
 // version asked for selects (hook_table.h: DriverHookFor), so that a program or library that
 // reaches the driver through a look-up is intercepted exactly as one that calls it by name.
-// Everything else (other symbols, failures, per-thread-default-stream requests) is returned
-// untouched.
+// A per-thread-default-stream request gets the _ptsz/_ptds hook (POOCH_DRIVER_HOOK_PT).
+// Everything else (other symbols, failures) is returned untouched.
+#include "core/base/log.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
-#include "core/base/log.h"
 
 namespace pooch::interpose {
 namespace {
