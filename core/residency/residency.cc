@@ -212,6 +212,7 @@ absl::StatusOr<PhysicalHandle> ResidencyManager::MapChunkLocked(DeviceAddress ad
   }
   device_bytes_ += mapped_bytes;
   stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, device_bytes_);
+  stats_.window_peak_device_bytes = std::max(stats_.window_peak_device_bytes, device_bytes_);
   NotifyMemoryLocked();
   return *chunk;
 }
@@ -560,6 +561,7 @@ absl::Status ResidencyManager::ChargeExternal(int64_t bytes) {
   device_bytes_ += bytes;
   external_bytes_ += bytes;
   stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, device_bytes_);
+  stats_.window_peak_device_bytes = std::max(stats_.window_peak_device_bytes, device_bytes_);
   NotifyMemoryLocked();
   return absl::OkStatus();
 }
@@ -601,6 +603,11 @@ absl::Status ResidencyManager::WaitUnlocked(const EventRef& event) {
   mu_.Lock();
   stats_.swap_wait += waited;
   return s;
+}
+
+void ResidencyManager::ResetWindowPeak() {
+  MutexLock lock(&mu_);
+  stats_.window_peak_device_bytes = device_bytes_;
 }
 
 std::optional<AllocationInfo> ResidencyManager::Lookup(DeviceAddress address) const {

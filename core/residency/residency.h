@@ -146,6 +146,9 @@ struct AllocationInfo {
 struct ResidencyStats {
   int64_t device_bytes = 0;  // physical + external, now
   int64_t peak_device_bytes = 0;
+  // The peak of device_bytes since ResetWindowPeak (or start-up): what a memory pool's
+  // "high watermark" attribute reports and its reset restarts (interpose/hooks/pool_hooks.cc).
+  int64_t window_peak_device_bytes = 0;
   int64_t host_bytes = 0;  // pinned bytes holding swapped data, now
   int64_t peak_host_bytes = 0;
   int64_t bytes_swapped_out = 0;  // D2H bytes
@@ -303,6 +306,8 @@ class ResidencyManager {
   // Iteration boundary (from the interposer's marker), recorded for later policies.
   void MarkIteration() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Restarts ResidencyStats::window_peak_device_bytes at the current device bytes.
+  void ResetWindowPeak() ABSL_LOCKS_EXCLUDED(mu_);
   // The allocation containing `address`, if any.
   std::optional<AllocationInfo> Lookup(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
   // Note [Opaque calls] (interpose/process/opaque.h): every live allocation (not those whose

@@ -1,6 +1,5 @@
 // driver_hooks.cc: the CUDA driver hooks under a residency policy (intercept.h). The 32-bit base
 // forms (cuMemAlloc, ...) keep forwarding: their addresses cannot be the manager's.
-#include "interpose/hooks/kernel_args.h"
 #include "interpose/process/managed.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
@@ -119,18 +118,6 @@ CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUst
                          [&] { return real::cuMemsetD8Async()(dstDevice, uc, N, hStream); });
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                        void** kernelParams, void** extra) {
-  const Ranges r = DriverKernelRanges(Process::Get().manager(), f, kernelParams, extra);
-  return RunOp<CUresult>(S(hStream), r,
-                         [&] {
-                           return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX,
-                                                         blockDimY, blockDimZ, sharedMemBytes,
-                                                         hStream, kernelParams, extra);
-                         },
-                         {.known = false});
-}
+// cuLaunchKernel, cuLaunchKernelEx: launch_hooks.cc.
 
 }  // namespace pooch::interpose::intercept

@@ -10,6 +10,28 @@ namespace {
 
 constexpr size_t kMaxParams = 1024;
 
+// Runs `body` with the program's pending runtime error kept: a query past the last parameter
+// leaves an error behind that the program must not see (Note [Last error]).
+template <typename Body>
+auto KeepingLastError(Body&& body) {
+  const auto peek = real::cudaPeekAtLastError();
+  const cudaError_t pending = peek != nullptr ? peek() : cudaSuccess;
+  auto result = body();
+  if (const auto get_last = real::cudaGetLastError()) get_last();
+  if (pending != cudaSuccess) RecordRuntimeError(pending);
+  return result;
+}
+
+ParamLookup FromRuntime(cudaError_t e) {
+  if (e == cudaSuccess) return ParamLookup::kFound;
+  return e == cudaErrorInvalidValue ? ParamLookup::kPastEnd : ParamLookup::kUnknown;
+}
+
+ParamLookup FromDriver(CUresult e) {
+  if (e == CUDA_SUCCESS) return ParamLookup::kFound;
+  return e == CUDA_ERROR_INVALID_VALUE ? ParamLookup::kPastEnd : ParamLookup::kUnknown;
+}
+
 }  // namespace
 
 void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes,
@@ -26,48 +48,70 @@ void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t 
   }
 }
 
-Ranges RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* func, void** args) {
+std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* const* params,
+                                 absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info) {
   Ranges ranges;
-  if (manager == nullptr || args == nullptr) return ranges;
-  const auto param_info = real::cudaFuncGetParamInfo();
-  if (param_info == nullptr) return ranges;
-  // An error of the program's own still pending must survive the one pooch causes below.
-  const auto peek = real::cudaPeekAtLastError();
-  const cudaError_t pending = peek != nullptr ? peek() : cudaSuccess;
   for (size_t i = 0; i < kMaxParams; ++i) {
     size_t offset = 0, size = 0;
-    if (param_info(func, i, &offset, &size) != cudaSuccess) break;
-    ScanWords(manager, args[i], size, &ranges);
+    switch (info(i, &offset, &size)) {
+      case ParamLookup::kPastEnd:
+        return ranges;
+      case ParamLookup::kUnknown:
+        return std::nullopt;
+      case ParamLookup::kFound:
+        if (params == nullptr || params[i] == nullptr) return std::nullopt;
+        ScanWords(manager, params[i], size, &ranges);
+        break;
+    }
   }
-  // The call past the last parameter left an error behind; the program must not see it.
-  if (const auto get_last = real::cudaGetLastError()) get_last();
-  if (pending != cudaSuccess) RecordRuntimeError(pending);  // Note [Last error]
-  return ranges;
+  return std::nullopt;  // more parameters than any kernel has: not a layout to trust
 }
 
-Ranges DriverKernelRanges(const pooch::ResidencyManager* manager, CUfunction f,
-                          void** kernel_params, void** extra) {
-  Ranges ranges;
-  if (manager == nullptr) return ranges;
-  if (kernel_params != nullptr) {
+std::optional<Ranges> RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* func,
+                                          void** args) {
+  if (manager == nullptr) return Ranges{};
+  const auto param_info = real::cudaFuncGetParamInfo();
+  if (param_info == nullptr) return std::nullopt;
+  return KeepingLastError([&] {
+    return ScanParams(manager, args, [&](size_t i, size_t* offset, size_t* size) {
+      return FromRuntime(param_info(func, i, offset, size));
+    });
+  });
+}
+
+std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
+                                         cudaKernel_t kernel, void** args) {
+  if (manager == nullptr) return Ranges{};
+  const auto param_info = real::cuKernelGetParamInfo();
+  if (param_info == nullptr) return std::nullopt;
+  return ScanParams(manager, args, [&](size_t i, size_t* offset, size_t* size) {
+    return FromDriver(param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size));
+  });
+}
+
+std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager, CUfunction f,
+                                         void** kernel_params, void** extra) {
+  if (manager == nullptr) return Ranges{};
+  if (kernel_params != nullptr || extra == nullptr) {
     const auto param_info = real::cuFuncGetParamInfo();
-    if (param_info == nullptr) return ranges;
-    for (size_t i = 0; i < kMaxParams; ++i) {
-      size_t offset = 0, size = 0;
-      if (param_info(f, i, &offset, &size) != CUDA_SUCCESS) break;
-      ScanWords(manager, kernel_params[i], size, &ranges);
-    }
-  } else if (extra != nullptr) {
-    const void* buffer = nullptr;
-    size_t size = 0;
-    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 2 * kMaxParams; i += 2) {
-      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
-      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != nullptr) {
-        std::memcpy(&size, extra[i + 1], sizeof(size));
-      }
-    }
-    ScanWords(manager, buffer, size, &ranges);
+    if (param_info == nullptr) return std::nullopt;
+    return ScanParams(manager, kernel_params, [&](size_t i, size_t* offset, size_t* size) {
+      return FromDriver(param_info(f, i, offset, size));
+    });
   }
+  Ranges ranges;
+  const void* buffer = nullptr;
+  size_t size = 0;
+  bool sized = false;
+  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 2 * kMaxParams; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != nullptr) {
+      std::memcpy(&size, extra[i + 1], sizeof(size));
+      sized = true;
+    }
+  }
+  if (buffer != nullptr && !sized) return std::nullopt;
+  ScanWords(manager, buffer, size, &ranges);
   return ranges;
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "core/device/fake_device.h"
 #include "core/residency/residency.h"
@@ -72,10 +74,54 @@ TEST_F(KernelArgsTest, DriverLaunchWithExtraBuffer) {
   size_t size = sizeof(p);
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Params*>(&p),
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  const Ranges ranges = DriverKernelRanges(manager_.get(), nullptr, nullptr, extra);
-  ASSERT_EQ(ranges.get().size(), 2u);
-  EXPECT_EQ(ranges.get()[0].address, b_);
-  EXPECT_EQ(ranges.get()[1].address, a_ + 8);
+  const std::optional<Ranges> ranges = DriverKernelRanges(manager_.get(), nullptr, nullptr, extra);
+  ASSERT_TRUE(ranges.has_value());
+  ASSERT_EQ(ranges->get().size(), 2u);
+  EXPECT_EQ(ranges->get()[0].address, b_);
+  EXPECT_EQ(ranges->get()[1].address, a_ + 8);
+  // A buffer without its size cannot be scanned: the launch is opaque.
+  void* unsized[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Params*>(&p), CU_LAUNCH_PARAM_END};
+  EXPECT_FALSE(DriverKernelRanges(manager_.get(), nullptr, nullptr, unsized).has_value());
+}
+
+// A parameter layout as a query reports it: `sizes` parameters, then past-the-end (or unknown).
+struct FakeLayout {
+  std::vector<size_t> sizes;
+  ParamLookup after = ParamLookup::kPastEnd;
+  ParamLookup operator()(size_t i, size_t* offset, size_t* size) const {
+    if (i >= sizes.size()) return after;
+    *offset = 8 * i;
+    *size = sizes[i];
+    return ParamLookup::kFound;
+  }
+};
+
+TEST_F(KernelArgsTest, ScanParamsReadsEachParameterWithItsSize) {
+  uintptr_t x = a_ + 16, y = b_;
+  int n = 3;
+  void* params[] = {&n, &x, &y};
+  const std::optional<Ranges> r = ScanParams(manager_.get(), params, FakeLayout{{4, 8, 8}});
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->get().size(), 2u);
+  EXPECT_EQ(r->get()[0].address, a_ + 16);
+  EXPECT_EQ(r->get()[1].address, b_);
+  EXPECT_EQ(r->get()[0].mode, pooch::AccessRange::Mode::kReadWrite);
+}
+
+TEST_F(KernelArgsTest, ScanParamsKnowsAKernelWithoutParameters) {
+  const std::optional<Ranges> r = ScanParams(manager_.get(), nullptr, FakeLayout{{}});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->get().empty());
+}
+
+// Note [Opaque calls]: an unknown layout is never read as "touches nothing".
+TEST_F(KernelArgsTest, ScanParamsUnknownLayoutIsOpaque) {
+  uintptr_t x = a_;
+  void* params[] = {&x};
+  EXPECT_FALSE(ScanParams(manager_.get(), params, FakeLayout{{}, ParamLookup::kUnknown}));
+  EXPECT_FALSE(ScanParams(manager_.get(), params, FakeLayout{{8}, ParamLookup::kUnknown}));
+  // Parameters but no argument array: nothing to scan, so opaque too.
+  EXPECT_FALSE(ScanParams(manager_.get(), nullptr, FakeLayout{{8}}));
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // first. Without a policy these are not called (the generated hooks forward).
 #include <cstring>
 
-#include "interpose/hooks/kernel_args.h"
 #include "interpose/process/managed.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
@@ -134,14 +133,7 @@ cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t widt
   });
 }
 
-cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
-                             size_t sharedMem, cudaStream_t stream) {
-  const Ranges r = RuntimeKernelRanges(Process::Get().manager(), func, args);
-  return RunOp<cudaError_t>(
-      S(stream), r,
-      [&] { return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream); },
-      {.known = false});
-}
+// Kernel launches: launch_hooks.cc.
 
 // Synchronisation points are a good time to reclaim finished swaps and frees.
 // With POOCH_ITERATION_MARKER=sync, each device-wide synchronisation also ends an iteration.

@@ -23,7 +23,7 @@
 
 namespace pooch::interpose {
 
-enum class Library : uint8_t { CUDART, CUDA, CUDNN, CUBLAS };
+enum class Library : uint8_t { CUDART, CUDA, CUDNN, CUBLAS, CUBLASLT };
 
 // The soname a library's real functions are looked up in ("libcudart.so.13").
 const char* Soname(Library library);
@@ -101,7 +101,7 @@ void* HookAddress(FunctionId id);
 // The hook a driver look-up should return instead of the real entry point, or nullptr when
 // pooch does not hook it: `symbol` as cuGetProcAddress takes it (the base name, "cuMemAlloc"),
 // `cuda_version` as in cudaTypedefs.h (12000 for 12.0),
-// `per_thread` for CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (not hooked: nullptr).
+// `per_thread` for CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (the POOCH_DRIVER_HOOK_PT lines).
 void* DriverHookFor(const char* symbol, int cuda_version, bool per_thread);
 
 // Driver look-ups whose answer pooch could not name (lookup_hooks.cc, Note [Opaque calls]).

@@ -27,6 +27,20 @@ TEST(DriverHookFor, VersionSelectsTheForm) {
   EXPECT_EQ(DriverHookFor("cuLaunchKernel", 12000, false), Addr(FunctionId::cuLaunchKernel));
 }
 
+// A per-thread-default-stream look-up gets the _ptsz/_ptds hook, never the legacy-stream one.
+TEST(DriverHookFor, PerThreadGetsThePerThreadForm) {
+  EXPECT_EQ(DriverHookFor("cuLaunchKernel", 13000, true), Addr(FunctionId::cuLaunchKernel_ptsz));
+  EXPECT_EQ(DriverHookFor("cuLaunchKernelEx", 12000, true),
+            Addr(FunctionId::cuLaunchKernelEx_ptsz));
+  EXPECT_EQ(DriverHookFor("cuLaunchKernelEx", 12000, false), Addr(FunctionId::cuLaunchKernelEx));
+  EXPECT_EQ(DriverHookFor("cuMemcpyAsync", 12000, true), Addr(FunctionId::cuMemcpyAsync_ptsz));
+  EXPECT_EQ(DriverHookFor("cuMemcpyHtoD", 12000, true), Addr(FunctionId::cuMemcpyHtoD_v2_ptds));
+  EXPECT_EQ(DriverHookFor("cuMemsetD8Async", 12000, true), Addr(FunctionId::cuMemsetD8Async_ptsz));
+  EXPECT_EQ(DriverHookFor("cuGraphLaunch", 12000, true), Addr(FunctionId::cuGraphLaunch_ptsz));
+  EXPECT_EQ(DriverHookFor("cuGraphLaunch", 12000, false), Addr(FunctionId::cuGraphLaunch));
+  EXPECT_EQ(DriverHookFor("cuLaunchKernelEx", 11050, true), nullptr);  // before it existed
+}
+
 TEST(DriverHookFor, OthersAreNotHooked) {
   EXPECT_EQ(DriverHookFor("cuMemAlloc", 12000, /*per_thread=*/true), nullptr);
   EXPECT_EQ(DriverHookFor("cuMemAlloc_v2", 12000, false), nullptr);  // not a query name

@@ -5,10 +5,11 @@
 #include <atomic>
 #include <cstring>
 
+#include "absl/types/span.h"
+#include "core/base/log.h"
 #include "interpose/symbols/errors.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
-#include "core/base/log.h"
 
 #define POOCH_EXPORT __attribute__((visibility("default")))
 
@@ -46,6 +47,8 @@ const char* Soname(Library library) {
       return "libcudnn.so.9";
     case Library::CUBLAS:
       return "libcublas.so.13";
+    case Library::CUBLASLT:
+      return "libcublasLt.so.13";
   }
   return "";
 }
@@ -82,6 +85,17 @@ constexpr DriverEntry kDriverEntries[] = {
 #define POOCH_HOOK(lib, ret, name, params, args)
 #define POOCH_DRIVER_HOOK(ret, name, params, args, query, version) \
   {#query, version, FunctionId::name},
+#define POOCH_DRIVER_HOOK_PT(ret, name, params, args, query, version)
+#include "interpose/symbols/hooked_symbols.def"
+};
+
+// What a per-thread-default-stream look-up hands out (Note [Per-thread default stream] in
+// interpose/hooks/ptsz_hooks.cc).
+constexpr DriverEntry kPerThreadDriverEntries[] = {
+#define POOCH_HOOK(lib, ret, name, params, args)
+#define POOCH_DRIVER_HOOK(ret, name, params, args, query, version)
+#define POOCH_DRIVER_HOOK_PT(ret, name, params, args, query, version) \
+  {#query, version, FunctionId::name},
 #include "interpose/symbols/hooked_symbols.def"
 };
 
@@ -89,9 +103,10 @@ constexpr DriverEntry kDriverEntries[] = {
 
 void* HookAddress(FunctionId id) {
   switch (id) {
+// The cast picks the C signature where a C++ header overloads the name (cublasGemmEx).
 #define POOCH_HOOK(lib, ret, name, params, args) \
   case FunctionId::name:                         \
-    return reinterpret_cast<void*>(&::name);
+    return reinterpret_cast<void*>(static_cast<ret(*) params>(&::name));
 #include "interpose/symbols/hooked_symbols.def"
     default:
       return nullptr;
@@ -99,9 +114,10 @@ void* HookAddress(FunctionId id) {
 }
 
 void* DriverHookFor(const char* symbol, int cuda_version, bool per_thread) {
-  if (symbol == nullptr || per_thread) return nullptr;
+  if (symbol == nullptr) return nullptr;
   const DriverEntry* best = nullptr;
-  for (const DriverEntry& e : kDriverEntries) {
+  for (const DriverEntry& e : per_thread ? absl::Span<const DriverEntry>(kPerThreadDriverEntries)
+                                         : absl::Span<const DriverEntry>(kDriverEntries)) {
     if (e.version <= cuda_version && std::strcmp(e.query, symbol) == 0 &&
         (best == nullptr || e.version > best->version)) {
       best = &e;

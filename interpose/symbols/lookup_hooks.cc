@@ -4,6 +4,7 @@
 // library; when that succeeds for a symbol pooch hooks, the caller gets the hook that the
 // version asked for selects (hook_table.h: DriverHookFor), so that a program or library that
 // reaches the driver through a look-up is intercepted exactly as one that calls it by name.
+// A per-thread-default-stream request gets the _ptsz/_ptds hook (POOCH_DRIVER_HOOK_PT).
 // Note [Opaque calls] (interpose/process/opaque.h): a symbol pooch does not model is handed
 // out as libpooch.so's opaque hook of the same exported name when there is one: the real
 // look-up's answer is named by dladdr (cuMemcpy3D asked for at 12000 is cuMemcpy3D_v2; with the

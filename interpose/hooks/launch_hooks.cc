@@ -1,0 +1,136 @@
+// launch_hooks.cc: every kernel launch entry point, under a residency policy (intercept.h).
+//
+// CUDA 13's host stubs launch `<<<>>>` kernels through __cudaLaunchKernel(_ptsz) with a
+// cudaKernel_t (crt/host_runtime.h), not cudaLaunchKernel, which libcudart reaches internally
+// without the PLT; PyTorch's addmm and NCCL use cudaLaunchKernelExC, Triton cuLaunchKernel,
+// cuBLAS cuLaunchKernelEx (FIELD-NOTES, "Interposing CUDA"). Each launch is one op: every managed
+// allocation a parameter word points into is made resident and counted as read and written
+// (kernel_args.h); a launch whose parameter sizes cannot be found is opaque, so everything is
+// made resident first (Note [Opaque calls] in interpose/process/opaque.h). Kernels are never
+// replayed. The _ptsz forms run on the caller's per-thread stream (Note [Per-thread default
+// stream] in streams.h).
+#include "interpose/hooks/kernel_args.h"
+#include "interpose/hooks/streams.h"
+#include "interpose/process/managed.h"
+#include "interpose/process/opaque.h"
+#include "interpose/symbols/hook_table.h"
+#include "interpose/symbols/intercept.h"
+
+namespace pooch::interpose::intercept {
+namespace {
+
+template <typename Stream>
+uintptr_t S(Stream stream) {
+  return reinterpret_cast<uintptr_t>(stream);
+}
+
+// One launch: its scanned ranges, or everything when they are unknown.
+template <typename Ret, typename Forward>
+Ret Launch(uintptr_t stream, const std::optional<Ranges>& ranges, Forward&& forward) {
+  if (!ranges.has_value()) {
+    return RunOpaque<Ret>(kFunctions[Index(HookScope::Current())].name, stream,
+                          /*stream_known=*/true, std::forward<Forward>(forward));
+  }
+  return RunOp<Ret>(stream, *ranges, std::forward<Forward>(forward), {.known = false});
+}
+
+pooch::ResidencyManager* Manager() { return Process::Get().manager(); }
+
+}  // namespace
+
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                               size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(S(stream), KernelHandleRanges(Manager(), kernel, args), [&] {
+    return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream);
+  });
+}
+
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                                    size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(
+      S(PerThread(stream)), KernelHandleRanges(Manager(), kernel, args), [&] {
+        return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim, args, sharedMem, stream);
+      });
+}
+
+cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                             size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(S(stream), RuntimeKernelRanges(Manager(), func, args), [&] {
+    return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream);
+  });
+}
+
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                  size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(S(PerThread(stream)), RuntimeKernelRanges(Manager(), func, args), [&] {
+    return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args, sharedMem, stream);
+  });
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                        size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(S(stream), RuntimeKernelRanges(Manager(), func, args), [&] {
+    return real::cudaLaunchCooperativeKernel()(func, gridDim, blockDim, args, sharedMem, stream);
+  });
+}
+
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                             void** args, size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(S(PerThread(stream)), RuntimeKernelRanges(Manager(), func, args), [&] {
+    return real::cudaLaunchCooperativeKernel_ptsz()(func, gridDim, blockDim, args, sharedMem,
+                                                    stream);
+  });
+}
+
+// The stream is in the configuration; a null configuration is the real call's error to give.
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  if (config == nullptr) return real::cudaLaunchKernelExC()(config, func, args);
+  return Launch<cudaError_t>(S(config->stream), RuntimeKernelRanges(Manager(), func, args),
+                             [&] { return real::cudaLaunchKernelExC()(config, func, args); });
+}
+
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
+                                     void** args) {
+  if (config == nullptr) return real::cudaLaunchKernelExC_ptsz()(config, func, args);
+  return Launch<cudaError_t>(S(PerThread(config->stream)),
+                             RuntimeKernelRanges(Manager(), func, args),
+                             [&] { return real::cudaLaunchKernelExC_ptsz()(config, func, args); });
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void** kernelParams, void** extra) {
+  return Launch<CUresult>(S(hStream), DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
+    return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                  sharedMemBytes, hStream, kernelParams, extra);
+  });
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                             void** kernelParams, void** extra) {
+  return Launch<CUresult>(
+      S(PerThread(hStream)), DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
+        return real::cuLaunchKernel_ptsz()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                                           blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+      });
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                          void** extra) {
+  if (config == nullptr) return real::cuLaunchKernelEx()(config, f, kernelParams, extra);
+  return Launch<CUresult>(S(config->hStream), DriverKernelRanges(Manager(), f, kernelParams, extra),
+                          [&] { return real::cuLaunchKernelEx()(config, f, kernelParams, extra); });
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                               void** extra) {
+  if (config == nullptr) return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
+  return Launch<CUresult>(
+      S(PerThread(config->hStream)), DriverKernelRanges(Manager(), f, kernelParams, extra),
+      [&] { return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra); });
+}
+
+}  // namespace pooch::interpose::intercept
