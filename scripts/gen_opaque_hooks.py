@@ -129,15 +129,14 @@ def classify(name, lib, rows, errors):
     return top[0]
 
 
-def hooked_names():
-    """(library key, name) of every POOCH_HOOK/POOCH_DRIVER_HOOK line of hooked_symbols.def."""
-    text = open(DEF).read()
-    out = set()
-    for m in re.finditer(r"^POOCH_HOOK\(\s*(\w+)\s*,\s*[^,]+,\s*(\w+)", text, re.M):
-        out.add((DEF_LIBS[m.group(1)], m.group(2)))
-    for m in re.finditer(r"^POOCH_DRIVER_HOOK\(\s*[^,]+,\s*(\w+)", text, re.M):
-        out.add(("cuda", m.group(1)))
-    return out
+def hooked_names(cxx):
+    """(library key, name) of every hook hooked_symbols.def exports (its POOCH_DRIVER_HOOK*
+    forms default to POOCH_HOOK(CUDA, ...)), read through the preprocessor as the build does."""
+    src = '#define POOCH_HOOK(lib, ret, name, params, args) @@lib:name@@\n' \
+          '#include "interpose/symbols/hooked_symbols.def"\n'
+    out = subprocess.run([cxx, "-E", "-P", "-x", "c++", f"-I{ROOT}", "-"], input=src, check=True,
+                         capture_output=True, text=True).stdout
+    return {(DEF_LIBS[lib], name) for lib, name in re.findall(r"@@(\w+):(\w+)@@", out)}
 
 
 def stream_expression(params):
@@ -305,7 +304,7 @@ def main():
     for r in rows:
         if not r["used"]:
             errors.append(f"classes.tsv:{r['line']}: {r['pattern']} ({r['lib']}) matches no export")
-    hooks = hooked_names()
+    hooks = hooked_names(args.cxx)
     for (lib, name), row in sorted(names.items()):
         if row is None:
             continue

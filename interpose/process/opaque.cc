@@ -66,7 +66,9 @@ void CountUnclassified(const char* function) {
   }
 }
 
-uint64_t UnclassifiedCalls() { return g_unclassified.load(std::memory_order_relaxed); }
+uint64_t UnclassifiedCalls() {
+  return g_unclassified.load(std::memory_order_relaxed) + UnclassifiedLookups();
+}
 
 void LogOpaqueRefused(const char* function, int64_t needed_bytes, int64_t limit_bytes,
                       const absl::Status& status) {

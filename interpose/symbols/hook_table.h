@@ -104,6 +104,9 @@ void* HookAddress(FunctionId id);
 // `per_thread` for CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (the POOCH_DRIVER_HOOK_PT lines).
 void* DriverHookFor(const char* symbol, int cuda_version, bool per_thread);
 
+// Driver look-ups whose answer pooch could not name (lookup_hooks.cc, Note [Opaque calls]).
+uint64_t UnclassifiedLookups();
+
 // Calls of each hook since start-up: `top` made by the program, `nested` made while another
 // hook of the same thread was running (a library's internal calls, e.g. cuDNN's cudaMalloc).
 // Exact for one thread; concurrent calls of the same hook may lose a count (hooks.cc).

@@ -269,7 +269,7 @@ opaque)
   grep -q '^opaque_probe resident ok ' "$work/resident.out" || fail "resident: $(cat "$work/resident.out")"
   grep -i 'hazard\|illegal' "$work/resident.err" && fail "resident: simgpu reported a hazard"
   line=$(grep '^pooch: opaque: ' "$work/resident.err") || fail "resident: no opaque: line in the summary"
-  echo "$line" | grep -q ' unclassified 0 .*cublasSgemmEx 1 cublasSgemmStridedBatched 1$' ||
+  echo "$line" | grep -q ' unclassified 0 cuMemAllocAsync 1 cuMemFreeAsync 1 cublasSgemmEx 1 cublasSgemmStridedBatched 1$' ||
     fail "resident: opaque: line does not count the two calls: $line"
   swaps=$(grep '^pooch: swaps: ' "$work/resident.err")
   ins=$(echo "$swaps" | awk '{ for (i = 3; i < NF; ++i) if ($i == "in") print $(i + 1) }')

@@ -6,7 +6,8 @@
 //       (four buffers do not fit), frees c and d. a and b are then on the host, and both fit.
 //       cublasSgemmStridedBatched (a's sum of squares, as a 1 x 1 product a^T a) and
 //       cublasSgemmEx (b = a x [1]), which pooch does not model and simgpu computes, must see them
-//       resident: the sum is the host's, b reads back equal to a.
+//       resident: the sum is the host's, b reads back equal to a. Then cuMemAllocAsync and
+//       cuMemFreeAsync, reached through cuGetProcAddress, must be pooch's opaque hooks.
 //   refuse    Fills four buffers (a swapped out), then cublasSgemmEx(b = a x c): everything cannot
 //   be
 //       resident under the limit, so the call must fail with CUBLAS_STATUS_ALLOC_FAILED (the
@@ -14,7 +15,9 @@
 //
 // Prints "opaque_probe MODE ok ..." when every check held (exit 0), else what failed (exit 1).
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <cmath>
 #include <cstdio>
@@ -112,6 +115,29 @@ int main(int argc, char** argv) {
     Ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     Expect(b, 0, "b after the copy");
     Expect(a, 0, "a");
+    // Note [Opaque calls]: a driver look-up of a function pooch does not model gets its hook
+    // (cuMemAllocAsync and cuMemFreeAsync: opaque, and served by simgpu's look-up table).
+    void* alloc = nullptr;
+    void* release = nullptr;
+    CUdriverProcAddressQueryResult found{};
+    if (cuGetProcAddress("cuMemAllocAsync", &alloc, 13000, 0, &found) != CUDA_SUCCESS ||
+        cuGetProcAddress("cuMemFreeAsync", &release, 13000, 0, &found) != CUDA_SUCCESS) {
+      std::printf("opaque_probe: cuGetProcAddress(cuMemAllocAsync, cuMemFreeAsync) failed\n");
+      ++g_failures;
+    } else if (alloc != dlsym(RTLD_DEFAULT, "cuMemAllocAsync") ||
+               release != dlsym(RTLD_DEFAULT, "cuMemFreeAsync")) {
+      std::printf("opaque_probe: the look-ups did not answer with the preloaded hooks\n");
+      ++g_failures;
+    } else {
+      CUdeviceptr p = 0;
+      using Alloc = CUresult (*)(CUdeviceptr*, size_t, CUstream);
+      using Release = CUresult (*)(CUdeviceptr, CUstream);
+      if (reinterpret_cast<Alloc>(alloc)(&p, 4096, nullptr) != CUDA_SUCCESS ||
+          reinterpret_cast<Release>(release)(p, nullptr) != CUDA_SUCCESS) {
+        std::printf("opaque_probe: cuMemAllocAsync/cuMemFreeAsync through the look-up failed\n");
+        ++g_failures;
+      }
+    }
     if (g_failures == 0) std::printf("opaque_probe resident ok sum %.1f\n", got);
   } else if (std::strcmp(mode, "refuse") == 0) {
     const float one = 1, zero = 0;
