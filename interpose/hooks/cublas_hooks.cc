@@ -9,6 +9,7 @@
 #include "core/base/log.h"
 #include "interpose/hooks/blas_extent.h"
 #include "interpose/process/managed.h"
+#include "interpose/process/opaque.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
 
@@ -39,7 +40,8 @@ size_t VectorBytes(int n, int inc) {
 // The GEMMs PyTorch calls: A and B read, C read and written (beta is not looked at: reading C
 // when beta = 0 costs a swap-in at worst, never correctness), alpha and beta device reads in
 // device pointer mode (ignored in host mode, as above). An operand whose data type pooch does not
-// size makes the call refused with one line: pooch must not guess its extent. Not replayed yet.
+// size makes the call opaque (everything resident): pooch must not guess its extent. Not
+// replayed yet.
 template <typename Forward>
 cublasStatus_t RunGemm(const char* name, cublasHandle_t handle, cublasOperation_t transa,
                        cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void* alpha,
@@ -49,12 +51,9 @@ cublasStatus_t RunGemm(const char* name, cublasHandle_t handle, cublasOperation_
                        int64_t stride_a, int64_t stride_b, int64_t stride_c, Forward&& forward) {
   const int64_t ea = CudaTypeBytes(a_type), eb = CudaTypeBytes(b_type), ec = CudaTypeBytes(c_type);
   if (ea == 0 || eb == 0 || ec == 0) {
-    POOCH_LOG_AT(kError,
-                 "%s: a data type pooch does not size (%d, %d, %d); pooch cannot tell what the "
-                 "call touches, so it refuses it (CUBLAS_STATUS_NOT_SUPPORTED)",
-                 name, static_cast<int>(a_type), static_cast<int>(b_type),
-                 static_cast<int>(c_type));
-    return CUBLAS_STATUS_NOT_SUPPORTED;
+    // A data type pooch does not size: an opaque call (Note [Opaque calls]).
+    return RunOpaque<cublasStatus_t>(name, HandleStream(handle), /*stream_known=*/true,
+                                     std::forward<Forward>(forward));
   }
   const GemmSpans s = GemmBytes(transa != CUBLAS_OP_N, transb != CUBLAS_OP_N, m, n, k, lda, ldb,
                                 ldc, ea, eb, ec, batch, stride_a, stride_b, stride_c);

@@ -3,8 +3,8 @@
 // cublasLtMatmul runs as an op over the memory the model names, with a replay recipe when it is
 // replayable.
 //
-// A matmul the model cannot account for is refused with one "pooch: ..." line and
-// CUBLAS_STATUS_NOT_SUPPORTED: pooch cannot tell what it touches.
+// A matmul the model cannot account for is an opaque call (Note [Opaque calls] in
+// interpose/process/opaque.h): every allocation resident around it.
 //
 // A replay runs on a cuBLASLt handle of pooch's own (a cuBLASLt handle carries no stream: the
 // stream is the call's argument), with descriptors of pooch's own made from the recorded
@@ -19,6 +19,7 @@
 #include "core/base/log.h"
 #include "interpose/hooks/cublaslt_model.h"
 #include "interpose/process/managed.h"
+#include "interpose/process/opaque.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
 
@@ -169,12 +170,16 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
   const absl::StatusOr<LtMatmulModel> m =
       LtModel::Get().Matmul(computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc,
                             algo != nullptr, workspace, workspaceSizeInBytes);
+  const auto forward = [&] {
+    return real::cublasLtMatmul()(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C,
+                                  Cdesc, D, Ddesc, algo, workspace, workspaceSizeInBytes, stream);
+  };
   if (!m.ok()) {
-    POOCH_LOG_AT(kError,
-                 "cublasLtMatmul: %.*s; pooch cannot tell what the call touches, so it refuses "
-                 "it (CUBLAS_STATUS_NOT_SUPPORTED)",
+    // Note [Opaque calls]: pooch cannot name what the call touches, so everything is resident.
+    POOCH_LOG_AT(kInfo, "cublasLtMatmul: %.*s: run as an opaque call",
                  static_cast<int>(m.status().message().size()), m.status().message().data());
-    return CUBLAS_STATUS_NOT_SUPPORTED;
+    return RunOpaque<cublasStatus_t>("cublasLtMatmul", reinterpret_cast<uintptr_t>(stream),
+                                     /*stream_known=*/true, forward);
   }
   Ranges r;
   for (const pooch::AccessRange& a : m->ranges) r.Add(a.address, a.bytes, a.mode);
@@ -182,13 +187,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     return MatmulRecipe(r, *m, alpha, A, B, D, algo, workspaceSizeInBytes);
   };
   const ReplaySource replay(make_recipe);
-  return RunOp<cublasStatus_t>(reinterpret_cast<uintptr_t>(stream), r,
-                               [&] {
-                                 return real::cublasLtMatmul()(lightHandle, computeDesc, alpha, A,
-                                                               Adesc, B, Bdesc, beta, C, Cdesc, D,
-                                                               Ddesc, algo, workspace,
-                                                               workspaceSizeInBytes, stream);
-                               },
+  return RunOp<cublasStatus_t>(reinterpret_cast<uintptr_t>(stream), r, forward,
                                {.replay = m->replayable ? &replay : nullptr});
 }
 

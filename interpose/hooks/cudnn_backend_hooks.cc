@@ -4,8 +4,8 @@
 // a replay recipe when the plan is replayable.
 //
 // An execute the model cannot account for (a plan or graph pooch did not see built, an operation
-// it does not model) is refused with one "pooch: ..." line and CUDNN_STATUS_NOT_SUPPORTED: pooch
-// cannot tell what it writes, and running it over memory pooch may unmap is the race issue 15
+// it does not model) is an opaque call (Note [Opaque calls] in interpose/process/opaque.h): every
+// allocation resident around it. Running it over memory pooch may unmap is the race issue 15
 // describes.
 //
 // Note [Backend replay]: a finalized plan is bound to the handle it was built with
@@ -27,6 +27,7 @@
 #include "core/base/mutex.h"
 #include "interpose/hooks/cudnn_backend_model.h"
 #include "interpose/process/managed.h"
+#include "interpose/process/opaque.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
 
@@ -225,22 +226,23 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan,
                                   cudnnBackendDescriptor_t variantPack) {
   absl::StatusOr<ExecuteModel> m = BackendModel::Get().Execute(executionPlan, variantPack);
+  const auto forward = [&] {
+    return real::cudnnBackendExecute()(handle, executionPlan, variantPack);
+  };
   if (!m.ok()) {
-    POOCH_LOG_AT(kError,
-                 "cudnnBackendExecute: %.*s; pooch cannot tell what the call writes, so it "
-                 "refuses it (CUDNN_STATUS_NOT_SUPPORTED)",
+    // Note [Opaque calls]: pooch cannot name what the plan touches, so everything is resident.
+    POOCH_LOG_AT(kInfo, "cudnnBackendExecute: %.*s: run as an opaque call",
                  static_cast<int>(m.status().message().size()), m.status().message().data());
-    return CUDNN_STATUS_NOT_SUPPORTED;
+    return RunOpaque<cudnnStatus_t>("cudnnBackendExecute", HandleStream(handle),
+                                    /*stream_known=*/true, forward);
   }
   Ranges r;
   for (const BackendAccess& a : m->accesses) r.Add(a.address, a.bytes, ModeOf(a.role));
   const bool replayable = m->plan->replayable && OutputApart(*m);
   const auto make_recipe = [&] { return BackendRecipe(r, handle, executionPlan, *m); };
   const ReplaySource replay(make_recipe);
-  return RunOp<cudnnStatus_t>(
-      HandleStream(handle), r,
-      [&] { return real::cudnnBackendExecute()(handle, executionPlan, variantPack); },
-      {.replay = replayable ? &replay : nullptr});
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, forward,
+                              {.replay = replayable ? &replay : nullptr});
 }
 
 }  // namespace pooch::interpose::intercept
