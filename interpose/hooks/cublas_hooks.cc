@@ -4,8 +4,12 @@
 // product's result) are included too: in device pointer mode they are device memory, in host
 // mode the manager ignores them.
 #include <cstdlib>
+#include <utility>
 
+#include "core/base/log.h"
+#include "interpose/hooks/blas_extent.h"
 #include "interpose/process/managed.h"
+#include "interpose/process/opaque.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
 
@@ -33,7 +37,135 @@ size_t VectorBytes(int n, int inc) {
   return (1 + static_cast<size_t>(n - 1) * static_cast<size_t>(std::abs(inc))) * sizeof(float);
 }
 
+// The GEMMs PyTorch calls: A and B read, C read and written (beta is not looked at: reading C
+// when beta = 0 costs a swap-in at worst, never correctness), alpha and beta device reads in
+// device pointer mode (ignored in host mode, as above). An operand whose data type pooch does not
+// size makes the call opaque (everything resident): pooch must not guess its extent. Not
+// replayed yet.
+template <typename Forward>
+cublasStatus_t RunGemm(const char* name, cublasHandle_t handle, cublasOperation_t transa,
+                       cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void* alpha,
+                       size_t scale_bytes, const void* A, cudaDataType a_type, int64_t lda,
+                       const void* B, cudaDataType b_type, int64_t ldb, const void* beta,
+                       const void* C, cudaDataType c_type, int64_t ldc, int64_t batch,
+                       int64_t stride_a, int64_t stride_b, int64_t stride_c, Forward&& forward) {
+  const int64_t ea = CudaTypeBytes(a_type), eb = CudaTypeBytes(b_type), ec = CudaTypeBytes(c_type);
+  if (ea == 0 || eb == 0 || ec == 0) {
+    // A data type pooch does not size: an opaque call (Note [Opaque calls]).
+    return RunOpaque<cublasStatus_t>(name, HandleStream(handle), /*stream_known=*/true,
+                                     std::forward<Forward>(forward));
+  }
+  const GemmSpans s = GemmBytes(transa != CUBLAS_OP_N, transb != CUBLAS_OP_N, m, n, k, lda, ldb,
+                                ldc, ea, eb, ec, batch, stride_a, stride_b, stride_c);
+  Ranges r;
+  r.Add(A, static_cast<size_t>(s.a), kR);
+  r.Add(B, static_cast<size_t>(s.b), kR);
+  r.Add(C, static_cast<size_t>(s.c), kRW);
+  r.Add(alpha, scale_bytes, kR);
+  r.Add(beta, scale_bytes, kR);
+  return RunOp<cublasStatus_t>(HandleStream(handle), r, std::forward<Forward>(forward));
+}
+
+// The scale type's size of cublasGemmEx's compute types: alpha and beta are that type.
+size_t ScaleBytes(cublasComputeType_t compute) {
+  switch (compute) {
+    case CUBLAS_COMPUTE_16F:
+    case CUBLAS_COMPUTE_16F_PEDANTIC:
+      return 2;
+    case CUBLAS_COMPUTE_64F:
+    case CUBLAS_COMPUTE_64F_PEDANTIC:
+      return 8;
+    default:
+      return 4;
+  }
+}
+
 }  // namespace
+
+cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa,
+                                 cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+                                 const float* alpha, const float* A, int64_t lda, const float* B,
+                                 int64_t ldb, const float* beta, float* C, int64_t ldc) {
+  return RunGemm("cublasSgemm_v2_64", handle, transa, transb, m, n, k, alpha, sizeof(float), A,
+                 CUDA_R_32F, lda, B, CUDA_R_32F, ldb, beta, C, CUDA_R_32F, ldc, 1, 0, 0, 0, [&] {
+                   return real::cublasSgemm_v2_64()(handle, transa, transb, m, n, k, alpha, A, lda,
+                                                    B, ldb, beta, C, ldc);
+                 });
+}
+
+cublasStatus_t cublasSgemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                             cublasOperation_t transb, int m, int n, int k, const float* alpha,
+                             const void* A, cudaDataType Atype, int lda, const void* B,
+                             cudaDataType Btype, int ldb, const float* beta, void* C,
+                             cudaDataType Ctype, int ldc) {
+  return RunGemm("cublasSgemmEx", handle, transa, transb, m, n, k, alpha, sizeof(float), A, Atype,
+                 lda, B, Btype, ldb, beta, C, Ctype, ldc, 1, 0, 0, 0, [&] {
+                   return real::cublasSgemmEx()(handle, transa, transb, m, n, k, alpha, A, Atype,
+                                                lda, B, Btype, ldb, beta, C, Ctype, ldc);
+                 });
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                            const void* A, cudaDataType Atype, int lda, const void* B,
+                            cudaDataType Btype, int ldb, const void* beta, void* C,
+                            cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                            cublasGemmAlgo_t algo) {
+  return RunGemm("cublasGemmEx", handle, transa, transb, m, n, k, alpha, ScaleBytes(computeType), A,
+                 Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, 1, 0, 0, 0, [&] {
+                   return real::cublasGemmEx()(handle, transa, transb, m, n, k, alpha, A, Atype,
+                                               lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType,
+                                               algo);
+                 });
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                          cublasOperation_t transb, int m, int n, int k,
+                                          const void* alpha, const void* A, cudaDataType Atype,
+                                          int lda, long long int strideA, const void* B,
+                                          cudaDataType Btype, int ldb, long long int strideB,
+                                          const void* beta, void* C, cudaDataType Ctype, int ldc,
+                                          long long int strideC, int batchCount,
+                                          cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  return RunGemm("cublasGemmStridedBatchedEx", handle, transa, transb, m, n, k, alpha,
+                 ScaleBytes(computeType), A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
+                 batchCount, strideA, strideB, strideC, [&] {
+                   return real::cublasGemmStridedBatchedEx()(
+                       handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype,
+                       ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo);
+                 });
+}
+
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float* alpha, const float* A, int lda,
+                                         long long int strideA, const float* B, int ldb,
+                                         long long int strideB, const float* beta, float* C,
+                                         int ldc, long long int strideC, int batchCount) {
+  return RunGemm("cublasSgemmStridedBatched", handle, transa, transb, m, n, k, alpha, sizeof(float),
+                 A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, beta, C, CUDA_R_32F, ldc, batchCount,
+                 strideA, strideB, strideC, [&] {
+                   return real::cublasSgemmStridedBatched()(handle, transa, transb, m, n, k, alpha,
+                                                            A, lda, strideA, B, ldb, strideB, beta,
+                                                            C, ldc, strideC, batchCount);
+                 });
+}
+
+cublasStatus_t cublasSgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa,
+                                            cublasOperation_t transb, int64_t m, int64_t n,
+                                            int64_t k, const float* alpha, const float* A,
+                                            int64_t lda, long long int strideA, const float* B,
+                                            int64_t ldb, long long int strideB, const float* beta,
+                                            float* C, int64_t ldc, long long int strideC,
+                                            int64_t batchCount) {
+  return RunGemm("cublasSgemmStridedBatched_64", handle, transa, transb, m, n, k, alpha,
+                 sizeof(float), A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, beta, C, CUDA_R_32F, ldc,
+                 batchCount, strideA, strideB, strideC, [&] {
+                   return real::cublasSgemmStridedBatched_64()(
+                       handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB,
+                       beta, C, ldc, strideC, batchCount);
+                 });
+}
 
 cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
                               cublasOperation_t transb, int m, int n, int k, const float* alpha,

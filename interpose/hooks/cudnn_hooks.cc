@@ -315,6 +315,83 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
   });
 }
 
+// The Ex forms (PyTorch's batch norm, SPATIAL_PERSISTENT): as the plain ones, plus z (added
+// before the activation), the workspace and the reserve space, which backward reads. Forward is
+// replayed by the Ex call itself (the plain form may run another kernel) when it has no z and no
+// activation (BatchNormForwardTrainingExRecipe).
+cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void* alpha,
+    const void* beta, const cudnnTensorDescriptor_t xDesc, const void* xData,
+    const cudnnTensorDescriptor_t zDesc, const void* zData, const cudnnTensorDescriptor_t yDesc,
+    void* yData, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void* bnScale,
+    const void* bnBias, double exponentialAverageFactor, void* resultRunningMean,
+    void* resultRunningVariance, double epsilon, void* resultSaveMean, void* resultSaveInvVariance,
+    cudnnActivationDescriptor_t activationDesc, void* workspace, size_t workSpaceSizeInBytes,
+    void* reserveSpace, size_t reserveSpaceSizeInBytes) {
+  Ranges r;
+  AddTensor(r, xDesc, xData, kR);
+  AddTensor(r, zDesc, zData, kR);
+  const bool fresh = BetaIsZero(yDesc, beta);
+  AddTensor(r, yDesc, yData, fresh ? kW : kRW);
+  AddTensor(r, bnScaleBiasMeanVarDesc, bnScale, kR);
+  AddTensor(r, bnScaleBiasMeanVarDesc, bnBias, kR);
+  AddTensor(r, bnScaleBiasMeanVarDesc, resultRunningMean, kRW);
+  AddTensor(r, bnScaleBiasMeanVarDesc, resultRunningVariance, kRW);
+  AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveMean, kW);
+  AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveInvVariance, kW);
+  r.Add(workspace, workSpaceSizeInBytes, kRW);
+  r.Add(reserveSpace, reserveSpaceSizeInBytes, kW);
+  const bool plain = bnOps == CUDNN_BATCHNORM_OPS_BN && zData == nullptr;
+  return RunProducer(
+      handle, r, yData, fresh && plain,
+      [&] {
+        return real::cudnnBatchNormalizationForwardTrainingEx()(
+            handle, mode, bnOps, alpha, beta, xDesc, xData, zDesc, zData, yDesc, yData,
+            bnScaleBiasMeanVarDesc, bnScale, bnBias, exponentialAverageFactor, resultRunningMean,
+            resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc,
+            workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
+      },
+      [&] {
+        return BatchNormForwardTrainingExRecipe(
+            r, mode, bnOps, alpha, beta, xDesc, xData, yDesc, yData, bnScaleBiasMeanVarDesc,
+            bnScale, bnBias, epsilon, workSpaceSizeInBytes, reserveSpaceSizeInBytes);
+      });
+}
+
+cudnnStatus_t cudnnBatchNormalizationBackwardEx(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps,
+    const void* alphaDataDiff, const void* betaDataDiff, const void* alphaParamDiff,
+    const void* betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void* xData,
+    const cudnnTensorDescriptor_t yDesc, const void* yData, const cudnnTensorDescriptor_t dyDesc,
+    const void* dyData, const cudnnTensorDescriptor_t dzDesc, void* dzData,
+    const cudnnTensorDescriptor_t dxDesc, void* dxData,
+    const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void* bnScaleData, const void* bnBiasData,
+    void* dBnScaleData, void* dBnBiasData, double epsilon, const void* savedMean,
+    const void* savedInvVariance, cudnnActivationDescriptor_t activationDesc, void* workSpace,
+    size_t workSpaceSizeInBytes, void* reserveSpace, size_t reserveSpaceSizeInBytes) {
+  Ranges r;
+  AddTensor(r, xDesc, xData, kR);
+  AddTensor(r, yDesc, yData, kR);
+  AddTensor(r, dyDesc, dyData, kR);
+  AddTensor(r, dzDesc, dzData, kRW);
+  AddTensor(r, dxDesc, dxData, kRW);
+  AddTensor(r, dBnScaleBiasDesc, bnScaleData, kR);
+  AddTensor(r, dBnScaleBiasDesc, bnBiasData, kR);
+  AddTensor(r, dBnScaleBiasDesc, dBnScaleData, kRW);
+  AddTensor(r, dBnScaleBiasDesc, dBnBiasData, kRW);
+  AddTensor(r, dBnScaleBiasDesc, savedMean, kR);
+  AddTensor(r, dBnScaleBiasDesc, savedInvVariance, kR);
+  r.Add(workSpace, workSpaceSizeInBytes, kRW);
+  r.Add(reserveSpace, reserveSpaceSizeInBytes, kRW);
+  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
+    return real::cudnnBatchNormalizationBackwardEx()(
+        handle, mode, bnOps, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc,
+        xData, yDesc, yData, dyDesc, dyData, dzDesc, dzData, dxDesc, dxData, dBnScaleBiasDesc,
+        bnScaleData, bnBiasData, dBnScaleData, dBnBiasData, epsilon, savedMean, savedInvVariance,
+        activationDesc, workSpace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
+  });
+}
+
 cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo,
                                   cudnnSoftmaxMode_t mode, const void* alpha,
                                   const cudnnTensorDescriptor_t xDesc, const void* x,

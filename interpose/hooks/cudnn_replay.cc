@@ -319,6 +319,37 @@ std::optional<ReplayRecipe> BatchNormForwardTrainingRecipe(
   return recipe;
 }
 
+std::optional<ReplayRecipe> BatchNormForwardTrainingExRecipe(
+    const Ranges& r, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops, const void* alpha,
+    const void* beta, cudnnTensorDescriptor_t xDesc, const void* x, cudnnTensorDescriptor_t yDesc,
+    void* y, cudnnTensorDescriptor_t paramDesc, const void* scale, const void* bias, double epsilon,
+    size_t workspace_bytes, size_t reserve_bytes) {
+  if (ops != CUDNN_BATCHNORM_OPS_BN) return std::nullopt;
+  std::optional<ReplayRecipe> recipe = Base(r, y, "cudnnBatchNormalizationForwardTrainingEx");
+  std::optional<TensorCopy> xd = CopyTensor(xDesc);
+  std::optional<TensorCopy> yd = CopyTensor(yDesc);
+  std::optional<TensorCopy> pd = CopyTensor(paramDesc);
+  if (!recipe || !xd || !yd || !pd) return std::nullopt;
+  const std::optional<Scales> s = ScalesOf(yd->type, alpha, beta);
+  if (!s) return std::nullopt;
+  // One scratch: the workspace, then the reserve space at the next 256-byte boundary.
+  const size_t reserve_at = (workspace_bytes + 255) / 256 * 256;
+  recipe->workspace_bytes = static_cast<int64_t>(reserve_at + reserve_bytes);
+  recipe->issue = [mode, ops, a = s->alpha, b = s->zero, xd = *xd, x, yd = *yd, y, pd = *pd, scale,
+                   bias, epsilon, workspace_bytes, reserve_at,
+                   reserve_bytes](uintptr_t stream, void* scratch) {
+    const cudnnHandle_t h = ReplayHandle(stream);
+    const auto bn = real::cudnnBatchNormalizationForwardTrainingEx();
+    char* base = static_cast<char*>(scratch);
+    return h != nullptr && bn != nullptr &&
+           bn(h, mode, ops, a.get(), b.get(), xd.desc.get(), x, nullptr, nullptr, yd.desc.get(), y,
+              pd.desc.get(), scale, bias, 0.0, nullptr, nullptr, epsilon, nullptr, nullptr, nullptr,
+              workspace_bytes > 0 ? base : nullptr, workspace_bytes,
+              reserve_bytes > 0 ? base + reserve_at : nullptr, reserve_bytes) == kOk;
+  };
+  return recipe;
+}
+
 std::optional<ReplayRecipe> ActivationForwardRecipe(const Ranges& r,
                                                     cudnnActivationDescriptor_t activationDesc,
                                                     const void* alpha,

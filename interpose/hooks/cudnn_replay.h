@@ -13,9 +13,9 @@
 
 #include <optional>
 
-#include "interpose/symbols/cuda_api.h"
-#include "interpose/process/managed.h"
 #include "core/lineage/replay_recipe.h"
+#include "interpose/process/managed.h"
+#include "interpose/symbols/cuda_api.h"
 
 namespace pooch::interpose {
 
@@ -41,6 +41,16 @@ std::optional<ReplayRecipe> BatchNormForwardTrainingRecipe(
     const Ranges& r, cudnnBatchNormMode_t mode, const void* alpha, const void* beta,
     cudnnTensorDescriptor_t xDesc, const void* x, cudnnTensorDescriptor_t yDesc, void* y,
     cudnnTensorDescriptor_t paramDesc, const void* scale, const void* bias, double epsilon);
+
+// The Ex form with bnOps CUDNN_BATCHNORM_OPS_BN only (no z, no activation: PyTorch's): replayed
+// by the same Ex call with null running and saved statistics, and the workspace and a reserve
+// space of the recorded sizes taken from the Recomputer's scratch (so the program's reserve
+// space, which backward reads, is not written again).
+std::optional<ReplayRecipe> BatchNormForwardTrainingExRecipe(
+    const Ranges& r, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops, const void* alpha,
+    const void* beta, cudnnTensorDescriptor_t xDesc, const void* x, cudnnTensorDescriptor_t yDesc,
+    void* y, cudnnTensorDescriptor_t paramDesc, const void* scale, const void* bias, double epsilon,
+    size_t workspace_bytes, size_t reserve_bytes);
 
 std::optional<ReplayRecipe> ActivationForwardRecipe(const Ranges& r,
                                                     cudnnActivationDescriptor_t activationDesc,

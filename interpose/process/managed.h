@@ -152,9 +152,8 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
   if (manager == nullptr || ranges.get().empty()) return forward();
   // Note [Range checks]: before anything is made resident, rebuilt or written.
   if (absl::Status s = CheckExactRanges(*manager, process.small(), ranges); !s.ok()) {
-    POOCH_LOG_AT(kError, "%s: %.*s: returning the invalid-value error",
-                 kFunctions[Index(HookScope::Current())].name, static_cast<int>(s.message().size()),
-                 s.message().data());
+    POOCH_LOG_AT(kError, "%s: %.*s: returning the invalid-value error", HookScope::CurrentName(),
+                 static_cast<int>(s.message().size()), s.message().data());
     return HookFailure<Ret>(s);  // the program's last error too (Note [Last error])
   }
   Recomputer* recomputer = process.recomputer();
@@ -184,10 +183,10 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
     }
   }
   Profiler* profiler = process.profiler();
-  const ProfiledOp profiled =
-      profiler == nullptr ? ProfiledOp{}
-                          : profiler->OpBegin(kFunctions[Index(HookScope::Current())].name, stream,
-                                              ranges.get(), effects.replay != nullptr);
+  const ProfiledOp profiled = profiler == nullptr
+                                  ? ProfiledOp{}
+                                  : profiler->OpBegin(HookScope::CurrentName(), stream,
+                                                      ranges.get(), effects.replay != nullptr);
   // Note [DTR recipes] (core/exec/recomputer.h): under dtr every call that can be replayed and
   // writes one of the manager's allocations is timed and keeps its recipe.
   const bool produces = recomputer != nullptr && recomputer->dtr() && effects.replay != nullptr &&

@@ -68,8 +68,10 @@ template <typename Ret, typename Forward>
 Ret RunOpaque(const char* function, uintptr_t stream, bool stream_known, Forward&& forward) {
   CountOpaque(function);
   Process& process = Process::Get();
-  pooch::ResidencyManager* manager = process.manager();
-  if (manager == nullptr) return forward();  // nothing is pooch's: nothing to make resident
+  // existing_manager, not manager: an opaque call must not create the parts (that is the first
+  // allocation's or op's job); before them nothing is pooch's, so nothing needs making resident.
+  pooch::ResidencyManager* manager = process.existing_manager();
+  if (manager == nullptr) return forward();
   if (const Ret sticky = StickyError<Ret>(); sticky != Ret{}) return HookFailure(sticky);
   int64_t needed = 0;
   const std::vector<pooch::AccessRange> all = manager->LiveRanges(&needed);

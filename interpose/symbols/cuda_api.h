@@ -1,5 +1,5 @@
 // cuda_api.h: the toolkit headers as the interposer sees them. Include this instead of cuda.h,
-// cuda_runtime_api.h, cudnn.h or cublas_v2.h in interpose/.
+// cuda_runtime_api.h, cudnn.h, cublas_v2.h or cublasLt.h in interpose/.
 //
 // cuda.h #defines base driver names to their current form (cuMemAlloc -> cuMemAlloc_v2). The
 // real libcuda.so.1 exports both names, and so does libpooch.so, so the defines are undone
@@ -13,6 +13,7 @@
 #define CUDA_ENABLE_DEPRECATED 1
 #endif
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>

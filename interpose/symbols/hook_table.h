@@ -23,7 +23,7 @@
 
 namespace pooch::interpose {
 
-enum class Library : uint8_t { CUDART, CUDA, CUDNN, CUBLAS };
+enum class Library : uint8_t { CUDART, CUDA, CUDNN, CUBLAS, CUBLASLT };
 
 // The soname a library's real functions are looked up in ("libcudart.so.13").
 const char* Soname(Library library);
@@ -74,6 +74,9 @@ __attribute__((tls_model("initial-exec"))) inline thread_local int g_hook_depth 
 // The hook the program itself called on this thread (the outermost HookScope), for the
 // profiler's op names.
 __attribute__((tls_model("initial-exec"))) inline thread_local FunctionId g_top_function{};
+// Note [Opaque calls] (interpose/process/opaque.h): the name of the opaque function the program
+// called, while it runs (opaque hooks have no FunctionId); null otherwise.
+__attribute__((tls_model("initial-exec"))) inline thread_local const char* g_top_opaque = nullptr;
 }  // namespace internal
 
 inline void* Real(FunctionId id) {
@@ -100,6 +103,9 @@ void* HookAddress(FunctionId id);
 // `cuda_version` as in cudaTypedefs.h (12000 for 12.0),
 // `per_thread` for CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (the POOCH_DRIVER_HOOK_PT lines).
 void* DriverHookFor(const char* symbol, int cuda_version, bool per_thread);
+
+// Driver look-ups whose answer pooch could not name (lookup_hooks.cc, Note [Opaque calls]).
+uint64_t UnclassifiedLookups();
 
 // Calls of each hook since start-up: `top` made by the program, `nested` made while another
 // hook of the same thread was running (a library's internal calls, e.g. cuDNN's cudaMalloc).
@@ -134,10 +140,17 @@ class HookScope {
   bool top() const { return top_; }
   // The outermost hook running on this thread (meaningful inside a HookScope).
   static FunctionId Current() { return internal::g_top_function; }
+  // Its name: an opaque hook's (Note [Opaque calls]) or kFunctions'.
+  static const char* CurrentName();
 
  private:
   bool top_;
 };
+
+inline const char* HookScope::CurrentName() {
+  const char* opaque = internal::g_top_opaque;
+  return opaque != nullptr ? opaque : kFunctions[Index(internal::g_top_function)].name;
+}
 
 }  // namespace pooch::interpose
 

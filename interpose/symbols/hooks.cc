@@ -47,6 +47,8 @@ const char* Soname(Library library) {
       return "libcudnn.so.9";
     case Library::CUBLAS:
       return "libcublas.so.13";
+    case Library::CUBLASLT:
+      return "libcublasLt.so.13";
   }
   return "";
 }
@@ -101,9 +103,10 @@ constexpr DriverEntry kPerThreadDriverEntries[] = {
 
 void* HookAddress(FunctionId id) {
   switch (id) {
+// The cast picks the C signature where a C++ header overloads the name (cublasGemmEx).
 #define POOCH_HOOK(lib, ret, name, params, args) \
   case FunctionId::name:                         \
-    return reinterpret_cast<void*>(&::name);
+    return reinterpret_cast<void*>(static_cast<ret(*) params>(&::name));
 #include "interpose/symbols/hooked_symbols.def"
     default:
       return nullptr;

@@ -249,10 +249,39 @@ host_full)
   # The 13 copies out of buffers 0 and 1 (both on the host until the end) read their host copy.
   [ "$(field host_reads)" -ge 13 ] || fail "host_reads $(field host_reads), want >= 13: $line"
   [ "$(field oom)" -eq 0 ] || fail "an op ran out of memory: $line"
-  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|calls\): ' "$work/probe.err" \
+  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|opaque\|calls\): ' "$work/probe.err" \
     >"$work/other.txt"
   [ -s "$work/other.txt" ] && fail "unexpected stderr: $(head -3 "$work/other.txt")"
   echo "ok: $(cat "$work/probe.out"); host_reads $(field host_reads)"
+  ;;
+
+opaque)
+  # Note [Opaque calls]: cuBLAS calls pooch does not model, on buffers pooch swapped out
+  # (opaque_probe.cc says how), under the hazard checker: first with room for everything (the
+  # calls must see their memory resident and be counted), then without (the call must fail with
+  # the API's out-of-memory status and one pooch: line naming it).
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run resident env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=12MiB \
+    "$arg" resident
+  [ "$rc" -eq 0 ] || fail "resident: exit $rc: $(head -3 "$work/resident.out") $(head -3 "$work/resident.err")"
+  grep -q '^opaque_probe resident ok ' "$work/resident.out" || fail "resident: $(cat "$work/resident.out")"
+  grep -i 'hazard\|illegal' "$work/resident.err" && fail "resident: simgpu reported a hazard"
+  line=$(grep '^pooch: opaque: ' "$work/resident.err") || fail "resident: no opaque: line in the summary"
+  echo "$line" | grep -q ' unclassified 0 cuMemAllocAsync 1 cuMemFreeAsync 1 cublasSgemmEx 1 cublasSgemmStridedBatched 1$' ||
+    fail "resident: opaque: line does not count the two calls: $line"
+  swaps=$(grep '^pooch: swaps: ' "$work/resident.err")
+  ins=$(echo "$swaps" | awk '{ for (i = 3; i < NF; ++i) if ($i == "in") print $(i + 1) }')
+  [ "${ins:-0}" -ge 1 ] || fail "resident: a was not swapped back in: $swaps"
+  run refuse env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=12MiB \
+    "$arg" refuse
+  [ "$rc" -eq 0 ] || fail "refuse: exit $rc: $(head -3 "$work/refuse.out") $(head -3 "$work/refuse.err")"
+  grep -q '^opaque_probe refuse ok ' "$work/refuse.out" || fail "refuse: $(cat "$work/refuse.out")"
+  grep -q '^pooch: cublasSgemmEx: .*POOCH_MEMORY_LIMIT' "$work/refuse.err" ||
+    fail "refuse: no pooch: line naming the call: $(grep -v 'calls:' "$work/refuse.err" | head -5)"
+  grep -i 'hazard\|illegal' "$work/refuse.err" && fail "refuse: simgpu reported a hazard"
+  echo "ok: $line"
   ;;
 
 bounds)
@@ -269,7 +298,7 @@ bounds)
   rejected=$(echo "$line" | awk '{ print $5 }')
   [ "$rejected" -eq 19 ] || fail "$rejected calls rejected, want 19"
   grep -i 'hazard' "$work/probe.err" && fail "simgpu reported a hazard"
-  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|calls\): ' "$work/probe.err" \
+  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|opaque\|calls\): ' "$work/probe.err" \
     >"$work/other.txt"
   n=$(grep -c '^pooch: error: cu[A-Za-z0-9_]*: .*: returning the invalid-value error$' "$work/other.txt")
   [ "$n" -eq "$rejected" ] || fail "$n lines about rejected calls, want $rejected"

@@ -4,7 +4,11 @@
 # CASE: resnet50 (a training loop at batch 64, and its virtual img/s within 2x of cnn_train's
 # ResNet-50 on the same preset), resnet50_oom (batch 640 on a 16 GiB V100 raises
 # torch.cuda.OutOfMemoryError), transformer (TransformerEncoder + AdamW + SDPA, 5 iterations),
-# free (a tensor freed with ctypes' cudaFree fails the next kernel with an illegal address).
+# free (a tensor freed with ctypes' cudaFree fails the next kernel with an illegal address),
+# pooch_libs (conv + batch norm + linear under pooch, issue 15: its cuDNN backend convolutions,
+# batch norm Ex, cuBLAS GEMMs and cuBLASLt matmuls are modelled calls; at a limit that forces
+# swaps and recomputation: no simgpu or pooch error, the plan carried out, backend convolutions
+# replayed; about 7 s).
 # PYTHON is the venv scripts/setup-torch.sh made; a missing one fails the case, it is not
 # skipped. Exit 0 on success; otherwise prints what failed and exits 1.
 set -u
@@ -65,6 +69,33 @@ free)
   grep -q '^error: .*illegal memory access' "$work/torch.out" ||
     fail "the error was not an illegal address: $(grep '^error' "$work/torch.out")"
   echo "ok: $(grep '^error' "$work/torch.out")"
+  ;;
+pooch_libs)
+  pooch=$(dirname "$simgpu_run")/pooch
+  [ -x "$pooch" ] || fail "no pooch at $pooch"
+  # 220 MiB of the run's 450 MiB: the plan swaps some maps and recomputes others (the
+  # convolutions' outputs, by re-executing their cuDNN backend plans). Iterations end at the
+  # script's torch.cuda.synchronize(); the profiled iteration runs under demand swapping.
+  POOCH_ITERATION_MARKER=sync
+  POOCH_PROFILE_SWAP=demand
+  export POOCH_ITERATION_MARKER POOCH_PROFILE_SWAP
+  run torch "$simgpu_run" "$pooch" run --memory-limit 220MiB --trace "$work/trace.json" -- \
+    "$python" -W ignore \
+    "$here/conv_bn_linear.py" 32 5
+  [ "$rc" -eq 0 ] || fail "torch under pooch: exit $rc: $(grep -m1 'simgpu:\|pooch: error\|Error' "$work/torch.err")"
+  grep -q '^done' "$work/torch.out" || fail "torch under pooch: no done line"
+  ! grep -q '^simgpu:' "$work/torch.err" || fail "$(grep -m1 '^simgpu:' "$work/torch.err")"
+  ! grep -q '^pooch: error' "$work/torch.err" || fail "$(grep -m1 '^pooch: error' "$work/torch.err")"
+  grep -q '^pooch: plan: .*carried out' "$work/torch.err" || fail "no plan carried out"
+  grep -q '^pooch: recompute: .* replays [1-9][0-9]* .* failures 0 ' "$work/torch.err" ||
+    fail "no replay, or a failed one: $(grep '^pooch: recompute:' "$work/torch.err")"
+  grep -q '"call": *"cudnnBackendExecute"' "$work/trace.json" ||
+    fail "the trace shows no replay of cudnnBackendExecute"
+  for f in cudnnBackendExecute cudnnBatchNormalizationForwardTrainingEx \
+           cudnnBatchNormalizationBackwardEx cublasGemmEx cublasLtMatmul; do
+    grep -q "^pooch: calls: $f [1-9]" "$work/torch.err" || fail "$f was not a modelled call"
+  done
+  echo "ok: conv_bn_linear under pooch at 220 MiB: $(grep -c '^iter ' "$work/torch.out") iterations, $(grep '^pooch: recompute:' "$work/torch.err" | cut -d' ' -f3-14)"
   ;;
 *) fail "unknown case $case_name" ;;
 esac

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# The checks that need a real GPU (issue 15, point 3; issue 14, point 2), in one command that
+# writes a markdown report. Runs on a machine with an NVIDIA GPU, its driver, Python with torch
+# and torchvision installed, and no package registry: nothing is installed or downloaded.
+#
+# Usage:
+#   scripts/gpu-check.sh --pack [BUILD]   on the development machine: copies what the check runs
+#                                         (bin/pooch, lib/libpooch.so, bin/cnn_train, stripped of
+#                                         debug info: about 20 MB) from BUILD (default build/)
+#                                         into gpu-carry/ (ignored by git) at the repository root
+#   scripts/gpu-check.sh [DIR]            on the GPU machine: runs the checks with DIR's binaries
+#                                         (default gpu-carry/, else build/)
+# libpooch.so and pooch need only the C and C++ runtime (README, "What libpooch.so needs"), so
+# a build made here runs there. cnn_train links the CUDA runtime, cuDNN and cuBLAS dynamically:
+# the check finds them in the NVIDIA wheels beside torch (site-packages/nvidia/*/lib).
+#
+# The checks, each at POOCH_MEMORY_LIMIT = 40 % of the in-core run's peak:
+#   1. cnn_train --model resnet50 (batch CNN_BATCH): params_checksum under pooch equals in-core;
+#   2. torchvision ResNet-50 and a TransformerEncoder (tests/gpu/torch_train.py; deterministic
+#      algorithms, TF32 off): the parameters' sha256 under pooch equals in-core; throughput of
+#      in-core, pooch, torch.utils.checkpoint on every block and save_on_cpu(pin_memory=True),
+#      all at the same batch;
+#   3. the transformer of tests/simgpu/torch/transformer_loop.py: max_memory_allocated, to
+#      compare with simgpu's figure (README, "Unmodified PyTorch on simgpu").
+# Environment: PYTHON (default python3), CNN_BATCH (64), TORCH_RESNET_BATCH (64),
+#              TRANSFORMER_BATCH (32), ITERS (6), REPORT (default DIR/gpu-check.md).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+if [ "${1:-}" = --pack ]; then
+  build=${2:-build}
+  mkdir -p gpu-carry/bin gpu-carry/lib
+  for f in bin/pooch lib/libpooch.so bin/cnn_train; do
+    [ -f "$build/$f" ] || { echo "gpu-check: $build/$f is missing (build first)" >&2; exit 2; }
+    objcopy --strip-debug "$build/$f" "gpu-carry/$f"
+  done
+  grep -qx '/gpu-carry/' .git/info/exclude 2>/dev/null || echo /gpu-carry/ >>.git/info/exclude
+  du -sh gpu-carry
+  exit 0
+fi
+
+dir=${1:-}
+if [ -z "$dir" ]; then
+  if [ -x gpu-carry/bin/pooch ]; then dir=gpu-carry; else dir=build; fi
+fi
+python=${PYTHON:-python3}
+report=${REPORT:-$dir/gpu-check.md}
+iters=${ITERS:-6}
+for f in bin/pooch lib/libpooch.so bin/cnn_train; do
+  [ -x "$dir/$f" ] || [ -f "$dir/$f" ] || { echo "gpu-check: $dir/$f is missing" >&2; exit 2; }
+done
+command -v nvidia-smi >/dev/null || { echo "gpu-check: no nvidia-smi: this needs a GPU" >&2; exit 2; }
+"$python" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null ||
+  { echo "gpu-check: $python has no torch/torchvision with a usable GPU" >&2; exit 2; }
+
+# The CUDA libraries of torch's NVIDIA wheels, for cnn_train.
+nvlibs=$("$python" - <<'PY'
+import glob, os, site
+dirs = []
+for sp in site.getsitepackages():
+    dirs += sorted(d for d in glob.glob(os.path.join(sp, "nvidia", "*", "lib")) if os.path.isdir(d))
+print(":".join(dirs))
+PY
+)
+export LD_LIBRARY_PATH="$nvlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pooch="$dir/bin/pooch"
+
+# value FILE KEY: the value after KEY on the last line that starts with it.
+value() { awk -v k="$2" '$1 == k { v = $2 } END { print v }' "$1"; }
+# cnn_value FILE KEY: the last iteration line's value after KEY (cnn_train's img_per_s).
+cnn_value() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) v = $(i + 1) } END { print v }' "$1"; }
+
+{
+  echo "# pooch GPU check"
+  echo
+  echo "- date: $(date -u +%FT%TZ)"
+  echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)"
+  echo "- torch: $("$python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())')"
+  echo "- binaries: $dir ($(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+  echo
+} >"$report"
+status=0
+
+# 1. cnn_train ResNet-50.
+cnn_batch=${CNN_BATCH:-64}
+"$dir/bin/cnn_train" --model resnet50 --batch "$cnn_batch" --iters "$iters" >"$work/cnn-incore.out" 2>&1
+peak=$(value "$work/cnn-incore.out" peak_device_bytes)
+limit=$((peak * 40 / 100))
+POOCH_MEMORY_LIMIT=$limit "$pooch" run -- "$dir/bin/cnn_train" --model resnet50 --batch "$cnn_batch" \
+  --iters "$iters" >"$work/cnn-pooch.out" 2>"$work/cnn-pooch.err"
+a=$(value "$work/cnn-incore.out" params_checksum)
+b=$(value "$work/cnn-pooch.out" params_checksum)
+verdict=same; [ -n "$a" ] && [ "$a" = "$b" ] || { verdict="DIFFERENT"; status=1; }
+{
+  echo "## cnn_train --model resnet50, batch $cnn_batch, limit 40 % of $peak bytes"
+  echo
+  echo "| run | img/s | params_checksum |"
+  echo "|---|---|---|"
+  echo "| in-core | $(cnn_value "$work/cnn-incore.out" img_per_s) | $a |"
+  echo "| pooch | $(cnn_value "$work/cnn-pooch.out" img_per_s) | $b |"
+  echo
+  echo "Parameters: **$verdict**. pooch's summary:"
+  echo
+  echo '```'
+  grep '^pooch: ' "$work/cnn-pooch.err" | grep -v '^pooch: calls:' | head -20
+  echo '```'
+  echo
+} >>"$report"
+
+# 2. The torch models.
+for spec in "resnet50 ${TORCH_RESNET_BATCH:-64}" "transformer ${TRANSFORMER_BATCH:-32}"; do
+  set -- $spec
+  model=$1 batch=$2
+  run_mode() {  # name, then the command's prefix
+    local name=$1
+    shift
+    "$@" "$python" tests/gpu/torch_train.py "$model" "${mode:-incore}" "$batch" "$iters" \
+      >"$work/$model-$name.out" 2>"$work/$model-$name.err"
+  }
+  mode=incore run_mode incore env
+  peak=$(value "$work/$model-incore.out" max_memory_allocated)
+  limit=$((${peak:-0} * 40 / 100))
+  mode=incore run_mode pooch env POOCH_MEMORY_LIMIT=$limit "$pooch" run --
+  mode=checkpoint run_mode checkpoint env
+  mode=save_on_cpu run_mode save_on_cpu env
+  a=$(value "$work/$model-incore.out" params_sha256)
+  b=$(value "$work/$model-pooch.out" params_sha256)
+  verdict=same; [ -n "$a" ] && [ "$a" = "$b" ] || { verdict="DIFFERENT"; status=1; }
+  {
+    echo "## torch $model, batch $batch, pooch limit 40 % of $peak bytes"
+    echo
+    echo "| run | img/s | max_memory_allocated | params_sha256 |"
+    echo "|---|---|---|---|"
+    for name in incore pooch checkpoint save_on_cpu; do
+      f="$work/$model-$name.out"
+      echo "| $name | $(value "$f" img_per_s) | $(value "$f" max_memory_allocated) | $(value "$f" params_sha256 | cut -c1-16) |"
+    done
+    echo
+    echo "Parameters under pooch: **$verdict**. pooch's summary:"
+    echo
+    echo '```'
+    grep '^pooch: ' "$work/$model-pooch.err" | grep -v '^pooch: calls:' | head -20
+    tail -3 "$work/$model-pooch.err" | grep -v '^pooch: '
+    echo '```'
+    echo
+  } >>"$report"
+done
+
+# 3. simgpu's transformer figure against the GPU's.
+"$python" tests/simgpu/torch/transformer_loop.py 5 >"$work/transformer-loop.out" 2>&1
+{
+  echo "## tests/simgpu/torch/transformer_loop.py 5"
+  echo
+  echo "max_memory_allocated on this GPU: $(value "$work/transformer-loop.out" max_memory_allocated) bytes (simgpu: see README)"
+} >>"$report"
+
+cat "$report"
+exit $status
