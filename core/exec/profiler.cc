@@ -65,7 +65,8 @@ class Profiler::Impl {
                    .max_detect_events = size_t{1} << 18}) {}
 
   ProfiledOp OpBegin(const char* name, uintptr_t stream,
-                     const std::vector<pooch::AccessRange>& ranges, bool replay_capable) {
+                     const std::vector<pooch::AccessRange>& ranges, bool replay_capable,
+                     bool exact_accesses) {
     pooch::MutexLock lock(&mu_);
     FinalizeIfDueLocked();
     std::vector<pooch::OpStreamRecorder::Access> accesses;
@@ -75,7 +76,8 @@ class Profiler::Impl {
       }
     }
     const bool profiling = ProfilingLocked();
-    const IterationTracker::Step step = recorder_.Op(name, accesses, replay_capable);
+    const IterationTracker::Step step =
+        recorder_.Op(name, accesses, replay_capable, exact_accesses);
     HandleStepLocked(step);
     if (iteration_mark_due_) MarkIterationOnDeviceLocked(stream);
     ProfiledOp op;
@@ -720,8 +722,9 @@ bool Profiler::WantedBy(const Config& config) {
 }
 
 ProfiledOp Profiler::OpBegin(const char* name, uintptr_t stream,
-                             const std::vector<AccessRange>& ranges, bool replay_capable) {
-  return impl_->OpBegin(name, stream, ranges, replay_capable);
+                             const std::vector<AccessRange>& ranges, bool replay_capable,
+                             bool exact_accesses) {
+  return impl_->OpBegin(name, stream, ranges, replay_capable, exact_accesses);
 }
 
 void Profiler::OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe) {

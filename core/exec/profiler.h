@@ -73,9 +73,10 @@ class Profiler {
 
   // Around an intercepted op: Begin after its memory was made resident, End after the real call
   // and the manager's AfterOp. `name` outlives the process. `replay_capable`: the hook could give
-  // a replay recipe (the profile's replay_capable flag).
+  // a replay recipe (the profile's replay_capable flag). `exact_accesses` false: `ranges` were
+  // guessed (OpStreamRecorder::Op).
   ProfiledOp OpBegin(const char* name, uintptr_t stream, const std::vector<AccessRange>& ranges,
-                     bool replay_capable);
+                     bool replay_capable, bool exact_accesses = true);
   // The recipe of an op whose ProfiledOp::record_output was set (nullopt: it could not be made,
   // and the map is swapped instead of dropped).
   void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe);

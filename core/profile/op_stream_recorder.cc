@@ -16,12 +16,17 @@ namespace pooch {
 // that allocation's size and the access mode; an allocation's size and whether pooch manages it;
 // a free's size. Call sites (libunwind) would separate same-sized allocations of different layers
 // but cost microseconds per call; sizes and order have been enough for the tracker so far.
+// A kernel's accesses are guessed from its parameter words (interpose/hooks/kernel_args.h), and
+// a struct parameter may hold stale words that point at whatever was allocated there last
+// (Note [Words into freed memory] in core/residency/residency.cc), so they differ between
+// iterations of the same op: such an op is signed by its name alone, which is the kernel's
+// (Note [Kernel op names] in interpose/hooks/kernel_names.h).
 
 OpStreamRecorder::OpStreamRecorder(IterationTrackerOptions options)
     : tracker_(options), max_kept_(options.max_detect_events) {}
 
 IterationTracker::Step OpStreamRecorder::Op(const char* name, absl::Span<const Access> accesses,
-                                            bool replay_capable) {
+                                            bool replay_capable, bool exact_accesses) {
   size_t signature = absl::HashOf(std::string_view(name));
   Kept k;
   k.kind = StreamEvent::Kind::kOp;
@@ -30,7 +35,9 @@ IterationTracker::Step OpStreamRecorder::Op(const char* name, absl::Span<const A
   for (const Access& a : accesses) {
     auto it = live_.find(a.allocation);
     if (it == live_.end()) continue;
-    signature = absl::HashOf(signature, it->second.bytes, static_cast<int>(a.mode));
+    if (exact_accesses) {
+      signature = absl::HashOf(signature, it->second.bytes, static_cast<int>(a.mode));
+    }
     if (it->second.managed) k.accesses.push_back(a);
   }
   const IterationTracker::Step step =

@@ -43,8 +43,11 @@ class OpStreamRecorder {
   // `name` is the API function's name and must outlive the recorder (a string literal or the
   // hook table's). Accesses to ids never given to Alloc are ignored (memory pooch does not own).
   // `replay_capable`: the interposer could re-issue this call (RecordedOp::replay_capable).
+  // `exact_accesses` false: the accesses were guessed (a kernel's scanned parameter words) and
+  // may differ between iterations of the same op, so they stay out of its signature (Note
+  // [Event signatures]).
   IterationTracker::Step Op(const char* name, absl::Span<const Access> accesses,
-                            bool replay_capable = false);
+                            bool replay_capable = false, bool exact_accesses = true);
   // `managed`: the residency manager owns it (>= POOCH_MIN_SWAP_BYTES); only managed allocations
   // become tensors of the profile; the others only shape the iteration's signature.
   IterationTracker::Step Alloc(uint64_t allocation, int64_t bytes, bool managed);

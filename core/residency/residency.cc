@@ -426,6 +426,7 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
           a.last_use_op = op;
           ++a.use_count;
         });
+    FreedTouchedLocked(range, &ticket.freed_touched_);
   }
   // Note [Reading the host copy]: the host copies an attempt reads are given back when it fails
   // or gives way.
@@ -515,9 +516,17 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
 absl::Status ResidencyManager::AfterOp(OpTicket ticket) {
   MutexLock lock(&mu_);
   absl::Status status;
-  if (!ticket.ids_.empty()) {
+  if (!ticket.ids_.empty() || !ticket.freed_touched_.empty()) {
     absl::StatusOr<EventRef> event = events_.Record(ticket.stream_);
     if (event.ok()) {
+      // Note [Words into freed memory]: held freed memory is released after the op.
+      for (DeviceAddress address : ticket.freed_touched_) {
+        for (std::vector<Retired>* list : {&cache_, &retired_}) {
+          for (Retired& r : *list) {
+            if (r.address == address) r.events.push_back(*event);
+          }
+        }
+      }
       for (AllocationId id : ticket.ids_) {
         Allocation* a = table_.Find(id);
         if (a == nullptr) continue;
@@ -616,6 +625,42 @@ std::optional<AllocationInfo> ResidencyManager::Lookup(DeviceAddress address) co
   if (a == nullptr) return std::nullopt;
   return AllocationInfo{a->id,    a->address,      a->bytes,       a->swappable,
                         a->state, a->first_use_op, a->last_use_op, a->use_count};
+}
+
+bool ResidencyManager::Holds(DeviceAddress address) const {
+  MutexLock lock(&mu_);
+  if (table_.FindContaining(address) != nullptr) return true;
+  std::vector<DeviceAddress> freed;
+  FreedTouchedLocked(AccessRange{address, 1, AccessRange::Mode::kRead}, &freed);
+  return !freed.empty();
+}
+
+// Note [Words into freed memory]
+// A kernel's parameter words are scanned for addresses (interpose/hooks/kernel_args.h), and not
+// every word is a pointer the kernel follows: a struct parameter may carry fields the host never
+// set (PyTorch's ReduceOp leaves dst[1] alone for a reduction with one output), which hold stale
+// stack contents, often the address of a tensor freed a moment ago. The program freed it, but
+// the manager may still hold it mapped (the reuse cache, a release waiting for queued work).
+// On a GPU without pooch such memory stays mapped in the driver's pool, so whatever the kernel
+// does with the word, nothing faults. Under pooch it must stay the same: the manager's own
+// release (an unmap) of held freed memory an op's ranges touch waits for that op's completion
+// in stream order, like any use. The op is not made to wait for anything, and nothing is made
+// resident for it: the memory is the program's no longer.
+void ResidencyManager::FreedTouchedLocked(const AccessRange& range,
+                                          std::vector<DeviceAddress>* out) const {
+  const DeviceAddress lo = range.address;
+  const DeviceAddress hi =
+      range.address + static_cast<DeviceAddress>(std::max<int64_t>(range.bytes, 1));
+  for (const std::vector<Retired>* list : {&cache_, &retired_}) {
+    for (const Retired& r : *list) {
+      if (r.physical == 0) continue;  // nothing mapped to wait for
+      const DeviceAddress end = r.address + static_cast<DeviceAddress>(r.mapped_bytes);
+      if (lo < end && r.address < hi &&
+          std::find(out->begin(), out->end(), r.address) == out->end()) {
+        out->push_back(r.address);
+      }
+    }
+  }
 }
 
 std::vector<AccessRange> ResidencyManager::LiveRanges(int64_t* mapped_bytes) const {

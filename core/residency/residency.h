@@ -128,6 +128,9 @@ class OpTicket {
   std::vector<AllocationId> ids_;
   std::vector<AllocationId> host_reads_;  // of ids_, those read from their host copy
   std::vector<std::pair<size_t, const void*>> host_sources_;  // range index -> host address
+  // Note [Words into freed memory]: freed memory the manager still holds that the op's ranges
+  // touch, by address; their release waits for the op too.
+  std::vector<DeviceAddress> freed_touched_;
 };
 
 // What the interposer and the recomputer need to know about an address.
@@ -310,6 +313,9 @@ class ResidencyManager {
   void ResetWindowPeak() ABSL_LOCKS_EXCLUDED(mu_);
   // The allocation containing `address`, if any.
   std::optional<AllocationInfo> Lookup(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `address` lies in an allocation or in freed memory the manager still holds mapped
+  // (the reuse cache, a release waiting for queued work): Note [Words into freed memory].
+  bool Holds(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
   // Note [Opaque calls] (interpose/process/opaque.h): every live allocation (not those whose
   // free waits for an unpin), whole, as read-write ranges, for a call that may touch any of them;
   // `mapped_bytes` (may be null) receives what they need mapped at once.
@@ -384,6 +390,10 @@ class ResidencyManager {
   // complete, as a plain Free would have). Returns the bytes given back.
   int64_t SpillCacheLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> AllDoneLocked(const Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Words into freed memory]: the held freed memory (cache_, retired_) that `range`
+  // overlaps, by address, each added to `out` once.
+  void FreedTouchedLocked(const AccessRange& range, std::vector<DeviceAddress>* out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReleaseRetiredLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UnpinLocked(absl::Span<const AllocationId> ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reclaims what completed; never blocks. (residency_swap.cc)

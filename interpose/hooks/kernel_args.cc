@@ -42,7 +42,9 @@ void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t 
     uint64_t word = 0;
     std::memcpy(&word, p + off, sizeof(word));
     if (word == 0) continue;
-    if (manager->Lookup(static_cast<uintptr_t>(word)).has_value()) {
+    // Note [Words into freed memory] (core/residency/residency.cc): freed memory still held
+    // counts too, so that its release waits for the kernel.
+    if (manager->Holds(static_cast<uintptr_t>(word))) {
       out->Add(static_cast<uintptr_t>(word), 1, pooch::AccessRange::Mode::kReadWrite);
     }
   }

@@ -10,6 +10,7 @@
 // replayed. The _ptsz forms run on the caller's per-thread stream (Note [Per-thread default
 // stream] in streams.h).
 #include "interpose/hooks/kernel_args.h"
+#include "interpose/hooks/kernel_names.h"
 #include "interpose/hooks/streams.h"
 #include "interpose/process/managed.h"
 #include "interpose/process/opaque.h"
@@ -24,9 +25,26 @@ uintptr_t S(Stream stream) {
   return reinterpret_cast<uintptr_t>(stream);
 }
 
-// One launch: its scanned ranges, or everything when they are unknown.
+// Note [Kernel op names]: the op is named after its kernel while the launch runs.
+class OpNameScope {
+ public:
+  explicit OpNameScope(const char* name) : saved_(internal::g_op_name) {
+    if (name != nullptr) internal::g_op_name = name;
+  }
+  ~OpNameScope() { internal::g_op_name = saved_; }
+  OpNameScope(const OpNameScope&) = delete;
+  OpNameScope& operator=(const OpNameScope&) = delete;
+
+ private:
+  const char* saved_;
+};
+
+// One launch of the kernel `name` (null: unknown): its scanned ranges, or everything when they
+// are unknown.
 template <typename Ret, typename Forward>
-Ret Launch(uintptr_t stream, const std::optional<Ranges>& ranges, Forward&& forward) {
+Ret Launch(const char* name, uintptr_t stream, const std::optional<Ranges>& ranges,
+           Forward&& forward) {
+  const OpNameScope op_name(name);
   if (!ranges.has_value()) {
     return RunOpaque<Ret>(kFunctions[Index(HookScope::Current())].name, stream,
                           /*stream_known=*/true, std::forward<Forward>(forward));
@@ -40,59 +58,67 @@ pooch::ResidencyManager* Manager() { return Process::Get().manager(); }
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                size_t sharedMem, cudaStream_t stream) {
-  return Launch<cudaError_t>(S(stream), KernelHandleRanges(Manager(), kernel, args), [&] {
-    return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream);
-  });
+  return Launch<cudaError_t>(
+      KernelHandleName(kernel), S(stream), KernelHandleRanges(Manager(), kernel, args), [&] {
+        return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream);
+      });
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                     size_t sharedMem, cudaStream_t stream) {
-  return Launch<cudaError_t>(
-      S(PerThread(stream)), KernelHandleRanges(Manager(), kernel, args), [&] {
-        return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim, args, sharedMem, stream);
-      });
+  return Launch<cudaError_t>(KernelHandleName(kernel), S(PerThread(stream)),
+                             KernelHandleRanges(Manager(), kernel, args), [&] {
+                               return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim,
+                                                                      args, sharedMem, stream);
+                             });
 }
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                              size_t sharedMem, cudaStream_t stream) {
-  return Launch<cudaError_t>(S(stream), RuntimeKernelRanges(Manager(), func, args), [&] {
-    return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream);
-  });
+  return Launch<cudaError_t>(
+      RuntimeFunctionName(func), S(stream), RuntimeKernelRanges(Manager(), func, args),
+      [&] { return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream); });
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                   size_t sharedMem, cudaStream_t stream) {
-  return Launch<cudaError_t>(S(PerThread(stream)), RuntimeKernelRanges(Manager(), func, args), [&] {
-    return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args, sharedMem, stream);
-  });
+  return Launch<cudaError_t>(RuntimeFunctionName(func), S(PerThread(stream)),
+                             RuntimeKernelRanges(Manager(), func, args), [&] {
+                               return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args,
+                                                                    sharedMem, stream);
+                             });
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                         size_t sharedMem, cudaStream_t stream) {
-  return Launch<cudaError_t>(S(stream), RuntimeKernelRanges(Manager(), func, args), [&] {
-    return real::cudaLaunchCooperativeKernel()(func, gridDim, blockDim, args, sharedMem, stream);
-  });
+  return Launch<cudaError_t>(RuntimeFunctionName(func), S(stream),
+                             RuntimeKernelRanges(Manager(), func, args), [&] {
+                               return real::cudaLaunchCooperativeKernel()(func, gridDim, blockDim,
+                                                                          args, sharedMem, stream);
+                             });
 }
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                              void** args, size_t sharedMem, cudaStream_t stream) {
-  return Launch<cudaError_t>(S(PerThread(stream)), RuntimeKernelRanges(Manager(), func, args), [&] {
-    return real::cudaLaunchCooperativeKernel_ptsz()(func, gridDim, blockDim, args, sharedMem,
-                                                    stream);
-  });
+  return Launch<cudaError_t>(RuntimeFunctionName(func), S(PerThread(stream)),
+                             RuntimeKernelRanges(Manager(), func, args), [&] {
+                               return real::cudaLaunchCooperativeKernel_ptsz()(
+                                   func, gridDim, blockDim, args, sharedMem, stream);
+                             });
 }
 
 // The stream is in the configuration; a null configuration is the real call's error to give.
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (config == nullptr) return real::cudaLaunchKernelExC()(config, func, args);
-  return Launch<cudaError_t>(S(config->stream), RuntimeKernelRanges(Manager(), func, args),
+  return Launch<cudaError_t>(RuntimeFunctionName(func), S(config->stream),
+                             RuntimeKernelRanges(Manager(), func, args),
                              [&] { return real::cudaLaunchKernelExC()(config, func, args); });
 }
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
                                      void** args) {
   if (config == nullptr) return real::cudaLaunchKernelExC_ptsz()(config, func, args);
-  return Launch<cudaError_t>(S(PerThread(config->stream)),
+  return Launch<cudaError_t>(RuntimeFunctionName(func), S(PerThread(config->stream)),
                              RuntimeKernelRanges(Manager(), func, args),
                              [&] { return real::cudaLaunchKernelExC_ptsz()(config, func, args); });
 }
@@ -101,36 +127,41 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void** kernelParams, void** extra) {
-  return Launch<CUresult>(S(hStream), DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
-    return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                                  sharedMemBytes, hStream, kernelParams, extra);
-  });
+  return Launch<CUresult>(DriverFunctionName(f), S(hStream),
+                          DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
+                            return real::cuLaunchKernel()(
+                                f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                sharedMemBytes, hStream, kernelParams, extra);
+                          });
 }
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                              unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                              unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                              void** kernelParams, void** extra) {
-  return Launch<CUresult>(
-      S(PerThread(hStream)), DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
-        return real::cuLaunchKernel_ptsz()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                                           blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
-      });
+  return Launch<CUresult>(DriverFunctionName(f), S(PerThread(hStream)),
+                          DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
+                            return real::cuLaunchKernel_ptsz()(
+                                f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                sharedMemBytes, hStream, kernelParams, extra);
+                          });
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                           void** extra) {
   if (config == nullptr) return real::cuLaunchKernelEx()(config, f, kernelParams, extra);
-  return Launch<CUresult>(S(config->hStream), DriverKernelRanges(Manager(), f, kernelParams, extra),
+  return Launch<CUresult>(DriverFunctionName(f), S(config->hStream),
+                          DriverKernelRanges(Manager(), f, kernelParams, extra),
                           [&] { return real::cuLaunchKernelEx()(config, f, kernelParams, extra); });
 }
 
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                                void** extra) {
   if (config == nullptr) return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
-  return Launch<CUresult>(
-      S(PerThread(config->hStream)), DriverKernelRanges(Manager(), f, kernelParams, extra),
-      [&] { return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra); });
+  return Launch<CUresult>(DriverFunctionName(f), S(PerThread(config->hStream)),
+                          DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
+                            return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
+                          });
 }
 
 }  // namespace pooch::interpose::intercept

@@ -183,10 +183,10 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
     }
   }
   Profiler* profiler = process.profiler();
-  const ProfiledOp profiled = profiler == nullptr
-                                  ? ProfiledOp{}
-                                  : profiler->OpBegin(HookScope::CurrentName(), stream,
-                                                      ranges.get(), effects.replay != nullptr);
+  const ProfiledOp profiled =
+      profiler == nullptr ? ProfiledOp{}
+                          : profiler->OpBegin(HookScope::CurrentName(), stream, ranges.get(),
+                                              effects.replay != nullptr, effects.known);
   // Note [DTR recipes] (core/exec/recomputer.h): under dtr every call that can be replayed and
   // writes one of the manager's allocations is timed and keeps its recipe.
   const bool produces = recomputer != nullptr && recomputer->dtr() && effects.replay != nullptr &&

@@ -77,6 +77,9 @@ __attribute__((tls_model("initial-exec"))) inline thread_local FunctionId g_top_
 // Note [Opaque calls] (interpose/process/opaque.h): the name of the opaque function the program
 // called, while it runs (opaque hooks have no FunctionId); null otherwise.
 __attribute__((tls_model("initial-exec"))) inline thread_local const char* g_top_opaque = nullptr;
+// Note [Kernel op names] (interpose/hooks/kernel_names.h): the name of the kernel the outermost
+// launch hook runs, while it runs; null otherwise.
+__attribute__((tls_model("initial-exec"))) inline thread_local const char* g_op_name = nullptr;
 }  // namespace internal
 
 inline void* Real(FunctionId id) {
@@ -148,8 +151,9 @@ class HookScope {
 };
 
 inline const char* HookScope::CurrentName() {
-  const char* opaque = internal::g_top_opaque;
-  return opaque != nullptr ? opaque : kFunctions[Index(internal::g_top_function)].name;
+  if (const char* opaque = internal::g_top_opaque) return opaque;
+  if (const char* op = internal::g_op_name) return op;
+  return kFunctions[Index(internal::g_top_function)].name;
 }
 
 }  // namespace pooch::interpose

@@ -2,19 +2,21 @@
 // on memory pooch swapped out. Buffers of 4 MiB of floats; the driver sets POOCH_POLICY=demand
 // and a POOCH_MEMORY_LIMIT of 12 MiB (three buffers).
 //
-//   resident  Fills buffers a and b, then allocates and fills c and d, which swaps a and b out
-//       (four buffers do not fit), frees c and d. a and b are then on the host, and both fit.
-//       cublasSgemmStridedBatched (a's sum of squares, as a 1 x 1 product a^T a) and
-//       cublasSgemmEx (b = a x [1]), which pooch does not model and simgpu computes, must see them
-//       resident: the sum is the host's, b reads back equal to a. Then cuMemAllocAsync and
-//       cuMemFreeAsync, reached through cuGetProcAddress, must be pooch's opaque hooks.
-//   refuse    Fills four buffers (a swapped out), then cublasSgemmEx(b = a x c): everything cannot
-//   be
-//       resident under the limit, so the call must fail with CUBLAS_STATUS_ALLOC_FAILED (the
-//       driver checks pooch's line); the buffers still read back.
+// The opaque call is the driver's legacy 32-bit-pointer cuMemcpyDtoD (the export without _v2):
+// classes.tsv calls it opaque, and simgpu answers it with CUDA_ERROR_NOT_SUPPORTED, so the probe
+// sees what pooch did before the real call ran: the memory pooch reports free (cudaMemGetInfo,
+// pooch's answer) drops by what it brought back.
+//
+//   resident  Fills buffers a and b, then allocates and fills c and d, which swaps a out (four
+//       buffers do not fit), frees c and d. a is then on the host, and fits again.
+//       The opaque call must find it resident: free memory drops by a's bytes, and the real call's
+//       own answer comes back. Then cuMemAllocAsync and cuMemFreeAsync, reached through
+//       cuGetProcAddress, must be pooch's opaque hooks. a and b still read back.
+//   refuse    Fills four buffers (a swapped out), then the opaque call: everything cannot be
+//       resident under the limit, so it must fail with CUDA_ERROR_OUT_OF_MEMORY (the driver
+//       checks pooch's line); the buffers still read back.
 //
 // Prints "opaque_probe MODE ok ..." when every check held (exit 0), else what failed (exit 1).
-#include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -63,20 +65,23 @@ void Expect(const float* d, int buffer, const char* what) {
   }
 }
 
-double HostSumOfSquares(int buffer) {
-  double s = 0;
-  for (size_t i = 0; i < kFloats; ++i)
-    s += static_cast<double>(Value(buffer, i)) * Value(buffer, i);
-  return s;
+// The legacy export, as the preloaded library (pooch's opaque hook) answers it.
+using LegacyCopy = CUresult (*)(unsigned int, unsigned int, unsigned int);
+LegacyCopy Opaque() { return reinterpret_cast<LegacyCopy>(dlsym(RTLD_DEFAULT, "cuMemcpyDtoD")); }
+
+size_t FreeBytes() {
+  size_t free = 0, total = 0;
+  Ok(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  return free;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
-  cublasHandle_t handle = nullptr;
-  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
-    std::printf("opaque_probe: cublasCreate failed\n");
+  const LegacyCopy opaque = Opaque();
+  if (opaque == nullptr) {
+    std::printf("opaque_probe: no cuMemcpyDtoD export\n");
     return 1;
   }
   float* a = Filled(0);
@@ -87,34 +92,19 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "resident") == 0) {
     Ok(cudaFree(c), "cudaFree c");
     Ok(cudaFree(d), "cudaFree d");
-    float* sum = nullptr;  // small: always resident
-    Ok(cudaMalloc(reinterpret_cast<void**>(&sum), sizeof(float)), "cudaMalloc sum");
-    const float one = 1, zero = 0;
-    const int k = static_cast<int>(kFloats);
-    cublasStatus_t s = cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, 1, 1, k, &one, a,
-                                                 k, 0, a, k, 0, &zero, sum, 1, 0, 1);
-    float got = 0;
-    if (s != CUBLAS_STATUS_SUCCESS) {
-      std::printf("opaque_probe: cublasSgemmStridedBatched: status %d\n", static_cast<int>(s));
-      ++g_failures;
-    } else if (Ok(cudaMemcpy(&got, sum, sizeof(float), cudaMemcpyDeviceToHost), "sum") &&
-               got != HostSumOfSquares(0)) {
-      std::printf("opaque_probe: a^T a = %g, want %g\n", got, HostSumOfSquares(0));
+    const size_t before = FreeBytes();
+    const CUresult r = opaque(0, 0, 0);
+    const size_t after = FreeBytes();
+    if (r != CUDA_ERROR_NOT_SUPPORTED) {
+      std::printf("opaque_probe: cuMemcpyDtoD: %d, want simgpu's CUDA_ERROR_NOT_SUPPORTED\n",
+                  static_cast<int>(r));
       ++g_failures;
     }
-    // b = a x [1]: a k x 1 times a 1 x 1 matrix on the device (the small block `unit`).
-    float* unit = nullptr;
-    Ok(cudaMalloc(reinterpret_cast<void**>(&unit), sizeof(float)), "cudaMalloc unit");
-    Ok(cudaMemcpy(unit, &one, sizeof(float), cudaMemcpyHostToDevice), "unit");
-    s = cublasSgemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, k, 1, 1, &one, a, CUDA_R_32F, k, unit,
-                      CUDA_R_32F, 1, &zero, b, CUDA_R_32F, k);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-      std::printf("opaque_probe: cublasSgemmEx: status %d\n", static_cast<int>(s));
+    if (before < after || before - after < kFloats * sizeof(float)) {
+      std::printf("opaque_probe: free memory went from %zu to %zu: a not made resident\n", before,
+                  after);
       ++g_failures;
     }
-    Ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    Expect(b, 0, "b after the copy");
-    Expect(a, 0, "a");
     // Note [Opaque calls]: a driver look-up of a function pooch does not model gets its hook
     // (cuMemAllocAsync and cuMemFreeAsync: opaque, and served by simgpu's look-up table).
     void* alloc = nullptr;
@@ -138,26 +128,26 @@ int main(int argc, char** argv) {
         ++g_failures;
       }
     }
-    if (g_failures == 0) std::printf("opaque_probe resident ok sum %.1f\n", got);
+    Expect(a, 0, "a");
+    Expect(b, 1, "b");
+    if (g_failures == 0) {
+      std::printf("opaque_probe resident ok made_resident %zu\n", before - after);
+    }
   } else if (std::strcmp(mode, "refuse") == 0) {
-    const float one = 1, zero = 0;
-    const int k = static_cast<int>(kFloats);
-    const cublasStatus_t s =
-        cublasSgemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, k, 1, 1, &one, a, CUDA_R_32F, k, c,
-                      CUDA_R_32F, 1, &zero, b, CUDA_R_32F, k);
-    if (s != CUBLAS_STATUS_ALLOC_FAILED) {
-      std::printf("opaque_probe: cublasSgemmEx: status %d, want CUBLAS_STATUS_ALLOC_FAILED\n",
-                  static_cast<int>(s));
+    const CUresult r = opaque(0, 0, 0);
+    if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+      std::printf("opaque_probe: cuMemcpyDtoD: %d, want CUDA_ERROR_OUT_OF_MEMORY\n",
+                  static_cast<int>(r));
       ++g_failures;
     }
     Expect(a, 0, "a");
-    Expect(b, 1, "b (the refused copy wrote nothing)");
+    Expect(b, 1, "b");
+    Expect(c, 2, "c");
     Expect(d, 3, "d");
-    if (g_failures == 0) std::printf("opaque_probe refuse ok status %d\n", static_cast<int>(s));
+    if (g_failures == 0) std::printf("opaque_probe refuse ok status %d\n", static_cast<int>(r));
   } else {
     std::printf("usage: opaque_probe resident|refuse\n");
     return 2;
   }
-  cublasDestroy(handle);
   return g_failures == 0 ? 0 : 1;
 }
