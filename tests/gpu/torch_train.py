@@ -5,8 +5,9 @@ Usage: torch_train.py MODEL MODE BATCH ITERS
   MODEL  resnet50 | transformer
   MODE   incore (plain), checkpoint (torch.utils.checkpoint on every block), save_on_cpu
          (torch.autograd.graph.save_on_cpu(pin_memory=True) around the forward)
-Prints `img_per_s X` (samples per second over the iterations after the first, timed with CUDA
-events), `max_memory_allocated B` and `params_sha256 H` (the parameters' bytes in order). At a
+Prints `iter I ms T` per iteration, then `img_per_s X` (samples per second over the second half
+of the iterations, timed with CUDA events: past warm-up, and past pooch's profiling when it runs
+under pooch), `max_memory_allocated B` and `params_sha256 H` (the parameters' bytes in order). At a
 batch that does not fit it prints `oom` and exits 3. Deterministic: fixed seeds,
 torch.use_deterministic_algorithms(True), TF32 off, cuDNN benchmark off.
 """
@@ -93,10 +94,11 @@ def main():
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
+            print(f"iter {len(times) - 1} ms {times[-1]:.3f}", flush=True)
     except torch.cuda.OutOfMemoryError as e:
         print("oom", str(e).splitlines()[0], flush=True)
         sys.exit(3)
-    steady = times[1:] or times
+    steady = times[len(times) // 2:]
     digest = hashlib.sha256()
     for p in model.parameters():
         digest.update(p.detach().cpu().contiguous().numpy().tobytes())
