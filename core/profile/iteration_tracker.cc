@@ -119,7 +119,6 @@ int64_t IterationTracker::Append(const StreamEvent& e) {
       g = it->second;
       live_indices_.erase(g);
       live_.erase(it);
-      buffer_[static_cast<size_t>(g - base_)].freed_at = n;
     }
     entry.partner = g;
     life_hash = Mix(life_hash ^ Mix(static_cast<uint64_t>(Lifetime(entry, n)))) % kMod;

@@ -194,8 +194,8 @@ class IterationTracker {
   size_t reference_carried() const { return reference_carried_; }
   // Events held for detection now (for tests of the memory bound).
   size_t detect_events_held() const { return buffer_.size(); }
-  // Work done by the period search so far: candidates tried plus carried allocations examined
-  // (for tests of the per-event bound).
+  // Candidates the period searches have tried so far, both rules (for tests of the per-event
+  // bound).
   uint64_t detect_work() const { return detect_work_; }
 
  private:
@@ -204,8 +204,8 @@ class IterationTracker {
     uint64_t prefix_hash = 0;       // H(i): hash of all events before this one (absolute positions)
     uint64_t life_prefix_hash = 0;  // the same with each free's Lifetime mixed in
     int64_t partner = -1;           // kFree: index of its allocation, -1 when unknown or dropped
-    int64_t freed_at = -1;          // kAlloc: index of its free, -1 while live
-    int64_t allocs_before = 0;      // allocations among the events before this one (since base 0)
+    int64_t allocs_before = 0;      // allocations among the events before this one, since the
+                                    // detection started
     int64_t frees_before = 0;       // frees likewise
   };
   // A suffix minimum of the frees' partners: no later free has a partner <= this one's.
