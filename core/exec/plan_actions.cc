@@ -40,11 +40,21 @@ void RecordTransientProducers(const BuiltProfile& built, OpIndex producer,
 }  // namespace
 
 void PlanActions::StartIteration() {
+  std::vector<DeviceAddress> carried_in(carried.size(), 0);
+  for (size_t i = 0; i < carried.size(); ++i) {
+    const DeviceAddress successor = address[static_cast<size_t>(carried[i].successor)];
+    carried_in[i] = successor != 0 ? successor : address[static_cast<size_t>(carried[i].slot)];
+  }
   std::fill(address.begin(), address.end(), 0);
   slot_of.clear();
   for (const auto& [slot, base] : fixed) {
     address[static_cast<size_t>(slot)] = base;
     slot_of[base] = slot;
+  }
+  for (size_t i = 0; i < carried.size(); ++i) {
+    if (carried_in[i] == 0) continue;
+    address[static_cast<size_t>(carried[i].slot)] = carried_in[i];
+    slot_of[carried_in[i]] = carried[i].slot;
   }
   std::fill(prefetched.begin(), prefetched.end(), false);
 }
@@ -61,6 +71,14 @@ PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::P
                ? positions.ops[static_cast<size_t>(op)]
                : -1;
   };
+  // The recorder's id of each managed allocation of the reference, by ordinal (its slot).
+  std::vector<uint64_t> successor_allocation(positions.managed_allocs.size(), 0);
+  for (size_t t = 0; t < built.tensor_alloc_ordinal.size(); ++t) {
+    const int ordinal = built.tensor_alloc_ordinal[t];
+    if (ordinal >= 0 && static_cast<size_t>(ordinal) < successor_allocation.size()) {
+      successor_allocation[static_cast<size_t>(ordinal)] = built.tensor_allocation[t];
+    }
+  }
   // Slots: the allocation ordinal, or one after them for a tensor that outlives the iteration.
   int next_slot = static_cast<int>(positions.managed_allocs.size());
   absl::flat_hash_map<TensorId, int> persistent_slot;
@@ -70,7 +88,17 @@ PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::P
     const uint64_t allocation = built.tensor_allocation[static_cast<size_t>(t)];
     if (allocation == kOtherAllocation) return -1;
     auto [it, added] = persistent_slot.try_emplace(t, next_slot);
-    if (added) a.persistent.push_back({next_slot++, allocation});
+    if (added) {
+      auto carried = positions.carried.find(allocation);
+      auto successor =
+          carried == positions.carried.end() ? a.slot_at.end() : a.slot_at.find(carried->second);
+      if (successor != a.slot_at.end()) {
+        a.carried.push_back(
+            {next_slot++, successor->second, successor_allocation[successor->second]});
+      } else {
+        a.persistent.push_back({next_slot++, allocation});
+      }
+    }
     return it->second;
   };
   absl::flat_hash_set<TensorId> maps;

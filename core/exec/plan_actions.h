@@ -21,6 +21,14 @@
 //          Profiler::OfferRecipe); after the op that opens the interval the tensor is dropped
 //          (Recomputer::Drop), or swapped out when it cannot be (no recipe). The Recomputer
 //          rebuilds it when an op next touches it: the op that closes the interval.
+// Note [Carried slots]: with a reference whose lifetimes cross its boundary (Note [Carried
+// lifetimes], iteration_tracker.h), a tensor freed in the iteration but made in the one before
+// is a persistent tensor of the profile whose allocation changes every iteration: it is the
+// allocation that its successor (the reference's allocation one period later, still live at the
+// end) got in the previous iteration, so its slot takes that address at each iteration start.
+// The planner never recomputes it (no op of the window writes it: it has no producer), and its
+// idle intervals lie inside the window; an address that is not known (after a departure) means
+// no action, and a wrong one costs time only (above).
 // Actions touch only allocations the manager knows, through calls that never lose data, so a
 // wrong address (an allocation freed and its address reused) costs time, never results; and
 // a departed iteration has no positions, so no actions.
@@ -62,6 +70,16 @@ struct PlanActions {
     uint64_t allocation = 0;
   };
   std::vector<Persistent> persistent;
+  // Note [Carried slots]: a tensor the iteration frees but the one before it made (a loss held
+  // across the loop) is, in each iteration, the allocation its successor slot got in the
+  // previous one. `successor_allocation`: the recorder's id of the successor in the reference,
+  // the tensor when the actions are made (the profiler resolves it as it does `persistent`).
+  struct Carried {
+    int slot = 0;
+    int successor = 0;
+    uint64_t successor_allocation = 0;
+  };
+  std::vector<Carried> carried;
   absl::flat_hash_map<int, DeviceAddress> fixed;    // slot -> address kept across iterations
   std::vector<DeviceAddress> address;               // slot -> address in this iteration; 0: none
   absl::flat_hash_map<DeviceAddress, int> slot_of;  // the inverse, for frees
@@ -74,7 +92,8 @@ struct PlanActions {
   ResidencyStats at_start;       // the manager's counts when the first plan began
 
   // A new iteration (or a departure): forgets this iteration's addresses and prefetches and
-  // puts back the fixed ones.
+  // puts back the fixed ones; a carried slot takes its successor's address (or keeps its own
+  // while the successor has none, as when the actions were just made).
   void StartIteration();
 };
 

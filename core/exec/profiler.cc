@@ -538,6 +538,17 @@ class Profiler::Impl {
       }
     }
     a.StartIteration();
+    // Note [Carried slots]: the iteration starting now frees the successors the reference made.
+    if (!a.carried.empty()) {
+      absl::flat_hash_map<uint64_t, DeviceAddress> by_id;
+      for (const auto& [address, live] : live_) by_id[live.id] = address;
+      for (const PlanActions::Carried& c : a.carried) {
+        if (auto it = by_id.find(c.successor_allocation); it != by_id.end()) {
+          a.address[static_cast<size_t>(c.slot)] = it->second;
+          a.slot_of[it->second] = c.slot;
+        }
+      }
+    }
     // The plan_run: line counts from the first plan on, across re-profiles.
     a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
     a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;

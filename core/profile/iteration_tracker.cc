@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <tuple>
 
 namespace pooch {
 namespace {
@@ -74,7 +75,8 @@ IterationTracker::Step IterationTracker::FeedAuto(const StreamEvent& e, Step ste
     period_ = 0;
     confirm_left_ = 0;
   }
-  const int64_t p = FindPeriod(n);
+  int64_t p = FindPeriod(n);
+  if (p == 0) p = FindCarriedPeriod(n);
   if (p == 0) return step;
   const int64_t extra = std::max(options_.profile_iterations, 2) - 2;
   if (extra == 0) {
@@ -93,6 +95,12 @@ int64_t IterationTracker::Append(const StreamEvent& e) {
   Entry entry;
   entry.event = e;
   entry.prefix_hash = total_hash_;
+  entry.life_prefix_hash = life_total_hash_;
+  const uint64_t power = next_power_;
+  uint64_t life_hash = EventHash(e);
+  entry.allocs_before = alloc_count_;
+  entry.frees_before = free_count_;
+  levels_[alloc_count_ - free_count_].push_back(n);
   total_hash_ = AddMod(total_hash_, MulMod(EventHash(e), next_power_));
   next_power_ = MulMod(next_power_, kBase);
   if (e.kind == StreamEvent::Kind::kAlloc) {
@@ -104,6 +112,7 @@ int64_t IterationTracker::Append(const StreamEvent& e) {
     }
     live_indices_.insert(n);
     last_alloc_ = n;
+    ++alloc_count_;
   } else if (e.kind == StreamEvent::Kind::kFree) {
     int64_t g = -1;  // unknown allocation: no window containing this free is balanced
     if (auto it = live_.find(e.allocation); it != live_.end()) {
@@ -112,6 +121,10 @@ int64_t IterationTracker::Append(const StreamEvent& e) {
       live_.erase(it);
     }
     entry.partner = g;
+    life_hash = Mix(life_hash ^ Mix(static_cast<uint64_t>(Lifetime(entry, n)))) % kMod;
+    ++free_count_;
+    while (!free_mins_.empty() && free_mins_.back().partner >= g) free_mins_.pop_back();
+    free_mins_.push_back({n, g});
     // No balanced window may start in (g, n]: it would hold the free but not the allocation.
     // Intervals arrive with increasing right ends, so merging happens only at the back.
     int64_t lo = g;
@@ -121,6 +134,7 @@ int64_t IterationTracker::Append(const StreamEvent& e) {
     }
     forbidden_.push_back({lo, n});
   }
+  life_total_hash_ = AddMod(life_total_hash_, MulMod(life_hash, power));
   occurrences_[EventKey{static_cast<uint8_t>(e.kind), e.signature}].push_back(n);
   buffer_.push_back(entry);
   if (buffer_.size() > options_.max_detect_events) DropOldest();
@@ -142,9 +156,13 @@ void IterationTracker::DropOldest() {
   auto occ = occurrences_.find(key);
   occ->second.pop_front();
   if (occ->second.empty()) occurrences_.erase(occ);
+  auto level = levels_.find(front.allocs_before - front.frees_before);
+  level->second.pop_front();
+  if (level->second.empty()) levels_.erase(level);
   buffer_.pop_front();
   ++base_;
   while (!forbidden_.empty() && forbidden_.front().hi < base_) forbidden_.pop_front();
+  while (!free_mins_.empty() && free_mins_.front().index < base_) free_mins_.pop_front();
 }
 
 std::optional<int64_t> IterationTracker::ForbiddenBelow(int64_t a) const {
@@ -161,6 +179,27 @@ bool IterationTracker::TandemHashEqual(int64_t s, int64_t p) const {
   const uint64_t first = SubMod(h_s, At(s - p).prefix_hash);
   const uint64_t second = SubMod(total_hash_, h_s);
   return MulMod(first, powers_[static_cast<size_t>(p)]) == second;
+}
+
+bool IterationTracker::LifetimesHashEqual(int64_t s, int64_t p) const {
+  const uint64_t h_s = At(s).life_prefix_hash;
+  const uint64_t first = SubMod(h_s, At(s - p).life_prefix_hash);
+  const uint64_t second = SubMod(life_total_hash_, h_s);
+  return MulMod(first, powers_[static_cast<size_t>(p)]) == second;
+}
+
+int64_t IterationTracker::Lifetime(const Entry& free, int64_t index) {
+  return free.partner < 0 ? 0 : index - free.partner;
+}
+
+bool IterationTracker::LifetimesExact(int64_t s, int64_t p) const {
+  for (int64_t i = s; i < s + p; ++i) {
+    if (At(i).event.kind == StreamEvent::Kind::kFree &&
+        Lifetime(At(i), i) != Lifetime(At(i - p), i - p)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool IterationTracker::TandemExact(int64_t s, int64_t p) const {
@@ -181,29 +220,12 @@ int64_t IterationTracker::FindPeriod(int64_t n) const {
   if (j_hi < j_lo) return 0;
   // Every candidate p repeats both the last event (at n - p) and the last allocation, which W
   // holds (at last_alloc_ - p): walk whichever of the two occurrence lists is shorter in range.
-  const int64_t p_min = n - j_hi;
-  const int64_t p_max = n - j_lo;
-  auto range_of = [&](int64_t anchor) {
-    const StreamEvent& e = At(anchor).event;
-    const std::deque<int64_t>& positions =
-        occurrences_.find(EventKey{static_cast<uint8_t>(e.kind), e.signature})->second;
-    return std::make_pair(std::lower_bound(positions.begin(), positions.end(), anchor - p_max),
-                          std::upper_bound(positions.begin(), positions.end(), anchor - p_min));
-  };
-  auto [first, last] = range_of(n);
-  int64_t anchor = n;
-  if (last_alloc_ != n) {
-    auto [alloc_first, alloc_last] = range_of(last_alloc_);
-    if (alloc_last - alloc_first < last - first) {
-      first = alloc_first;
-      last = alloc_last;
-      anchor = last_alloc_;
-    }
-  }
+  const auto [first, last, anchor] = CandidatesFor(n, n - j_hi, n - j_lo);
   int tried = 0;
   // From the nearest occurrence back: the smallest period first.
   for (auto it = last; it != first && tried < kMaxCandidatesPerEvent; ++tried) {
     --it;
+    ++detect_work_;
     const int64_t p = anchor - *it;
     const int64_t s = n - p + 1;
     if (std::optional<int64_t> lo = ForbiddenBelow(s)) {
@@ -220,11 +242,89 @@ int64_t IterationTracker::FindPeriod(int64_t n) const {
   return 0;
 }
 
+IterationTracker::Candidates IterationTracker::CandidatesFor(int64_t n, int64_t p_min,
+                                                             int64_t p_max) const {
+  auto range_of = [&](int64_t anchor) {
+    const StreamEvent& e = At(anchor).event;
+    const std::deque<int64_t>& positions =
+        occurrences_.find(EventKey{static_cast<uint8_t>(e.kind), e.signature})->second;
+    return std::make_pair(std::lower_bound(positions.begin(), positions.end(), anchor - p_max),
+                          std::upper_bound(positions.begin(), positions.end(), anchor - p_min));
+  };
+  Candidates c;
+  std::tie(c.first, c.last) = range_of(n);
+  c.anchor = n;
+  if (last_alloc_ != n) {
+    auto [alloc_first, alloc_last] = range_of(last_alloc_);
+    if (alloc_last - alloc_first < c.last - c.first) {
+      c.first = alloc_first;
+      c.last = alloc_last;
+      c.anchor = last_alloc_;
+    }
+  }
+  return c;
+}
+
+std::optional<int64_t> IterationTracker::MinPartnerFrom(int64_t s) const {
+  auto it = std::lower_bound(free_mins_.begin(), free_mins_.end(), s,
+                             [](const FreeMin& f, int64_t v) { return f.index < v; });
+  if (it == free_mins_.end()) return std::nullopt;
+  return it->partner;
+}
+
+int64_t IterationTracker::FindCarriedPeriod(int64_t n) const {
+  if (last_alloc_ < base_) return 0;  // (c): W must make an allocation
+  const int64_t p_min = n - last_alloc_ + 1;
+  const int64_t p_max = (n - base_ + 1) / 2;
+  if (p_max < p_min) return 0;
+  // W makes as many allocations as it frees (rules a and b together): its start s has the
+  // current net count of allocations. Walk whichever is shorter: the starts at that level, or the
+  // occurrences of the anchor event; a position x of the list walked gives p = off - x.
+  const int64_t net = alloc_count_ - free_count_;
+  auto level = levels_.find(net);
+  if (level == levels_.end()) return 0;
+  auto [first, last, off] = CandidatesFor(n, p_min, p_max);
+  {
+    const std::deque<int64_t>& starts = level->second;
+    auto level_first = std::lower_bound(starts.begin(), starts.end(), n + 1 - p_max);
+    auto level_last = std::upper_bound(starts.begin(), starts.end(), n + 1 - p_min);
+    if (level_last - level_first < last - first) {
+      first = level_first;
+      last = level_last;
+      off = n + 1;
+    }
+  }
+  int tried = 0;
+  for (auto it = last; it != first && tried < kMaxCandidatesPerEvent; ++tried) {
+    --it;
+    ++detect_work_;
+    const int64_t p = off - *it;
+    const int64_t s = n - p + 1;
+    if (!LifetimesHashEqual(s, p)) continue;  // implies TandemHashEqual but for collisions
+    const int64_t allocs = alloc_count_ - At(s).allocs_before;
+    if (allocs == 0 || allocs != free_count_ - At(s).frees_before) continue;
+    if (std::optional<int64_t> m = MinPartnerFrom(s); m.has_value() && *m < s - p) {
+      // (a) fails: a free in W frees an allocation older than V. Every longer window holds that
+      // free too, so only periods with s - p = n + 1 - 2p <= m can pass; an unknown or dropped
+      // partner fails them all.
+      if (*m < base_) return 0;
+      const int64_t need = (n + 2 - *m) / 2;
+      it = std::upper_bound(first, it, off - need);
+      continue;
+    }
+    if (!TandemExact(s, p) || !LifetimesExact(s, p)) continue;
+    return p;
+  }
+  return 0;
+}
+
 void IterationTracker::TakeReference(int64_t first, int64_t end) {
   reference_.clear();
   reference_.reserve(static_cast<size_t>(end - first));
   for (int64_t i = first; i < end; ++i) reference_.push_back(At(i).event);
   reference_window_ = {static_cast<uint64_t>(first), static_cast<uint64_t>(end)};
+  reference_carried_ =
+      static_cast<size_t>(std::distance(live_indices_.lower_bound(first), live_indices_.end()));
   ++profiles_made_;
 }
 
@@ -240,12 +340,17 @@ void IterationTracker::ClearDetection() {
   std::deque<Entry>().swap(buffer_);
   base_ = static_cast<int64_t>(next_seq_);
   total_hash_ = 0;
+  life_total_hash_ = 0;
   next_power_ = 1;
   absl::flat_hash_map<uint64_t, int64_t>().swap(live_);
   live_indices_.clear();
   last_alloc_ = -1;
   absl::flat_hash_map<EventKey, std::deque<int64_t>>().swap(occurrences_);
   forbidden_.clear();
+  free_mins_.clear();
+  absl::flat_hash_map<int64_t, std::deque<int64_t>>().swap(levels_);
+  alloc_count_ = 0;
+  free_count_ = 0;
   period_ = 0;
   confirm_left_ = 0;
 }
@@ -260,7 +365,9 @@ void IterationTracker::TrackLive(const StreamEvent& e) {
 
 IterationTracker::Step IterationTracker::FollowAuto(const StreamEvent& e, Step step) {
   if (mode_ == Mode::kDeparted) {
-    if (!live_since_start_.empty() || !SameEvent(e, reference_[0])) {
+    // Note [Carried lifetimes]: the departed iteration may carry out as many allocations as the
+    // reference does; more means it is still inside something longer.
+    if (live_since_start_.size() > reference_carried_ || !SameEvent(e, reference_[0])) {
       TrackLive(e);
       return step;
     }
@@ -394,6 +501,7 @@ void IterationTracker::Reprofile() {
   record_next_ = RecordNext::kNo;
   reference_.clear();
   reference_window_ = {0, 0};
+  reference_carried_ = 0;
   mode_ = Mode::kProfiling;
   position_ = 0;
   live_since_start_.clear();

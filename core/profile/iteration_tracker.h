@@ -26,7 +26,7 @@
 // allocations with their frees (for balance) and never take part in the comparison.
 //
 // Note [Period detection]: after event n, the tracker looks for the smallest period p such that
-// the window W = events [n-p+1, n] (1) equals the window just before it, event for event (a
+// the window W = events [n-p+1, n] (1) equals the window V just before it, event for event (a
 // tandem repeat), and (2) is balanced: every allocation made in W is freed in W, every free in
 // W frees an allocation made in W, and W makes at least one allocation. Balance rules out the
 // repeats inside one pass (ResNet's conv-bn-relu blocks repeat in the forward pass but each
@@ -35,6 +35,8 @@
 // body (it starts wherever the balanced repeat first closes), which is still one full
 // iteration. A first iteration that differs (warm-up allocations that are never freed) only
 // delays detection: windows after those allocations are still balanced.
+// When no balanced W ends at n, a periodic carry-over is accepted instead (Note [Carried
+// lifetimes]).
 // Cost: candidates p are the earlier positions holding the same event as n (or as the last
 // allocation, which W must hold too; whichever list is shorter), restricted by balance to a range
 // found in O(1) (W must start after the last still-live allocation and contain at least one
@@ -42,13 +44,49 @@
 // forbidden stretch skips every candidate in that stretch at once), O(1) for the tandem test
 // (polynomial prefix hashes mod 2^61-1), and a hit is verified event by event. At most
 // kMaxCandidatesPerEvent candidates are tried per event so an adversarial stream (one event
-// repeated forever) cannot make Feed quadratic. Memory: at most max_detect_events events are kept;
+// repeated forever) cannot make Feed quadratic; the carried search (below) walks at most as
+// many again. Memory: at most max_detect_events events are kept;
 // beyond it the oldest are dropped and the search goes on in a sliding window (so a period longer
 // than half of it is never found).
+//
+// Note [Carried lifetimes]: a Python loop holds some tensors across the iteration boundary
+// (`loss = f(...)` makes the new loss before the old one is dropped; the model output; gradients
+// under zero_grad(set_to_none=True)): each is allocated in iteration i and freed in i+1 after its
+// successor was allocated, so no window of one period is balanced. Such a window is accepted
+// when its lifetimes, those that cross the boundary included, repeat with the period. With
+// V = [s-p, s) and W = [s, s+p) tandem-equal:
+//   (a) every free in W frees an allocation made in V or W (at most one period old);
+//   (b) an allocation g of V freed in W has its successor g+p still live at the end of W, and
+//       an allocation a of W live at the end of W has its predecessor a-p freed in W;
+//   (c) W makes at least one allocation;
+//   (d) each free of W frees an allocation as many events back as the free one period earlier
+//       does (Lifetime(): the lifetimes repeat, not only the events; without it a window whose
+//       blocks swap which allocation they carry passes (a) to (c)).
+// (b) follows from the others and is not checked on its own: W allocates as many as it frees
+// (counted in O(1), and a window start with the current net count comes from levels_), which
+// with (a) makes W's live allocations as many as its frees of V's allocations; by (d) a free of
+// g in W at f repeats one period before (f-p frees g-p), so g+p is not freed in W (its free at
+// f' would repeat as f'-p freeing g, which is freed at f): the successors of V's allocations
+// freed in W are live, one each, hence all of W's live allocations. The unit tests check the
+// rule as written, (b) included, by brute force.
+// The forward blocks of one pass fail the count (they keep their maps), a backward pass fails (a)
+// (it frees maps made long before), so the repeats balance rules out stay ruled out. The rule is
+// tried only when no balanced window ends at n, over the occurrences of n's event or of the
+// last allocation, or the window starts at the right net count (whichever list is shortest),
+// under the same kMaxCandidatesPerEvent cap: O(1) per candidate for the hashes of events and of
+// lifetimes and the count, O(log n) for (a) (a monotone stack of suffix minima of the frees'
+// partners; a failure skips every candidate whose period is too short for that partner), and a
+// hit is verified event by event. A first iteration that differs also delays detection by the
+// iteration that frees its carried tensors (they were made at other distances back).
+// Following a carried reference: re-synchronisation after a departure allows as many
+// allocations of the departed iteration to be live as the reference carries out
+// (reference_carried()); with a balanced reference that is none, as before.
 //
 // Known limit: a balanced repeat inside an iteration (e.g. an optimizer that allocates and
 // frees one same-size temporary per parameter) is taken as the period; following then departs
 // at the first event outside it, which the caller sees as departures (and may Reprofile).
+// The same holds for a chain inside a pass whose blocks each free the previous block's output
+// after making their own (a carried repeat): the carried rule widens this limit.
 // With profile_iterations > 2, the extra windows of profiling must also repeat, or the search
 // resumes.
 //
@@ -103,7 +141,6 @@ class IterationTracker {
  public:
   // The most candidate periods tried per event (Note [Period detection]).
   static constexpr int kMaxCandidatesPerEvent = 512;
-
   enum class Mode { kProfiling, kFollowing, kDeparted };
 
   // What Feed says about one event.
@@ -152,14 +189,29 @@ class IterationTracker {
   uint64_t iterations_completed() const { return iterations_completed_; }  // followed to the end
   uint64_t departures() const { return departures_; }
   uint64_t profiles_made() const { return profiles_made_; }
+  // Allocations made in the reference iteration and still live at its end (Note [Carried
+  // lifetimes]); 0 for a balanced reference and for explicit markers.
+  size_t reference_carried() const { return reference_carried_; }
   // Events held for detection now (for tests of the memory bound).
   size_t detect_events_held() const { return buffer_.size(); }
+  // Candidates the period searches have tried so far, both rules (for tests of the per-event
+  // bound).
+  uint64_t detect_work() const { return detect_work_; }
 
  private:
   struct Entry {
     StreamEvent event;
-    uint64_t prefix_hash = 0;  // H(i): hash of all events before this one (absolute positions)
-    int64_t partner = -1;      // kFree: index of its allocation, -1 when unknown or dropped
+    uint64_t prefix_hash = 0;       // H(i): hash of all events before this one (absolute positions)
+    uint64_t life_prefix_hash = 0;  // the same with each free's Lifetime mixed in
+    int64_t partner = -1;           // kFree: index of its allocation, -1 when unknown or dropped
+    int64_t allocs_before = 0;      // allocations among the events before this one, since the
+                                    // detection started
+    int64_t frees_before = 0;       // frees likewise
+  };
+  // A suffix minimum of the frees' partners: no later free has a partner <= this one's.
+  struct FreeMin {
+    int64_t index = 0;
+    int64_t partner = 0;
   };
   // A maximal run of positions a that no balanced window may start at: (lo, hi].
   struct Forbidden {
@@ -174,13 +226,30 @@ class IterationTracker {
   // Appends to the detection buffer; returns the new event's absolute index.
   int64_t Append(const StreamEvent& e);
   void DropOldest();
+  // Candidate periods in [p_min, p_max] for a window ending at n: the occurrences [first, last)
+  // of the event at `anchor` (n or the last allocation), each giving p = anchor - occurrence.
+  struct Candidates {
+    std::deque<int64_t>::const_iterator first;
+    std::deque<int64_t>::const_iterator last;
+    int64_t anchor = 0;  // p = anchor - occurrence
+  };
+  Candidates CandidatesFor(int64_t n, int64_t p_min, int64_t p_max) const;
   // The smallest valid period ending at index n, or 0.
   int64_t FindPeriod(int64_t n) const;
+  // The smallest period ending at n with a periodic carry-over (Note [Carried lifetimes]), or 0.
+  int64_t FindCarriedPeriod(int64_t n) const;
+  // The smallest partner of the frees in [s, end of buffer], or nullopt when there is none.
+  std::optional<int64_t> MinPartnerFrom(int64_t s) const;
   // When no balanced window may start at `a`: the exclusive low end of the forbidden stretch
   // holding it (every start in (lo, a] is forbidden too).
   std::optional<int64_t> ForbiddenBelow(int64_t a) const;
   bool TandemHashEqual(int64_t s, int64_t p) const;
   bool TandemExact(int64_t s, int64_t p) const;
+  // A free's distance back to its allocation in events (0 when unknown): the frees of W and of V
+  // must free allocations equally far back (Note [Carried lifetimes]).
+  static int64_t Lifetime(const Entry& free, int64_t index);
+  bool LifetimesHashEqual(int64_t s, int64_t p) const;
+  bool LifetimesExact(int64_t s, int64_t p) const;
   const Entry& At(int64_t i) const { return buffer_[static_cast<size_t>(i - base_)]; }
   void TakeReference(int64_t first, int64_t end);
   void TakeRecordedWindow(uint64_t end);  // RecordNextIteration's iteration ended at `end`
@@ -196,6 +265,7 @@ class IterationTracker {
   std::deque<Entry> buffer_;
   int64_t base_ = 0;                 // index of buffer_.front()
   uint64_t total_hash_ = 0;          // H(base_ + buffer_.size()), relative to origin base_
+  uint64_t life_total_hash_ = 0;     // likewise for life_prefix_hash
   uint64_t next_power_ = 1;          // B^(index of the next event - origin)
   std::vector<uint64_t> powers_{1};  // B^k for the periods a window can hold (<= size / 2)
   absl::flat_hash_map<uint64_t, int64_t> live_;  // allocation id -> index, allocated in buffer
@@ -203,8 +273,15 @@ class IterationTracker {
   int64_t last_alloc_ = -1;                      // index of the latest allocation in buffer
   absl::flat_hash_map<EventKey, std::deque<int64_t>> occurrences_;
   std::deque<Forbidden> forbidden_;  // disjoint, sorted
-  int64_t period_ = 0;               // found period while confirming extra windows
-  int64_t confirm_left_ = 0;         // events still to match before profile_ready
+  std::deque<FreeMin> free_mins_;    // increasing in index and in partner
+  int64_t alloc_count_ = 0;          // allocations appended since detection (re)started
+  int64_t free_count_ = 0;           // frees likewise
+  // Net allocations before each index (allocs_before - frees_before) -> those indices, in order:
+  // the starts of windows that allocate as much as they free (Note [Carried lifetimes]).
+  absl::flat_hash_map<int64_t, std::deque<int64_t>> levels_;
+  mutable uint64_t detect_work_ = 0;  // see detect_work()
+  int64_t period_ = 0;                // found period while confirming extra windows
+  int64_t confirm_left_ = 0;          // events still to match before profile_ready
 
   // Explicit-marker profiling state.
   bool in_iteration_ = false;  // a boundary was seen, so events belong to an iteration
@@ -217,6 +294,7 @@ class IterationTracker {
   // Following state.
   std::vector<StreamEvent> reference_;
   std::pair<uint64_t, uint64_t> reference_window_{0, 0};
+  size_t reference_carried_ = 0;
   size_t position_ = 0;  // next expected index in reference_
   // RecordNextIteration: waiting for an iteration's first event, or recording from next_first_.
   enum class RecordNext { kNo, kWaiting, kRecording };

@@ -96,6 +96,144 @@ bool Balanced(const std::vector<StreamEvent>& events, uint64_t first, uint64_t e
   return any_alloc;
 }
 
+// A random balanced iteration body over a small alphabet (so that it has inner repeats).
+void RandomBody(StreamBuilder& b, std::mt19937_64& rng, int length, int alphabet) {
+  std::vector<int> open;
+  int slot = 0;
+  bool any_alloc = false;
+  for (int i = 0; i < length; ++i) {
+    const int choice = static_cast<int>(rng() % 3);
+    if (choice == 0 || (!any_alloc && i == length - 1)) {
+      b.Alloc(1 + rng() % alphabet, slot);
+      open.push_back(slot++);
+      any_alloc = true;
+    } else if (choice == 1 && !open.empty()) {
+      const size_t k = rng() % open.size();
+      b.Free(open[k]);
+      open.erase(open.begin() + static_cast<int64_t>(k));
+    } else {
+      b.Op(1 + rng() % alphabet);
+    }
+  }
+  for (int s : open) b.Free(s);
+}
+
+// A free's distance back to its allocation in events, 0 when the stream does not show it.
+int64_t Lifetime(const std::vector<StreamEvent>& ev, size_t free) {
+  for (size_t i = free; i-- > 0;) {
+    if (ev[i].kind == Kind::kAlloc && ev[i].allocation == ev[free].allocation) {
+      return static_cast<int64_t>(free - i);
+    }
+  }
+  return 0;
+}
+
+// Note [Carried lifetimes] by its words, for W = [s, s + p) and V = [s - p, s): every free in W
+// frees an allocation made in V or W; an allocation of V freed in W has its successor (+p) live
+// at W's end; an allocation of W live at W's end has its predecessor (-p) freed in W; each free
+// of W frees an allocation as far back as the free a period before it; W makes an allocation.
+bool CarriedPeriodic(const std::vector<StreamEvent>& ev, size_t s, size_t p) {
+  const size_t end = s + p;
+  for (size_t i = s; i < end; ++i) {
+    if (ev[i].kind == Kind::kFree && Lifetime(ev, i) != Lifetime(ev, i - p)) return false;
+  }
+  absl::flat_hash_map<uint64_t, size_t> made;  // allocation id -> index, over [s - p, end)
+  absl::flat_hash_map<size_t, size_t> freed_at;
+  bool any_alloc = false;
+  for (size_t i = s - p; i < end; ++i) {
+    if (ev[i].kind == Kind::kAlloc) {
+      made[ev[i].allocation] = i;
+      any_alloc |= i >= s;
+    } else if (ev[i].kind == Kind::kFree) {
+      auto it = made.find(ev[i].allocation);
+      if (it == made.end()) {
+        if (i >= s) return false;  // frees something older than V
+        continue;
+      }
+      freed_at[it->second] = i;
+    }
+  }
+  for (size_t i = s - p; i < end; ++i) {
+    if (ev[i].kind != Kind::kAlloc) continue;
+    const bool freed_in_w = freed_at.contains(i) && freed_at[i] >= s;
+    if (i < s && freed_in_w && freed_at.contains(i + p)) return false;
+    if (i >= s && !freed_at.contains(i) && !(freed_at.contains(i - p) && freed_at[i - p] >= s)) {
+      return false;
+    }
+  }
+  return any_alloc;
+}
+
+// Allocations made in [first, end) and not freed there.
+size_t LiveAtEnd(const std::vector<StreamEvent>& ev, uint64_t first, uint64_t end) {
+  absl::flat_hash_map<uint64_t, bool> live;
+  for (uint64_t i = first; i < end; ++i) {
+    if (ev[i].kind == Kind::kAlloc) live[ev[i].allocation] = true;
+    if (ev[i].kind == Kind::kFree) live.erase(ev[i].allocation);
+  }
+  return live.size();
+}
+
+// By the definition: the first event n that ends a balanced tandem repeat, smallest period;
+// failing that, a carried one (Note [Carried lifetimes]), smallest period.
+std::optional<std::pair<uint64_t, uint64_t>> BruteForceDetect(const std::vector<StreamEvent>& ev) {
+  auto tandem = [&](size_t s, size_t p) {
+    for (size_t i = s; i < s + p; ++i) {
+      if (!SameEvent(ev[i], ev[i - p])) return false;
+    }
+    return true;
+  };
+  for (size_t n = 0; n < ev.size(); ++n) {
+    for (size_t p = 1; 2 * p <= n + 1; ++p) {
+      const size_t s = n + 1 - p;
+      if (tandem(s, p) && Balanced(ev, s, n + 1)) {
+        return std::make_pair(uint64_t{s}, uint64_t{n + 1});
+      }
+    }
+    for (size_t p = 1; 2 * p <= n + 1; ++p) {
+      const size_t s = n + 1 - p;
+      if (tandem(s, p) && CarriedPeriodic(ev, s, p)) {
+        return std::make_pair(uint64_t{s}, uint64_t{n + 1});
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// A random body like RandomBody's whose `carried` slots are allocated in one repetition and freed
+// in the next, each at a fixed offset of the body (so the lifetimes repeat); repetition 0 frees
+// nothing carried (as a first iteration).
+void RandomCarriedBody(StreamBuilder& b, std::mt19937_64& rng, int length, int alphabet,
+                       int carried, int rep) {
+  std::vector<int> alloc_at(static_cast<size_t>(carried));
+  std::vector<int> free_at(static_cast<size_t>(carried));
+  for (int k = 0; k < carried; ++k) {
+    alloc_at[static_cast<size_t>(k)] = static_cast<int>(rng() % static_cast<uint64_t>(length));
+    free_at[static_cast<size_t>(k)] = static_cast<int>(rng() % static_cast<uint64_t>(length));
+  }
+  const uint64_t carried_sig = 1 + rng() % alphabet;
+  std::vector<int> open;
+  int slot = 0;
+  for (int i = 0; i < length; ++i) {
+    for (int k = 0; k < carried; ++k) {
+      if (free_at[static_cast<size_t>(k)] == i && rep > 0) b.Free(100000 * rep + k);
+      if (alloc_at[static_cast<size_t>(k)] == i) b.Alloc(carried_sig, 100000 * (rep + 1) + k);
+    }
+    const int choice = static_cast<int>(rng() % 3);
+    if (choice == 0) {
+      b.Alloc(1 + rng() % alphabet, slot);
+      open.push_back(slot++);
+    } else if (choice == 1 && !open.empty()) {
+      const size_t k = rng() % open.size();
+      b.Free(open[k]);
+      open.erase(open.begin() + static_cast<int64_t>(k));
+    } else {
+      b.Op(1 + rng() % alphabet);
+    }
+  }
+  for (int s : open) b.Free(s);
+}
+
 TEST(IterationTrackerTest, SimpleRepeatIsDetectedAndFollowed) {
   StreamBuilder b;
   for (int i = 0; i < 5; ++i) SmallIteration(b);
@@ -257,6 +395,217 @@ TEST(IterationTrackerTest, NoResyncWhileAllocationsOfTheDepartedIterationAreLive
   EXPECT_EQ(log.steps[resync - 2].position, -1);  // the second Op(1): allocation 7 still live
   EXPECT_TRUE(log.steps[resync].iteration_start);
   EXPECT_EQ(t.iterations_completed(), 1u);
+}
+
+// A Python training step (Note [Carried lifetimes]): the loss and the model output are held by
+// variables across the loop, so each is freed in the next iteration, after its successor was
+// made; `size` varies the batch.
+void PythonIteration(StreamBuilder& b, int i, uint64_t size = 100) {
+  const int cur = 2 * (i % 2);
+  const int prev = 2 - cur;
+  b.Op(1);  // zero_grad
+  b.Alloc(size, 10);
+  b.Op(2 + size);  // forward: a saved activation
+  b.Alloc(size / 2, 20 + cur);
+  b.Op(3 + size);  // the output
+  b.Alloc(8, 21 + cur);
+  b.Op(4 + size);                // the loss
+  if (i > 0) b.Free(21 + prev);  // `loss = ...` drops the old loss
+  if (i > 0) b.Free(20 + prev);  // `out = ...` drops the old output
+  b.Op(5 + size);                // backward
+  b.Free(10);
+  b.Op(6);  // optimizer
+}
+
+TEST(IterationTrackerTest, CarriedLossIsTheIteration) {
+  StreamBuilder b;
+  std::vector<size_t> starts;
+  for (int i = 0; i < 6; ++i) {
+    starts.push_back(b.events().size());
+    PythonIteration(b, i);
+  }
+  const size_t len = b.events().size() - starts.back();
+  IterationTracker t;
+  const std::vector<StreamEvent>& ev = b.events();
+  FeedLog log = FeedAll(t, ev);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  const auto [first, end] = t.ReferenceWindow();
+  EXPECT_EQ(end - first, len);
+  EXPECT_FALSE(Balanced(ev, first, end));  // the strict rule alone could not have taken it
+  // The output, the loss and, when W is a rotation starting in backward, the activation.
+  EXPECT_GE(t.reference_carried(), 2u);
+  EXPECT_EQ(t.reference_carried(), LiveAtEnd(ev, first, end));
+  EXPECT_EQ(t.ReferenceWindow(), BruteForceDetect(ev));
+  EXPECT_EQ(log.departed, 0);
+  for (size_t i = end; i < ev.size(); ++i) {
+    EXPECT_EQ(log.steps[i].position, static_cast<int64_t>((i - end) % len)) << i;
+  }
+  EXPECT_EQ(t.iterations_completed(), (ev.size() - end) / len);
+}
+
+TEST(IterationTrackerTest, TwoCarriedTensorsWithDifferentLifetimes) {
+  // One tensor freed early in the next iteration (before its successor is made), one late
+  // (after): both cross the boundary with the period.
+  StreamBuilder b;
+  for (int i = 0; i < 6; ++i) {
+    b.Op(1);
+    if (i > 0) b.Free(1000 + i - 1);  // early
+    b.Alloc(64, 10);
+    b.Op(2);
+    b.Alloc(16, 2000 + i);  // late-freed
+    b.Op(3);
+    b.Free(10);
+    if (i > 0) b.Free(2000 + i - 1);
+    b.Alloc(32, 1000 + i);  // early-freed, made at the end
+    b.Op(4);
+  }
+  IterationTracker t;
+  const std::vector<StreamEvent>& ev = b.events();
+  FeedLog log = FeedAll(t, ev);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  const auto [first, end] = t.ReferenceWindow();
+  EXPECT_EQ(end - first, 10u);  // 4 ops, 3 allocations, 3 frees
+  EXPECT_GE(t.reference_carried(), 1u);
+  EXPECT_EQ(t.reference_carried(), LiveAtEnd(ev, first, end));
+  EXPECT_EQ(t.ReferenceWindow(), BruteForceDetect(ev));
+  EXPECT_EQ(log.departed, 0);
+  EXPECT_GE(t.iterations_completed(), 2u);
+}
+
+// ResNet's forward blocks keep their maps (rule (b)) and its backward blocks free maps of the
+// forward pass (rule (a)): with a carried loss as well, the period is still the whole
+// iteration. In backward each block also frees the gradient the previous block made (a chain
+// carried from block to block), which alone would repeat with the block.
+void ResNetCarriedIteration(StreamBuilder& b, int blocks, int i) {
+  b.Op(1);
+  for (int k = 0; k < blocks; ++k) {
+    b.Alloc(64, 3 * k);
+    b.Op(10);
+    b.Alloc(64, 3 * k + 1);
+    b.Op(11);
+  }
+  b.Alloc(8, 5000 + i);
+  b.Op(20);  // loss
+  if (i > 0) b.Free(5000 + i - 1);
+  b.Alloc(64, 9000 + blocks);
+  for (int k = blocks - 1; k >= 0; --k) {
+    b.Alloc(64, 9000 + k);  // this block's input gradient
+    b.Op(30);
+    b.Free(9000 + k + 1);  // the output gradient, made by the block before
+    b.Free(3 * k + 1);
+    b.Op(31);
+    b.Free(3 * k);
+  }
+  b.Free(9000);
+  b.Op(40);
+}
+
+TEST(IterationTrackerTest, ResNetBlocksAreNotTheCarriedPeriod) {
+  constexpr int kBlocks = 6;
+  StreamBuilder b;
+  std::vector<size_t> starts;
+  for (int i = 0; i < 5; ++i) {
+    starts.push_back(b.events().size());
+    ResNetCarriedIteration(b, kBlocks, i);
+  }
+  const size_t len = b.events().size() - starts.back();
+  IterationTracker t;
+  FeedLog log = FeedAll(t, b.events());
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(t.Reference().size(), len);
+  EXPECT_GE(t.reference_carried(), 1u);
+  EXPECT_EQ(t.reference_carried(),
+            LiveAtEnd(b.events(), t.ReferenceWindow().first, t.ReferenceWindow().second));
+  EXPECT_EQ(t.ReferenceWindow(), BruteForceDetect(b.events()));
+  EXPECT_EQ(log.departed, 0);
+}
+
+TEST(IterationTrackerTest, BackwardChainWithoutForwardFreesIsACarriedRepeat) {
+  // The known limit (Note [Period detection]): a backward pass that frees only the gradient of
+  // the block before (its forward maps stay, e.g. kept by the program) repeats with the block.
+  // The tracker takes the block, and following departs when the pass ends.
+  StreamBuilder b;
+  b.Alloc(64, 9000 + 20);
+  for (int k = 19; k >= 0; --k) {
+    b.Alloc(64, 9000 + k);
+    b.Op(30);
+    b.Free(9000 + k + 1);
+    b.Op(31);
+  }
+  b.Free(9000);
+  b.Op(40);
+  b.Op(41);
+  IterationTracker t;
+  FeedLog log = FeedAll(t, b.events());
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(t.Reference().size(), 4u);
+  EXPECT_EQ(log.departed, 1);
+}
+
+TEST(IterationTrackerTest, CarriedLifetimesMustRepeatNotOnlyEvents) {
+  // Blocks of the same four events whose lifetimes alternate: even blocks carry their first
+  // allocation into the next block, odd blocks their second. One block is a tandem repeat that
+  // allocates as much as it frees and frees nothing older than the block before, but its carry
+  // is not periodic (rule b); two blocks are the period.
+  StreamBuilder b;
+  b.Alloc(5, 999);
+  int carried = 999;
+  for (int i = 0; i < 12; ++i) {
+    const int x = 2 * i;
+    const int y = 2 * i + 1;
+    b.Alloc(5, x);
+    b.Alloc(5, y);
+    b.Free(carried);
+    b.Free(i % 2 == 0 ? y : x);
+    carried = i % 2 == 0 ? x : y;
+  }
+  IterationTracker t;
+  FeedLog log = FeedAll(t, b.events());
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(t.Reference().size(), 8u) << t.ReferenceWindow().first;
+  EXPECT_EQ(t.ReferenceWindow(), BruteForceDetect(b.events()));
+  EXPECT_EQ(log.departed, 0);
+}
+
+TEST(IterationTrackerTest, CarriedReferenceDepartsAndResynchronises) {
+  // Every fifth iteration runs a smaller batch: it departs, and so would the one after it, which
+  // frees the small batch's output; following resumes on an event equal to Reference()[0]
+  // although allocations of the departed iteration (output, loss) are still live there.
+  StreamBuilder b;
+  std::vector<size_t> starts;
+  constexpr int kIters = 17;  // ends two iterations after a small one
+  auto small = [](int i) { return i % 5 == 4; };
+  for (int i = 0; i < kIters; ++i) {
+    starts.push_back(b.events().size());
+    PythonIteration(b, i, small(i) ? 50 : 100);
+  }
+  starts.push_back(b.events().size());
+  const size_t len = starts[2] - starts[1];  // every iteration but the first has this length
+  IterationTracker t;
+  const std::vector<StreamEvent>& ev = b.events();
+  FeedLog log = FeedAll(t, ev);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  const auto [first, end] = t.ReferenceWindow();
+  ASSERT_EQ(end - first, len);
+  // Found on iterations 2 and 3, perhaps rotated: iteration 1 frees the first iteration's
+  // tensors, which were made at other distances back (the first iteration is shorter).
+  ASSERT_LE(end, starts[4]);
+  EXPECT_GT(t.reference_carried(), 0u);
+  uint64_t small_after = 0;
+  for (int i = 4; i < kIters; ++i) {
+    if (small(i)) {
+      ++small_after;
+      continue;
+    }
+    if (small(i - 1)) continue;  // frees the small batch's tensors: departs or re-synchronises
+    // Two iterations after a small one: followed again, at the positions of the period.
+    for (size_t k = starts[i]; k < starts[i + 1]; ++k) {
+      EXPECT_EQ(log.steps[k].position, static_cast<int64_t>((k - first) % len)) << i << " " << k;
+    }
+  }
+  // One departure per small iteration: the iteration after it departed with it or re-synced.
+  EXPECT_EQ(t.departures(), small_after);
+  EXPECT_EQ(t.mode(), IterationTracker::Mode::kFollowing);
 }
 
 TEST(IterationTrackerTest, SyncMarkers) {
@@ -463,41 +812,6 @@ TEST(IterationTrackerTest, ExplicitMarkersBoundAnIterationWithoutBoundaries) {
   EXPECT_EQ(t.Reference().size(), size_t{kSmallIterationEvents});
 }
 
-// A random balanced iteration body over a small alphabet (so that it has inner repeats).
-void RandomBody(StreamBuilder& b, std::mt19937_64& rng, int length, int alphabet) {
-  std::vector<int> open;
-  int slot = 0;
-  bool any_alloc = false;
-  for (int i = 0; i < length; ++i) {
-    const int choice = static_cast<int>(rng() % 3);
-    if (choice == 0 || (!any_alloc && i == length - 1)) {
-      b.Alloc(1 + rng() % alphabet, slot);
-      open.push_back(slot++);
-      any_alloc = true;
-    } else if (choice == 1 && !open.empty()) {
-      const size_t k = rng() % open.size();
-      b.Free(open[k]);
-      open.erase(open.begin() + static_cast<int64_t>(k));
-    } else {
-      b.Op(1 + rng() % alphabet);
-    }
-  }
-  for (int s : open) b.Free(s);
-}
-
-// By the definition: the first event n that ends a balanced tandem repeat, smallest period.
-std::optional<std::pair<uint64_t, uint64_t>> BruteForceDetect(const std::vector<StreamEvent>& ev) {
-  for (size_t n = 0; n < ev.size(); ++n) {
-    for (size_t p = 1; 2 * p <= n + 1; ++p) {
-      const size_t s = n + 1 - p;
-      bool equal = true;
-      for (size_t i = s; i <= n && equal; ++i) equal = SameEvent(ev[i], ev[i - p]);
-      if (equal && Balanced(ev, s, n + 1)) return std::make_pair(uint64_t{s}, uint64_t{n + 1});
-    }
-  }
-  return std::nullopt;
-}
-
 TEST(IterationTrackerTest, RandomStreamsAgreeWithBruteForce) {
   for (int seed = 1; seed <= 300; ++seed) {
     std::mt19937_64 rng(seed);
@@ -532,6 +846,45 @@ TEST(IterationTrackerTest, RandomStreamsAgreeWithBruteForce) {
       EXPECT_EQ(t.ReferenceWindow(), *want) << "seed " << seed;
     }
   }
+}
+
+TEST(IterationTrackerTest, RandomCarriedStreamsAgreeWithBruteForce) {
+  int detected = 0;
+  int carried_references = 0;
+  for (int seed = 1; seed <= 300; ++seed) {
+    std::mt19937_64 rng(seed * 31);
+    StreamBuilder b;
+    const int warm = static_cast<int>(rng() % 6);
+    for (int i = 0; i < warm; ++i) {
+      if (rng() % 2 == 0) {
+        b.FreeUnknown(1 + rng() % 3);
+      } else {
+        b.Op(1 + rng() % 3);
+      }
+    }
+    const int reps = 2 + static_cast<int>(rng() % 3);
+    const int length = 1 + static_cast<int>(rng() % 10);
+    const int carried = 1 + static_cast<int>(rng() % 3);
+    const uint64_t body_seed = rng();
+    for (int r = 0; r < reps; ++r) {
+      std::mt19937_64 body_rng(body_seed);
+      RandomCarriedBody(b, body_rng, length, 3, carried, r);
+    }
+    const auto want = BruteForceDetect(b.events());
+    IterationTracker t;
+    FeedLog log = FeedAll(t, b.events());
+    ASSERT_EQ(log.ready_seq.has_value(), want.has_value()) << "seed " << seed;
+    if (want) {
+      ++detected;
+      EXPECT_EQ(*log.ready_seq, want->second - 1) << "seed " << seed;
+      EXPECT_EQ(t.ReferenceWindow(), *want) << "seed " << seed;
+      carried_references += t.reference_carried() > 0;
+    }
+  }
+  // The streams exercise the carried rule, not only the balanced one.
+  EXPECT_GT(carried_references, 0);
+  std::printf("iteration_tracker: %d of 300 carried streams detected, %d with a carry-over\n",
+              detected, carried_references);
 }
 
 TEST(IterationTrackerTest, RandomIterationsAreFollowedWithoutDeparture) {
@@ -605,7 +958,7 @@ TEST(IterationTrackerTest, LargeIterationsPrintDetectionTime) {
 
   // The worst case the candidate cap is for: one op and one allocation signature repeated
   // (the allocations freed right away with frees that never repeat), so that every earlier op
-  // and allocation is a candidate and no balanced window repeats.
+  // and allocation is a candidate and no balanced or carried window repeats.
   std::mt19937_64 rng(3);
   StreamBuilder adversarial;
   while (adversarial.events().size() < 30000) {
@@ -618,9 +971,17 @@ TEST(IterationTrackerTest, LargeIterationsPrintDetectionTime) {
   log = FeedAll(t2, adversarial.events());
   const double ms2 =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start2).count();
-  std::printf("iteration_tracker: adversarial %zu events fed in %.1f ms (%.2f us/event)\n",
-              adversarial.events().size(), ms2, 1000 * ms2 / adversarial.events().size());
+  std::printf(
+      "iteration_tracker: adversarial %zu events fed in %.1f ms (%.2f us/event), %.1f candidates "
+      "an event\n",
+      adversarial.events().size(), ms2, 1000 * ms2 / adversarial.events().size(),
+      static_cast<double>(t2.detect_work()) / adversarial.events().size());
   EXPECT_FALSE(log.ready_seq.has_value());
+  // Both searches run on every event here (no balanced window, nor a carried one: the frees never
+  // repeat), each under the cap (Note [Carried lifetimes]).
+  EXPECT_LE(t2.detect_work(), 2 * IterationTracker::kMaxCandidatesPerEvent *
+                                  static_cast<uint64_t>(adversarial.events().size()));
+  EXPECT_GT(t2.detect_work(), 0u);
 }
 
 }  // namespace

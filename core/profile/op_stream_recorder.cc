@@ -48,11 +48,11 @@ IterationTracker::Step OpStreamRecorder::Op(const char* name, absl::Span<const A
 }
 
 IterationTracker::Step OpStreamRecorder::Alloc(uint64_t allocation, int64_t bytes, bool managed) {
-  live_[allocation] = Live{bytes, managed};
   if (managed) managed_bytes_[allocation] = bytes;
   const IterationTracker::Step step =
       tracker_.Feed({StreamEvent::Kind::kAlloc,
                      static_cast<uint64_t>(absl::HashOf(1, bytes, managed)), allocation});
+  live_[allocation] = Live{bytes, managed, step.seq};
   Kept k;
   k.seq = step.seq;
   k.kind = StreamEvent::Kind::kAlloc;
@@ -73,6 +73,7 @@ std::optional<IterationTracker::Step> OpStreamRecorder::Free(uint64_t allocation
   k.seq = step.seq;
   k.kind = StreamEvent::Kind::kFree;
   k.allocation = live.managed ? allocation : 0;
+  k.alloc_seq = live.seq;
   Keep(std::move(k));
   return step;
 }
@@ -120,8 +121,11 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
     auto bytes = managed_bytes_.find(a);
     it.persistent.push_back({a, bytes == managed_bytes_.end() ? 0 : bytes->second});
   };
+  auto at = [&](uint64_t seq) -> const Kept& {
+    return kept_[static_cast<size_t>(seq - kept_.front().seq)];
+  };
   for (uint64_t seq = first; seq < end; ++seq) {
-    const Kept& k = kept_[static_cast<size_t>(seq - kept_.front().seq)];
+    const Kept& k = at(seq);
     switch (k.kind) {
       case StreamEvent::Kind::kOp: {
         RecordedOp op;
@@ -150,6 +154,17 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
       case StreamEvent::Kind::kFree: {
         if (k.allocation == 0) break;
         note_outside(k.allocation);
+        // Made in the period before the window: its successor is the event one period later,
+        // in the window (the windows are equal event for event), when that is a managed
+        // allocation too.
+        if (const uint64_t p = end - first; positions != nullptr &&
+                                            !allocated_here.contains(k.allocation) &&
+                                            k.alloc_seq < first && k.alloc_seq + p >= first) {
+          const Kept& next = at(k.alloc_seq + p);
+          if (next.kind == StreamEvent::Kind::kAlloc && next.allocation != 0) {
+            positions->carried[k.allocation] = static_cast<int64_t>(k.alloc_seq + p - first);
+          }
+        }
         it.events.push_back({RecordedIteration::Event::kFree, 0, k.allocation, 0});
         break;
       }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,10 @@ class OpStreamRecorder {
   struct Positions {
     std::vector<int64_t> ops;             // of RecordedIteration::ops[i]
     std::vector<int64_t> managed_allocs;  // of the i-th kAlloc event of the RecordedIteration
+    // Note [Carried lifetimes] (iteration_tracker.h): a persistent allocation the reference frees
+    // that was made one period before its window -> the position of its successor, the
+    // allocation one period later, which the next iteration frees in its place.
+    absl::flat_hash_map<uint64_t, int64_t> carried;
   };
   absl::StatusOr<RecordedIteration> Reference(int64_t other_bytes,
                                               Positions* positions = nullptr) const;
@@ -92,10 +97,12 @@ class OpStreamRecorder {
     double duration_us = 0;        // kOp
     bool replay_capable = false;   // kOp
     uint64_t allocation = 0;       // kAlloc, kFree
+    uint64_t alloc_seq = 0;        // kFree: its allocation's sequence number
   };
   struct Live {
     int64_t bytes = 0;
     bool managed = false;
+    uint64_t seq = 0;  // the allocation's sequence number
   };
 
   void Keep(Kept k);

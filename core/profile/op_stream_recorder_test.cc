@@ -110,6 +110,83 @@ TEST(OpStreamRecorderTest, ReferenceIterationBecomesAProfile) {
   EXPECT_TRUE(absl::IsFailedPrecondition(loop.r.Reference(0).status()));
 }
 
+// A Python loop (Note [Carried lifetimes] in iteration_tracker.h): the output and the loss are
+// held by variables, so each iteration frees the previous iteration's after making its own.
+TEST(OpStreamRecorderTest, CarriedTensorsBecomeAProfile) {
+  OpStreamRecorder r({.marker = IterationMarker::kAuto, .profile_iterations = 2});
+  constexpr uint64_t kWeight = 1;
+  r.Alloc(kWeight, 8 << 20, true);
+  uint64_t next_id = 100;
+  std::optional<uint64_t> prev_out, prev_loss;
+  bool ready = false;
+  for (int i = 0; i < 8 && !ready; ++i) {
+    std::vector<IterationTracker::Step> steps;
+    const uint64_t out = next_id++;
+    const uint64_t loss = next_id++;
+    steps.push_back(r.Alloc(out, 4 << 20, true));
+    steps.push_back(r.Op("forward", std::vector<Access>{{kWeight, RecordedAccess::kRead},
+                                                        {out, RecordedAccess::kWrite}}));
+    steps.push_back(r.Alloc(loss, 1 << 20, true));
+    steps.push_back(r.Op(
+        "loss", std::vector<Access>{{out, RecordedAccess::kRead}, {loss, RecordedAccess::kWrite}}));
+    if (prev_loss) steps.push_back(*r.Free(*prev_loss));
+    if (prev_out) steps.push_back(*r.Free(*prev_out));
+    steps.push_back(r.Op("backward", std::vector<Access>{{out, RecordedAccess::kRead},
+                                                         {loss, RecordedAccess::kRead},
+                                                         {kWeight, RecordedAccess::kReadWrite}}));
+    prev_out = out;
+    prev_loss = loss;
+    for (const IterationTracker::Step& s : steps) ready |= s.profile_ready;
+  }
+  ASSERT_TRUE(ready);
+  EXPECT_GT(r.tracker().reference_carried(), 0u);
+  OpStreamRecorder::Positions positions;
+  absl::StatusOr<RecordedIteration> it = r.Reference(0, &positions);
+  ASSERT_TRUE(it.ok()) << it.status();
+  absl::StatusOr<BuiltProfile> built = BuildProfile(*it);
+  ASSERT_TRUE(built.ok()) << built.status();
+  // Whatever the rotation: the tensors the window frees but did not make are persistent ones
+  // freed in it (allocated in the previous iteration), as many as the window makes and leaves
+  // live at its end, and their sizes are known.
+  int carried_in = 0, carried_out = 0;
+  for (size_t t = 0; t < built->profile.tensors.size(); ++t) {
+    const Tensor& tensor = built->profile.tensors[t];
+    if (built->tensor_allocation[t] == kWeight || built->tensor_allocation[t] == kOtherAllocation) {
+      continue;
+    }
+    if (tensor.alloc_before == kBeforeIteration) {
+      ++carried_in;
+      EXPECT_NE(tensor.free_after, kAfterIteration);
+      EXPECT_GT(tensor.bytes, 0);
+    } else if (tensor.free_after == kAfterIteration) {
+      ++carried_out;
+    }
+  }
+  EXPECT_GT(carried_in, 0);
+  EXPECT_EQ(carried_in, carried_out);
+  EXPECT_EQ(static_cast<size_t>(carried_out), r.tracker().reference_carried());
+  // Each carried-in allocation has its successor: the allocation of its size that the window
+  // makes and leaves live (Note [Carried slots] in core/exec/plan_actions.h).
+  ASSERT_EQ(positions.carried.size(), static_cast<size_t>(carried_in));
+  for (const auto& [allocation, position] : positions.carried) {
+    int ordinal = -1;
+    for (size_t k = 0; k < positions.managed_allocs.size(); ++k) {
+      if (positions.managed_allocs[k] == position) ordinal = static_cast<int>(k);
+    }
+    ASSERT_GE(ordinal, 0) << allocation;
+    TensorId in = -1, out = -1;
+    for (size_t t = 0; t < built->profile.tensors.size(); ++t) {
+      if (built->tensor_allocation[t] == allocation) in = static_cast<TensorId>(t);
+      if (built->tensor_alloc_ordinal[t] == ordinal) out = static_cast<TensorId>(t);
+    }
+    ASSERT_GE(in, 0);
+    ASSERT_GE(out, 0);
+    EXPECT_EQ(built->profile.tensors[static_cast<size_t>(out)].free_after, kAfterIteration);
+    EXPECT_EQ(built->profile.tensors[static_cast<size_t>(out)].bytes,
+              built->profile.tensors[static_cast<size_t>(in)].bytes);
+  }
+}
+
 TEST(OpStreamRecorderTest, RecordNextIterationMeasuresTheReferenceAgain) {
   Loop loop;
   ASSERT_TRUE(loop.IterateUntilReady().has_value());

@@ -343,6 +343,29 @@ torch)
   echo "ok"
   ;;
 
+torch_auto)
+  # The same MLP for 8 iterations under the default auto marker (Note [Carried lifetimes] in
+  # core/profile/iteration_tracker.h): the Python loop holds the loss, the output and the
+  # gradients across iterations, so the iteration is found only with carried lifetimes, then
+  # profiled and planned at a limit that forces swaps. Args as torch.
+  need_simgpu
+  set -- $arg
+  simgpu_run=$1 pooch=$2 python=$3 script=$4
+  [ -x "$python" ] || fail "no PyTorch venv at $python (scripts/setup-torch.sh; POOCH_TORCH_VENV)"
+  run torch_auto env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_NO_CUDA_MEMORY_CACHING \
+    -u POOCH_ITERATION_MARKER SIMGPU_COMPUTE=timing SIMGPU_MEMORY=1GiB "$simgpu_run" "$pooch" run \
+    --memory-limit 120MiB -- "$python" -W ignore "$script" 8
+  err=$work/torch_auto.err
+  [ "$rc" -eq 0 ] || fail "torch_auto: exit $rc: $(grep -v '^pooch: calls' "$err" | head -8)"
+  grep -q '^done$' "$work/torch_auto.out" || fail "torch_auto: the loop did not finish"
+  grep '^simgpu:' "$err" && fail "torch_auto: simgpu reported an error"
+  grep -q '^pooch: iterations: marker auto profiles [1-9]' "$err" ||
+    fail "torch_auto: no iteration found: $(grep 'iterations:' "$err")"
+  grep -q '^pooch: plan: .*; carried out' "$err" ||
+    fail "torch_auto: no plan carried out: $(grep 'plan:' "$err")"
+  echo "ok"
+  ;;
+
 run_command)
   pooch=$arg
   # pooch run finds libpooch.so at ../lib/libpooch.so from its own directory.

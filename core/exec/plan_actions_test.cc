@@ -1,0 +1,100 @@
+#include "core/exec/plan_actions.h"
+
+#include <vector>
+
+#include "core/model/candidates.h"
+#include "core/profile/profile_builder.h"
+#include "gtest/gtest.h"
+
+namespace pooch {
+namespace {
+
+// Note [Carried slots]: a reference that frees `loss` (made one period before it) and makes
+// `out`, its successor, still live at its end. Events: alloc out (position 0), op 0 writes out and
+// reads loss (1), op 1 reads out (2), op 2 reads loss (3), free loss (4).
+constexpr uint64_t kLoss = 50;
+constexpr uint64_t kOut = 60;
+
+struct Carried {
+  BuiltProfile built;
+  OpStreamRecorder::Positions positions;
+  PlanResult plan;
+  TensorId loss = 0;
+};
+
+Carried MakeCarried() {
+  RecordedIteration it;
+  it.persistent.push_back({kLoss, 1 << 20});
+  it.events.push_back({RecordedIteration::Event::kAlloc, 0, kOut, 1 << 20});
+  for (int op = 0; op < 3; ++op) {
+    RecordedOp o;
+    o.name = "op";
+    o.duration_us = 10;
+    if (op == 0) o.accesses = {{kOut, RecordedAccess::kWrite}, {kLoss, RecordedAccess::kRead}};
+    if (op == 1) o.accesses = {{kOut, RecordedAccess::kRead}};
+    if (op == 2) o.accesses = {{kLoss, RecordedAccess::kRead}};
+    it.ops.push_back(o);
+    it.events.push_back({RecordedIteration::Event::kOp, op, 0, 0});
+  }
+  it.events.push_back({RecordedIteration::Event::kFree, 0, kLoss, 0});
+  Carried c;
+  absl::StatusOr<BuiltProfile> built = BuildProfile(it);
+  EXPECT_TRUE(built.ok()) << built.status();
+  c.built = *built;
+  c.positions.ops = {1, 2, 3};
+  c.positions.managed_allocs = {0};
+  c.positions.carried[kLoss] = 0;  // its successor is the allocation at position 0
+  for (size_t t = 0; t < c.built.tensor_allocation.size(); ++t) {
+    if (c.built.tensor_allocation[t] == kLoss) c.loss = static_cast<TensorId>(t);
+  }
+  // The loss is swapped out between op 0 and op 2.
+  c.plan.candidates = {Candidate{.tensor = c.loss, .open = 0, .close = 2}};
+  c.plan.plan.decisions = {Decision::kSwap};
+  return c;
+}
+
+TEST(PlanActionsTest, CarriedTensorTakesItsSuccessorsAddressEachIteration) {
+  Carried c = MakeCarried();
+  ASSERT_EQ(c.built.profile.tensors[static_cast<size_t>(c.loss)].alloc_before, kBeforeIteration);
+  PlanActions a = MakePlanActions(c.built, c.positions, c.plan);
+  ASSERT_EQ(a.carried.size(), 1u);
+  EXPECT_TRUE(a.persistent.empty());  // not a fixed address
+  const int slot = a.carried[0].slot;
+  EXPECT_EQ(a.carried[0].successor, 0);
+  EXPECT_EQ(a.carried[0].successor_allocation, kOut);
+  ASSERT_EQ(a.offload_after.count(1), 1u);  // after op 0, at position 1
+  EXPECT_EQ(a.offload_after.at(1), std::vector<int>{slot});
+
+  // Made: the profiler seeds the slot with the live successor of the reference.
+  a.StartIteration();
+  a.address[static_cast<size_t>(slot)] = 0x1000;
+  a.slot_of[0x1000] = slot;
+  // The first event of the next iteration starts it: the successor slot has no address yet, so
+  // the carried one keeps the seed.
+  a.StartIteration();
+  EXPECT_EQ(a.address[static_cast<size_t>(slot)], 0x1000u);
+  EXPECT_EQ(a.slot_of.at(0x1000), slot);
+  // In the iteration, `out` is allocated at position 0 (the profiler sets its slot) and the
+  // carried loss freed (the profiler clears it).
+  a.address[0] = 0x2000;
+  a.slot_of[0x2000] = 0;
+  a.address[static_cast<size_t>(slot)] = 0;
+  a.slot_of.erase(0x1000);
+  // The next iteration frees that `out` as its loss.
+  a.StartIteration();
+  EXPECT_EQ(a.address[static_cast<size_t>(slot)], 0x2000u);
+  EXPECT_EQ(a.slot_of.at(0x2000), slot);
+  EXPECT_EQ(a.address[0], 0u);
+}
+
+TEST(PlanActionsTest, PersistentTensorWithoutSuccessorKeepsAFixedSlot) {
+  Carried c = MakeCarried();
+  c.positions.carried.clear();  // e.g. weights, or a successor the recorder did not see
+  PlanActions a = MakePlanActions(c.built, c.positions, c.plan);
+  EXPECT_TRUE(a.carried.empty());
+  ASSERT_EQ(a.persistent.size(), 1u);
+  EXPECT_EQ(a.persistent[0].allocation, kLoss);
+}
+
+}  // namespace
+}  // namespace pooch
