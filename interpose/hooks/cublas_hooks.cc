@@ -44,7 +44,7 @@ size_t VectorBytes(int n, int inc) {
 
 // The GEMMs PyTorch calls: A and B read; C written, and read too unless beta is known zero (host
 // pointer mode, Note [GEMM replay] in cublas_gemm.h); the workspace the program set on the handle
-// read and written; alpha and beta device reads in device pointer mode (host memory otherwise,
+// written; alpha and beta device reads in device pointer mode (host memory otherwise,
 // which is not the manager's and would make a recipe's input). An operand whose data type pooch
 // does not size makes the call opaque (everything resident): pooch must not guess its extent. A
 // call that can be replayed bit for bit hands RunOp its recipe (cublas_replay.h).
@@ -67,7 +67,10 @@ cublasStatus_t RunGemm(cublasHandle_t handle, const GemmCall& call, Forward&& fo
   r.Add(call.A, static_cast<size_t>(s.a), kR);
   r.Add(call.B, static_cast<size_t>(s.b), kR);
   r.Add(call.C, static_cast<size_t>(s.c), beta_zero ? Mode::kWrite : kRW);
-  if (settings.workspace_set) r.Add(settings.workspace, settings.workspace_bytes, kRW);
+  // Scratch: written before it is read within the call, nothing carried from one call to the
+  // next, so written only. (Read and written, a workspace PyTorch allocates around each call would
+  // be a read of memory no op wrote: Note [Static replay check] would then refuse the replay.)
+  if (settings.workspace_set) r.Add(settings.workspace, settings.workspace_bytes, Mode::kWrite);
   if (!host_scalars) {
     r.Add(call.alpha, call.scale_bytes, kR);
     r.Add(call.beta, call.scale_bytes, kR);
