@@ -58,6 +58,12 @@ const char* GemmNotReplayable(const GemmCall& call, const GemmSettings& settings
   if (!IsReal(call.c_type)) return "complex C: its scalars are not copied";
   if (call.scale_bytes > 16 || call.alpha == nullptr) return "no alpha to copy";
   if (!beta_zero) return "beta is not zero: C is an input too, overwritten by the call";
+  // A drop discards C's whole span; bytes between its columns (ldc > m) or its matrices (a batch
+  // stride beyond one) are not the call's to rebuild.
+  if ((call.n > 1 && call.ldc != call.m) ||
+      (call.batch > 1 && call.stride_c != call.ldc * call.n)) {
+    return "C has gaps the call does not write: a drop would lose them";
+  }
   const auto c = reinterpret_cast<pooch::DeviceAddress>(call.C);
   int64_t c_bytes = 0;
   for (const pooch::AccessRange& a : ranges) {

@@ -33,6 +33,8 @@
 //     so a replay would read the call's own result. (-0.0 counts as non-zero: the bytes decide.)
 //   - complex C: pooch copies real scalars only;
 //   - C overlapping A or B (in place): the inputs are gone once the call ran;
+//   - C with gaps (ldc > m, or a batch stride other than ldc x n): a drop discards the whole span,
+//     and the bytes between are not the call's to rebuild;
 //   - a handle whose settings could not be read.
 // With beta zero in host pointer mode C is not read (cuBLAS does not read C when beta is zero),
 // and the hook reports it as written only.

@@ -21,6 +21,7 @@ class GemmReplayTest : public ::testing::Test {
     call_.name = "cublasGemmEx";
     call_.form = GemmForm::kGemmEx;
     call_.m = call_.n = call_.k = 16;
+    call_.lda = call_.ldb = call_.ldc = 16;
     call_.alpha = &alpha_;
     call_.beta = &beta_;
     call_.A = P(1);
@@ -81,6 +82,19 @@ TEST_F(GemmReplayTest, CInsideAnInputIsNot) {
   EXPECT_NE(Why(), nullptr);
   ranges_[0] = {U(3) - 1024, 1024, Mode::kRead};  // adjacent: fine
   EXPECT_EQ(Why(), nullptr);
+}
+
+TEST_F(GemmReplayTest, CWithGapsIsNot) {
+  call_.ldc = 16;
+  EXPECT_EQ(Why(), nullptr);
+  call_.ldc = 32;  // a column of 16 rows every 32: the rows between are someone else's
+  EXPECT_NE(Why(), nullptr);
+  call_.ldc = 16;
+  call_.batch = 4;
+  call_.stride_c = 16 * 16;
+  EXPECT_EQ(Why(), nullptr);
+  call_.stride_c = 16 * 16 * 2;
+  EXPECT_NE(Why(), nullptr);
 }
 
 TEST_F(GemmReplayTest, MissingOutputOrAlphaIsNot) {
