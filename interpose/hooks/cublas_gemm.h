@@ -19,7 +19,8 @@
 //     could see another algorithm in a replay. Not done yet.)
 //   - its workspace: cuBLAS may pick another algorithm for another workspace size. A program that
 //     set one (PyTorch does, cublasSetWorkspace_v2 with the size CUBLAS_WORKSPACE_CONFIG or its
-//     default says) has its size recorded by the hook of cublasSetWorkspace_v2; the replay then
+//     default says) has its size recorded by the hook of cublasSetWorkspace_v2 (and forgotten by
+//     cublasSetStream_v2's, which puts the handle back on the default workspace); the replay then
 //     sets a scratch buffer of that size, the Recomputer's (recipe.workspace_bytes), on pooch's
 //     handle. A program that set none runs on the default workspace cuBLAS gives a new handle,
 //     which the same library in the same process (with the same CUBLAS_WORKSPACE_CONFIG) gives

@@ -4,8 +4,8 @@
 // product's result) are included too: in device pointer mode they are device memory, in host
 // mode the manager ignores them (the GEMMs leave them out then: RunGemm).
 //
-// The GEMMs are replayable (Note [GEMM replay] in cublas_gemm.h): cublasCreate_v2 and
-// cublasSetWorkspace_v2 are hooked to know each handle's workspace.
+// The GEMMs are replayable (Note [GEMM replay] in cublas_gemm.h): cublasCreate_v2,
+// cublasSetStream_v2 and cublasSetWorkspace_v2 are hooked to know each handle's workspace.
 #include <cstdlib>
 #include <utility>
 
@@ -87,7 +87,13 @@ cublasStatus_t RunGemm(cublasHandle_t handle, const GemmCall& call, Forward&& fo
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
   const cublasStatus_t s = real::cublasCreate_v2()(handle);
-  if (s == CUBLAS_STATUS_SUCCESS && handle != nullptr) NoteCublasCreated(*handle);
+  if (s == CUBLAS_STATUS_SUCCESS && handle != nullptr) NoteCublasDefaultWorkspace(*handle);
+  return s;
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId) {
+  const cublasStatus_t s = real::cublasSetStream_v2()(handle, streamId);
+  if (s == CUBLAS_STATUS_SUCCESS) NoteCublasDefaultWorkspace(handle);
   return s;
 }
 

@@ -21,7 +21,7 @@ class Workspaces {
     static Workspaces* const w = new Workspaces;  // never destroyed: hooks run at exit
     return *w;
   }
-  void Created(cublasHandle_t h) {
+  void Reset(cublasHandle_t h) {
     MutexLock lock(&mu_);
     set_.erase(reinterpret_cast<uintptr_t>(h));
   }
@@ -115,7 +115,7 @@ bool Issue(cublasHandle_t h, const GemmCall& c, const Scalars& s) {
 
 }  // namespace
 
-void NoteCublasCreated(cublasHandle_t handle) { Workspaces::Get().Created(handle); }
+void NoteCublasDefaultWorkspace(cublasHandle_t handle) { Workspaces::Get().Reset(handle); }
 
 void NoteCublasWorkspace(cublasHandle_t handle, const void* workspace, size_t bytes) {
   Workspaces::Get().Set(handle, workspace, bytes);

@@ -16,9 +16,12 @@
 
 namespace pooch::interpose {
 
-// The hooks of cublasCreate_v2 and cublasSetWorkspace_v2 tell what they did: a new handle (which
-// may reuse a destroyed one's address) has cuBLAS's default workspace.
-void NoteCublasCreated(cublasHandle_t handle);
+// The hooks of cublasCreate_v2, cublasSetStream_v2 and cublasSetWorkspace_v2 tell what they did:
+// a new handle (which may reuse a destroyed one's address) has cuBLAS's default workspace, and
+// cublasSetStream_v2 puts a handle back on it (cuBLAS's documentation: it "unconditionally resets
+// the cuBLAS library workspace back to the default workspace pool"; PyTorch sets its workspace
+// again after every cublasSetStream).
+void NoteCublasDefaultWorkspace(cublasHandle_t handle);
 void NoteCublasWorkspace(cublasHandle_t handle, const void* workspace, size_t bytes);
 
 // The settings of `handle` now, read with the real getters (known = false when one fails).
