@@ -9,6 +9,7 @@
 //   C2 = 0.5 A B      cublasSgemm_v2 on h2 (cuBLAS's default workspace)
 //   C3 = A B          cublasGemmEx on h2 with B given transposed (Bt, n x k)
 //   C4 = -A B         cublasSgemm_v2 on h1 (tensor-op math mode set)
+//   C5 = [A B, A B]   cublasGemmStridedBatchedEx on h1, two matrices (A and B strides 0)
 // and two that must get no recipe, beta != 0 (C is read and overwritten):
 //   D1 = A B + D1     cublasSgemm_v2
 //   D2 = A B + 2 D2   cublasGemmEx
@@ -89,9 +90,10 @@ int main() {
   void* workspace = Alloc(size_t{1} << 20, nullptr);
   Ok(cublasSetWorkspace(h1, workspace, size_t{1} << 20), "cublasSetWorkspace");
   Ok(cublasSetMathMode(h1, CUBLAS_TENSOR_OP_MATH), "cublasSetMathMode");
-  float* c[4];
+  float* c[5];
   float* d[2];
-  for (float*& p : c) p = static_cast<float*>(Alloc(kCBytes, nullptr));
+  for (int i = 0; i < 4; ++i) c[i] = static_cast<float*>(Alloc(kCBytes, nullptr));
+  c[4] = static_cast<float*>(Alloc(2 * kCBytes, nullptr));
   for (float*& p : d) p = static_cast<float*>(Alloc(kCBytes, &d_init));
   if (g_failures > 0) return 1;
 
@@ -111,6 +113,12 @@ int main() {
   Ok(cublasSgemm(h1, CUBLAS_OP_N, CUBLAS_OP_N, kM, kN, kK, &minus, A, kM, B, kK, &zero, c[3], kM),
      "C4 cublasSgemm");
   want.push_back(Copy(c[3], kCBytes, "C4 copy"));
+  Ok(cublasGemmStridedBatchedEx(h1, CUBLAS_OP_N, CUBLAS_OP_N, kM, kN, kK, &one, A, CUDA_R_32F, kM,
+                                0, B, CUDA_R_32F, kK, 0, &zero, c[4], CUDA_R_32F, kM,
+                                static_cast<long long>(kM) * kN, 2, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT),
+     "C5 cublasGemmStridedBatchedEx");
+  want.push_back(Copy(c[4], 2 * kCBytes, "C5 copy"));
   Ok(cublasSgemm(h2, CUBLAS_OP_N, CUBLAS_OP_N, kM, kN, kK, &one, A, kM, B, kK, &one, d[0], kM),
      "D1 cublasSgemm");
   want.push_back(Copy(d[0], kCBytes, "D1 copy"));
@@ -118,8 +126,9 @@ int main() {
                   kK, &two, d[1], CUDA_R_32F, kM, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
      "D2 cublasGemmEx");
   want.push_back(Copy(d[1], kCBytes, "D2 copy"));
-  // The results are what was asked (C3 = C1, C2 = C1 / 2 and C4 = -C1 exactly: scaling by a power
-  // of two and negation are exact), so that comparing with copies is not comparing nothing.
+  // The results are what was asked (C3 = C1, C5 = [C1, C1], C2 = C1 / 2 and C4 = -C1 exactly:
+  // scaling by a power of two and negation are exact), so that comparing with copies is not
+  // comparing nothing.
   {
     const auto* c1 = reinterpret_cast<const float*>(want[0].data());
     const auto* c2 = reinterpret_cast<const float*>(want[1].data());
@@ -131,6 +140,12 @@ int main() {
         std::printf("gemm_replay_probe: element %zu: C1 %g C2 %g C4 %g\n", i, c1[i], c2[i], c4[i]);
         return 1;
       }
+    }
+    const std::vector<unsigned char> c5_first(want[4].begin(), want[4].begin() + kCBytes);
+    const std::vector<unsigned char> c5_second(want[4].begin() + kCBytes, want[4].end());
+    if (c5_first != want[0] || c5_second != want[0]) {
+      std::printf("gemm_replay_probe: C5's matrices differ from C1\n");
+      return 1;
     }
     if (want[2] != want[0] || !nonzero) {
       std::printf("gemm_replay_probe: C3 differs from C1, or C1 is all zero\n");
@@ -146,13 +161,14 @@ int main() {
   }
   Ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 
-  const char* names[] = {"C1", "C2", "C3", "C4", "D1", "D2"};
-  float* outputs[] = {c[0], c[1], c[2], c[3], d[0], d[1]};
-  for (int i = 0; i < 6; ++i) {
-    const std::vector<unsigned char> got = Copy(outputs[i], kCBytes, names[i]);
+  const char* names[] = {"C1", "C2", "C3", "C4", "C5", "D1", "D2"};
+  float* outputs[] = {c[0], c[1], c[2], c[3], c[4], d[0], d[1]};
+  for (int i = 0; i < 7; ++i) {
+    const size_t bytes = i == 4 ? 2 * kCBytes : kCBytes;
+    const std::vector<unsigned char> got = Copy(outputs[i], bytes, names[i]);
     if (got != want[static_cast<size_t>(i)]) {
       size_t at = 0;
-      while (at < kCBytes && got[at] == want[static_cast<size_t>(i)][at]) ++at;
+      while (at < bytes && got[at] == want[static_cast<size_t>(i)][at]) ++at;
       std::printf("gemm_replay_probe: %s differs from its first result at byte %zu\n", names[i],
                   at);
       ++g_failures;

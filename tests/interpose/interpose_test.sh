@@ -259,9 +259,9 @@ gemm_replay)
   # Note [GEMM replay] (interpose/hooks/cublas_gemm.h): gemm_replay_probe.cc's GEMMs under dtr at
   # a limit that holds about half of what it allocates, under the hazard checker. The probe
   # compares every output, byte for byte, with its copy taken right after the call; here: the
-  # four beta = 0 GEMMs (and only they: the two with beta != 0 must get none) kept a recipe, and
-  # both cublasGemmEx and cublasSgemm_v2 outputs were rebuilt by replay (the trace's recompute
-  # events name the call), with no replay failing.
+  # five beta = 0 GEMMs (and only they: the two with beta != 0 must get none) kept a recipe, and
+  # cublasGemmEx, cublasSgemm_v2 and cublasGemmStridedBatchedEx outputs were rebuilt by replay
+  # (the trace's recompute events name the call), with no replay failing.
   need_simgpu
   SIMGPU_HAZARDS=error
   export SIMGPU_HAZARDS
@@ -277,14 +277,14 @@ gemm_replay)
   recipes=$(echo "$line" | awk '{ print $4 }')
   replays=$(echo "$line" | awk '{ print $10 }')
   failures=$(echo "$line" | awk '{ print $16 }')
-  [ "$recipes" = 4 ] || fail "want 4 recipes (the beta = 0 GEMMs), got: $line"
+  [ "$recipes" = 5 ] || fail "want 5 recipes (the beta = 0 GEMMs), got: $line"
   [ "$failures" = 0 ] || fail "replays failed: $line"
   python3 - "$work/trace.json" "$replays" <<'PY' || fail "trace: see above"
 import collections, json, sys
 events = json.load(open(sys.argv[1]))["traceEvents"]
 calls = collections.Counter(e["args"]["call"] for e in events if e.get("name") == "recompute")
 assert sum(calls.values()) == int(sys.argv[2]), (calls, sys.argv[2])
-for name in ("cublasGemmEx", "cublasSgemm_v2"):
+for name in ("cublasGemmEx", "cublasSgemm_v2", "cublasGemmStridedBatchedEx"):
     assert calls[name] >= 1, f"no {name} output rebuilt by replay: {dict(calls)}"
 print("replayed:", " ".join(f"{k} {v}" for k, v in sorted(calls.items())))
 PY
