@@ -255,6 +255,41 @@ host_full)
   echo "ok: $(cat "$work/probe.out"); host_reads $(field host_reads)"
   ;;
 
+gemm_replay)
+  # Note [GEMM replay] (interpose/hooks/cublas_gemm.h): gemm_replay_probe.cc's GEMMs under dtr at
+  # a limit that holds about half of what it allocates, under the hazard checker. The probe
+  # compares every output, byte for byte, with its copy taken right after the call; here: the
+  # five beta = 0 GEMMs (and only they: the two with beta != 0 must get none) kept a recipe, and
+  # cublasGemmEx, cublasSgemm_v2 and cublasGemmStridedBatchedEx outputs were rebuilt by replay
+  # (the trace's recompute events name the call), with no replay failing.
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run plain "$arg"
+  [ "$rc" -eq 0 ] && grep -q '^gemm_replay_probe ok$' "$work/plain.out" ||
+    fail "without pooch: exit $rc: $(cat "$work/plain.out")"
+  run dtr env LD_PRELOAD="$libpooch" POOCH_POLICY=dtr POOCH_MEMORY_LIMIT=10MiB \
+    POOCH_MIN_SWAP_BYTES=256KiB POOCH_TRACE="$work/trace.json" "$arg"
+  [ "$rc" -eq 0 ] && grep -q '^gemm_replay_probe ok$' "$work/dtr.out" ||
+    fail "under dtr: exit $rc: $(cat "$work/dtr.out")"
+  grep -i 'hazard\|illegal' "$work/dtr.err" && fail "under dtr: simgpu reported a hazard"
+  line=$(grep '^pooch: dtr:' "$work/dtr.err") || fail "no dtr line in the summary"
+  recipes=$(echo "$line" | awk '{ print $4 }')
+  replays=$(echo "$line" | awk '{ print $10 }')
+  failures=$(echo "$line" | awk '{ print $16 }')
+  [ "$recipes" = 5 ] || fail "want 5 recipes (the beta = 0 GEMMs), got: $line"
+  [ "$failures" = 0 ] || fail "replays failed: $line"
+  python3 - "$work/trace.json" "$replays" <<'PY' || fail "trace: see above"
+import collections, json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+calls = collections.Counter(e["args"]["call"] for e in events if e.get("name") == "recompute")
+assert sum(calls.values()) == int(sys.argv[2]), (calls, sys.argv[2])
+for name in ("cublasGemmEx", "cublasSgemm_v2", "cublasGemmStridedBatchedEx"):
+    assert calls[name] >= 1, f"no {name} output rebuilt by replay: {dict(calls)}"
+print("replayed:", " ".join(f"{k} {v}" for k, v in sorted(calls.items())))
+PY
+  echo "ok: $line"
+  ;;
 opaque)
   # Note [Opaque calls]: a call pooch does not model, on buffers pooch swapped out
   # (opaque_probe.cc says how), under the hazard checker: first with room for everything (the

@@ -8,7 +8,9 @@
 # pooch_libs (conv + batch norm + linear under pooch, issue 15: its cuDNN backend convolutions,
 # batch norm Ex, cuBLAS GEMMs and cuBLASLt matmuls are modelled calls; at a limit that forces
 # swaps and recomputation: no simgpu or pooch error, the plan carried out, backend convolutions
-# replayed; about 7 s).
+# replayed; about 7 s; its cublasGemmEx calls are all in backward, so none is recomputed), pooch_gemm
+# (a stack of bias-free Linear layers under pooch: a layer's output rebuilt by replaying its
+# cublasGemmEx, Note [GEMM replay]; about 5 s).
 # PYTHON is the venv scripts/setup-torch.sh made; a missing one fails the case, it is not
 # skipped. Exit 0 on success; otherwise prints what failed and exits 1.
 set -u
@@ -96,6 +98,30 @@ pooch_libs)
     grep -q "^pooch: calls: $f [1-9]" "$work/torch.err" || fail "$f was not a modelled call"
   done
   echo "ok: conv_bn_linear under pooch at 220 MiB: $(grep -c '^iter ' "$work/torch.out") iterations, $(grep '^pooch: recompute:' "$work/torch.err" | cut -d' ' -f3-14)"
+  ;;
+pooch_gemm)
+  # Note [GEMM replay]: linear_stack.py (Linear layers that are one cublasGemmEx each) under pooch
+  # at 72 MiB of its 96 MiB: the plan recomputes a layer's output, which is dropped after forward
+  # and rebuilt by replaying its cublasGemmEx (the trace's recompute events name the call), with
+  # no failed replay, no simgpu hazard and no pooch error. Values are not computed here (timing
+  # mode); tests/interpose's gemm_replay compares replayed GEMM outputs byte for byte.
+  pooch=$(dirname "$simgpu_run")/pooch
+  [ -x "$pooch" ] || fail "no pooch at $pooch"
+  POOCH_ITERATION_MARKER=sync
+  POOCH_PROFILE_SWAP=demand
+  export POOCH_ITERATION_MARKER POOCH_PROFILE_SWAP
+  run torch "$simgpu_run" "$pooch" run --memory-limit 72MiB --trace "$work/trace.json" -- \
+    "$python" -W ignore "$here/linear_stack.py" 16384 5
+  [ "$rc" -eq 0 ] || fail "torch under pooch: exit $rc: $(grep -m1 'simgpu:\|pooch: error\|Error' "$work/torch.err")"
+  grep -q '^done' "$work/torch.out" || fail "torch under pooch: no done line"
+  ! grep -q '^simgpu:' "$work/torch.err" || fail "$(grep -m1 '^simgpu:' "$work/torch.err")"
+  ! grep -q '^pooch: error' "$work/torch.err" || fail "$(grep -m1 '^pooch: error' "$work/torch.err")"
+  grep -q '^pooch: plan: .*carried out' "$work/torch.err" || fail "no plan carried out"
+  grep -q '^pooch: recompute: .* replays [1-9][0-9]* .* failures 0 ' "$work/torch.err" ||
+    fail "no replay, or a failed one: $(grep '^pooch: recompute:' "$work/torch.err")"
+  grep -q '"call": *"cublasGemmEx"' "$work/trace.json" ||
+    fail "the trace shows no replay of cublasGemmEx"
+  echo "ok: linear_stack under pooch at 72 MiB: $(grep '^pooch: recompute:' "$work/torch.err" | cut -d' ' -f3-14)"
   ;;
 *) fail "unknown case $case_name" ;;
 esac
