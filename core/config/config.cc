@@ -148,10 +148,12 @@ const Variable kVariables[] = {
       "off: pass every call through. demand: swap least recently used data out when the limit "
       "is reached and back in before an op touches it. dtr: Dynamic Tensor Rematerialization, "
       "no profile: when the limit is reached, evict the lowest cost / (size x staleness) first, "
-      "dropping a map that replaying the cuDNN call that produced it rebuilds exactly (and "
+      "dropping a map that replaying the cuDNN or cuBLAS call that produced it rebuilds exactly "
+      "(and "
       "rebuilding it when touched) and swapping anything else. A planner policy name profiles the "
       "first iterations, plans them with that policy and carries out the plan: swaps with "
-      "scheduled prefetches, recomputations by replaying the cuDNN call that produced the map, "
+      "scheduled prefetches, recomputations by replaying the cuDNN or cuBLAS call that produced "
+      "the map, "
       "with demand swapping underneath as the safety net."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
