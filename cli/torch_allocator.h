@@ -22,7 +22,7 @@ namespace pooch::cli {
 //   PYTORCH_NO_CUDA_MEMORY_CACHING=1   cudaMalloc/cudaFree per tensor; torch keeps no statistics
 //       (max_memory_allocated() is 0), and without pooch a real cudaFree synchronises.
 // Measured on simgpu (README, "PyTorch's allocator under pooch"), the two cost pooch the same
-// host time per allocation and the same virtual time, so `pooch run` sets the first, which keeps
+// host time per allocation, so `pooch run` sets the first, which keeps
 // PyTorch's memory statistics truthful. An explicit setting of the user's wins, unchanged; when
 // it leaves the caching allocator in place, pooch says so in one line. Under POOCH_POLICY=off
 // nothing is set: pooch manages nothing, and PyTorch's default is its fastest.
