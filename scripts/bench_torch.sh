@@ -8,8 +8,11 @@
 # For each model of tests/gpu/torch_train.py (torchvision ResNet-50; a TransformerEncoder with
 # AdamW) and each preset (PRESETS, default v100-pcie3 and v100-nvlink2), in timing mode
 # (SIMGPU_COMPUTE=timing, virtual time):
-#   1. in-core on a large simgpu (64 GiB), PyTorch's default allocator, no pooch: the iteration
-#      time and the peak (max_memory_allocated);
+#   1. in-core on a large simgpu (64 GiB), no pooch: the peak (max_memory_allocated, PyTorch's
+#      default allocator) and the iteration time with PYTORCH_NO_CUDA_MEMORY_CACHING=1, one
+#      allocation per tensor as under pooch (simgpu charges a kernel the whole allocations its
+#      words point into, so the caching allocator's segments would inflate the baseline: Note
+#      [Kernel ops] in tests/simgpu/device/device_kernel.cc);
 #   2. the limit: that peak / FACTOR (2.5 for ResNet-50, 2 for the transformer, as the issue asks);
 #   3. PyTorch alone on a device of that size: it must raise OutOfMemoryError (torch_train.py
 #      exits 3), else the batch does not need the oversubscription and the script stops;
@@ -58,7 +61,7 @@ steady() {
   }' "$1"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-percent_error() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0) printf "%+.1f %%", 100 * (p - m) / m; else print "-" }'; }
+percent_error() { awk -v p="$1" -v m="$2" 'BEGIN { if (p != "" && m > 0) printf "%+.1f %%", 100 * (p - m) / m; else print "-" }'; }
 
 # train NAME BATCH OUT ERR [ENV...] [-- PREFIX...]: one torch_train.py run; sets rc.
 train() {
@@ -87,6 +90,9 @@ for spec in "resnet50 $RESNET_BATCH 2.5" "transformer $TRANSFORMER_BATCH 2"; do
       env SIMGPU_PRESET="$preset" SIMGPU_MEMORY=64GiB "$SIMGPU_RUN"
     [[ $rc -eq 0 ]] || { echo "bench_torch: $tag in-core failed ($rc):" >&2; tail -5 "$work/$tag-incore.err" >&2; exit 1; }
     peak=$(value "$work/$tag-incore.out" max_memory_allocated)
+    train "$model" "$batch" "$work/$tag-incore-nc.out" "$work/$tag-incore-nc.err" \
+      env SIMGPU_PRESET="$preset" SIMGPU_MEMORY=64GiB PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$SIMGPU_RUN"
+    [[ $rc -eq 0 ]] || { echo "bench_torch: $tag in-core without caching failed ($rc):" >&2; tail -5 "$work/$tag-incore-nc.err" >&2; exit 1; }
     limit=$(awk -v p="$peak" -v f="$factor" 'BEGIN { printf "%d", p / f }')
     echo "== $tag: PyTorch alone on $limit bytes" >&2
     train "$model" "$batch" "$work/$tag-alone.out" "$work/$tag-alone.err" \
@@ -106,12 +112,13 @@ for spec in "resnet50 $RESNET_BATCH 2.5" "transformer $TRANSFORMER_BATCH 2"; do
       exit 1
     }
     err=$work/$tag-pooch.err
-    incore_ms=$(steady "$work/$tag-incore.out")
+    incore_ms=$(steady "$work/$tag-incore-nc.out")
     pooch_ms=$(steady "$work/$tag-pooch.out")
     plan="$(field "$err" "pooch: plan:" keep)/$(field "$err" "pooch: plan:" swap)/$(field "$err" "pooch: plan:" recompute)"
+    grep -q '^pooch: plan: .* failed' "$err" && plan="none (failed)"
     predicted=$(field "$err" "pooch: plan:" predicted_iteration_ms)
     measured=$(field "$err" "pooch: iterations:" measured_iteration_ms)
-    echo "| $model | $preset | $batch | $peak | $limit | $alone | $incore_ms | $pooch_ms | $(ratio "$pooch_ms" "$incore_ms")x | $plan | ${predicted:--} | ${measured:--} | $(percent_error "${predicted:-0}" "${measured:-0}") | $(field "$err" "pooch: opaque:" calls) | $(field "$err" "pooch: opaque:" unclassified) |" >>"$table"
+    echo "| $model | $preset | $batch | $peak | $limit | $alone | $incore_ms | $pooch_ms | $(ratio "$pooch_ms" "$incore_ms")x | $plan | ${predicted:--} | ${measured:--} | $(percent_error "$predicted" "${measured:-0}") | $(field "$err" "pooch: opaque:" calls) | $(field "$err" "pooch: opaque:" unclassified) |" >>"$table"
     {
       echo "### $model on $preset (batch $batch, limit $limit bytes)"
       echo '```'
