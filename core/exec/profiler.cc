@@ -186,12 +186,13 @@ class Profiler::Impl {
     const double measured_ms =
         iterations_timed_ > 0 ? iteration_ms_sum_ / static_cast<double>(iterations_timed_) : 0;
     lines.push_back(absl::StrFormat(
-        "iterations: marker %s profiles %lld followed %llu departures %llu reprofiles %d "
-        "reference_events %zu profiled_under %s measured_iteration_ms %.3f",
+        "iterations: marker %s profiles %lld followed %llu departures %llu unmatched_ops %llu "
+        "reprofiles %d reference_events %zu profiled_under %s measured_iteration_ms %.3f",
         std::string(IterationMarkerName(config_.iteration_marker)),
         static_cast<long long>(t.profiles_made()),
         static_cast<unsigned long long>(t.iterations_completed()),
-        static_cast<unsigned long long>(departures_), reprofiles_, t.Reference().size(),
+        static_cast<unsigned long long>(departures_),
+        static_cast<unsigned long long>(t.unmatched_ops()), reprofiles_, t.Reference().size(),
         profiled_under_, measured_ms));
     if (!plan_line_.empty()) lines.push_back(plan_line_);
     if (!actions_.has_value()) return lines;

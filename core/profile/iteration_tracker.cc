@@ -65,29 +65,69 @@ IterationTracker::Step IterationTracker::FeedAuto(const StreamEvent& e, Step ste
   if (period_ > 0) {
     // Confirming the extra profiling iterations: each event must repeat the one a period back.
     if (n - period_ >= base_ && SameEvent(At(n).event, At(n - period_).event)) {
-      if (--confirm_left_ == 0) {
-        TakeReference(n - period_ + 1, n + 1);
-        step.profile_ready = true;
-        StartFollowing();
-      }
+      if (--confirm_left_ == 0) step.profile_ready = Detected(n, period_, phase_);
       return step;
     }
     period_ = 0;
     confirm_left_ = 0;
   }
   int64_t p = FindPeriod(n);
-  if (p == 0) p = FindCarriedPeriod(n);
+  int64_t phase = 0;
+  if (p == 0) {
+    p = FindCarriedPeriod(n);
+    if (p != 0) phase = CarriedPhase(n - p + 1, p);
+  }
   if (p == 0) return step;
   const int64_t extra = std::max(options_.profile_iterations, 2) - 2;
   if (extra == 0) {
-    TakeReference(n - p + 1, n + 1);
-    step.profile_ready = true;
-    StartFollowing();
+    step.profile_ready = Detected(n, p, phase);
   } else {
     period_ = p;
+    phase_ = phase;
     confirm_left_ = extra * p;
   }
   return step;
+}
+
+size_t IterationTracker::MaxUnmatchedOps() const {
+  return std::max<size_t>(2, reference_.size() / 100);
+}
+
+bool IterationTracker::Detected(int64_t n, int64_t p, int64_t phase) {
+  if (phase == 0) {
+    TakeReference(n - p + 1, n + 1);
+    StartFollowing();
+    return true;
+  }
+  // Note [Carried window phase]: the window that starts `phase` events into [n - p + 1, n] and
+  // ends inside it, already seen; following goes on from the event after n, in the middle of the
+  // reference, and the profile is ready when that iteration ends.
+  const int64_t first = n + 1 + phase - 2 * p;
+  TakeReference(first, first + p);
+  StartFollowing();
+  position_ = static_cast<size_t>(p - phase);
+  ready_pending_ = true;
+  return false;
+}
+
+int64_t IterationTracker::CarriedPhase(int64_t first, int64_t p) const {
+  // The level of live bytes relative to first's; a free's bytes are its allocation's, made in
+  // the window or the one before it (Note [Carried lifetimes], rule (a)).
+  int64_t level = 0;
+  int64_t best_level = 0;
+  int64_t best = 0;
+  for (int64_t i = first; i < first + p - 1; ++i) {
+    const Entry& e = At(i);
+    if (e.event.kind == StreamEvent::Kind::kAlloc) level += e.event.bytes;
+    if (e.event.kind == StreamEvent::Kind::kFree && e.partner >= base_) {
+      level -= At(e.partner).event.bytes;
+    }
+    if (level < best_level) {
+      best_level = level;
+      best = i + 1 - first;
+    }
+  }
+  return best;
 }
 
 int64_t IterationTracker::Append(const StreamEvent& e) {
@@ -323,8 +363,16 @@ void IterationTracker::TakeReference(int64_t first, int64_t end) {
   reference_.reserve(static_cast<size_t>(end - first));
   for (int64_t i = first; i < end; ++i) reference_.push_back(At(i).event);
   reference_window_ = {static_cast<uint64_t>(first), static_cast<uint64_t>(end)};
-  reference_carried_ =
-      static_cast<size_t>(std::distance(live_indices_.lower_bound(first), live_indices_.end()));
+  // Allocations made in the window and not freed in it: those still live now, less the ones
+  // made after the window (a window that ends before the latest event: Detected()), plus the
+  // window's own freed after it.
+  int64_t carried = std::distance(live_indices_.lower_bound(end), live_indices_.end());
+  carried = std::distance(live_indices_.lower_bound(first), live_indices_.end()) - carried;
+  for (int64_t i = end; i < base_ + static_cast<int64_t>(buffer_.size()); ++i) {
+    const Entry& e = At(i);
+    carried += e.event.kind == StreamEvent::Kind::kFree && e.partner >= first && e.partner < end;
+  }
+  reference_carried_ = static_cast<size_t>(carried);
   ++profiles_made_;
 }
 
@@ -374,8 +422,18 @@ IterationTracker::Step IterationTracker::FollowAuto(const StreamEvent& e, Step s
     mode_ = Mode::kFollowing;  // re-synchronised: e is position 0 of a new iteration
     position_ = 0;
   }
-  if (position_ == 0) live_since_start_.clear();
+  if (position_ == 0) {
+    live_since_start_.clear();
+    unmatched_in_iteration_ = 0;
+  }
   TrackLive(e);
+  if (!SameEvent(e, reference_[position_]) && e.kind == StreamEvent::Kind::kOp &&
+      unmatched_in_iteration_ < MaxUnmatchedOps()) {
+    // Note [Unmatched ops]: an op the reference does not have here is passed over.
+    ++unmatched_in_iteration_;
+    ++unmatched_ops_;
+    return step;
+  }
   if (!SameEvent(e, reference_[position_])) {
     step.departed = true;
     ++departures_;
@@ -390,7 +448,14 @@ IterationTracker::Step IterationTracker::FollowAuto(const StreamEvent& e, Step s
     next_first_ = step.seq;
   }
   if (++position_ == reference_.size()) {
-    ++iterations_completed_;
+    if (ready_pending_) {
+      // Note [Carried window phase]: the first iteration followed to its end is the one the
+      // detection window was rotated into; it completes profiling rather than counting.
+      ready_pending_ = false;
+      step.profile_ready = true;
+    } else {
+      ++iterations_completed_;
+    }
     position_ = 0;
     if (record_next_ == RecordNext::kRecording) {
       TakeRecordedWindow(step.seq + 1);
@@ -499,6 +564,7 @@ void IterationTracker::TakeRecordedWindow(uint64_t end) {
 
 void IterationTracker::Reprofile() {
   record_next_ = RecordNext::kNo;
+  ready_pending_ = false;
   reference_.clear();
   reference_window_ = {0, 0};
   reference_carried_ = 0;

@@ -78,9 +78,34 @@
 // partners; a failure skips every candidate whose period is too short for that partner), and a
 // hit is verified event by event. A first iteration that differs also delays detection by the
 // iteration that frees its carried tensors (they were made at other distances back).
+// Note [Carried window phase]: a carried window is then rotated to start where the fewest bytes
+// of the loop's own allocations are live (its smallest level of live bytes, the first such
+// position on ties): the program's own iteration boundary, where a training loop holds its
+// weights and little else. The reference is what the planner sees as one iteration, and what is
+// live at its start is modelled as existing before it (resident at op 0, not a candidate before
+// its first use): a window that starts inside the forward pass would carry every feature map made
+// so far and find no plan. The window found, W = [n-p+1, n], is rotated backwards: the reference
+// is [n+1+k-2p, n+1+k-p) for the best phase k of W, events already seen (V and W are equal, so
+// it holds W's events rotated by k). Rotating forwards instead would need k more events that
+// repeat, and a program whose iterations differ now and then by a kernel (PyTorch's transformer
+// does) may never give them. Following then starts at position p-k, in the middle of the
+// reference, and profile_ready is reported when that iteration ends, so that a plan starts with
+// an iteration, as always. Balanced windows are not rotated: nothing made in them outlives
+// them.
 // Following a carried reference: re-synchronisation after a departure allows as many
 // allocations of the departed iteration to be live as the reference carries out
 // (reference_carried()); with a balanced reference that is none, as before.
+//
+// Note [Unmatched ops]: while following (auto marker), an op event that is not the one the
+// reference has at this position is passed over, without a position and without departing, up
+// to MaxUnmatchedOps() per iteration (1 % of the reference, at least 2); the next event must
+// then match. A program may launch one more kernel now and then (PyTorch's attention backward
+// copies a tensor in some iterations and not in others), and departing for it would run half
+// the iterations without the plan. Passing over is safe: an op without a position carries out no
+// planned action, its memory is made resident on demand like any op's, and recomputation's
+// rules (Note [Replay] in core/exec/recomputer.h) hold for every op. Allocations and frees must
+// match: they are what the plan's slots follow. Missing ops are not passed over (the next event
+// departs): skipping ahead in the reference would skip its planned actions too.
 //
 // Known limit: a balanced repeat inside an iteration (e.g. an optimizer that allocates and
 // frees one same-size temporary per parameter) is taken as the period; following then departs
@@ -122,6 +147,9 @@ struct StreamEvent {
   uint64_t signature = 0;
   // kAlloc/kFree: an id unique over the run, equal in an allocation and its free; 0 for kOp.
   uint64_t allocation = 0;
+  // kAlloc: its bytes, to place a carried window where the least is carried (Note [Carried
+  // window phase]); 0 when unknown. Not part of "the same".
+  int64_t bytes = 0;
 };
 
 // Same kind and signature (allocation ids are ignored).
@@ -188,6 +216,8 @@ class IterationTracker {
   Mode mode() const { return mode_; }
   uint64_t iterations_completed() const { return iterations_completed_; }  // followed to the end
   uint64_t departures() const { return departures_; }
+  // Ops passed over while following (Note [Unmatched ops]).
+  uint64_t unmatched_ops() const { return unmatched_ops_; }
   uint64_t profiles_made() const { return profiles_made_; }
   // Allocations made in the reference iteration and still live at its end (Note [Carried
   // lifetimes]); 0 for a balanced reference and for explicit markers.
@@ -238,6 +268,12 @@ class IterationTracker {
   int64_t FindPeriod(int64_t n) const;
   // The smallest period ending at n with a periodic carry-over (Note [Carried lifetimes]), or 0.
   int64_t FindCarriedPeriod(int64_t n) const;
+  // How many events past `first` the window [first, first + p) is best started (Note [Carried
+  // window phase]).
+  int64_t CarriedPhase(int64_t first, int64_t p) const;
+  // A period p found at event n, its window started `phase` events late: takes the reference
+  // and starts following. True when the profile is ready now (phase 0).
+  bool Detected(int64_t n, int64_t p, int64_t phase);
   // The smallest partner of the frees in [s, end of buffer], or nullopt when there is none.
   std::optional<int64_t> MinPartnerFrom(int64_t s) const;
   // When no balanced window may start at `a`: the exclusive low end of the forbidden stretch
@@ -281,6 +317,7 @@ class IterationTracker {
   absl::flat_hash_map<int64_t, std::deque<int64_t>> levels_;
   mutable uint64_t detect_work_ = 0;  // see detect_work()
   int64_t period_ = 0;                // found period while confirming extra windows
+  int64_t phase_ = 0;                 // and its window's phase (Note [Carried window phase])
   int64_t confirm_left_ = 0;          // events still to match before profile_ready
 
   // Explicit-marker profiling state.
@@ -296,6 +333,9 @@ class IterationTracker {
   std::pair<uint64_t, uint64_t> reference_window_{0, 0};
   size_t reference_carried_ = 0;
   size_t position_ = 0;  // next expected index in reference_
+  // The reference was taken mid-iteration (Note [Carried window phase]): profile_ready is
+  // reported when the iteration being followed ends.
+  bool ready_pending_ = false;
   // RecordNextIteration: waiting for an iteration's first event, or recording from next_first_.
   enum class RecordNext { kNo, kWaiting, kRecording };
   RecordNext record_next_ = RecordNext::kNo;
@@ -304,6 +344,9 @@ class IterationTracker {
 
   uint64_t iterations_completed_ = 0;
   uint64_t departures_ = 0;
+  uint64_t unmatched_ops_ = 0;
+  size_t unmatched_in_iteration_ = 0;
+  size_t MaxUnmatchedOps() const;
   uint64_t profiles_made_ = 0;
 };
 

@@ -20,11 +20,14 @@ class StreamBuilder {
  public:
   void Op(uint64_t sig) { events_.push_back({Kind::kOp, sig, 0}); }
   // Allocates under a caller's name (slot) so that a later Free can refer to it.
+  // With `sized`, each allocation carries its signature as its bytes (Note [Carried window
+  // phase]); without, 0.
   void Alloc(uint64_t sig, int slot) {
     const uint64_t id = next_id_++;
     slots_[slot] = {id, sig};
-    events_.push_back({Kind::kAlloc, sig, id});
+    events_.push_back({Kind::kAlloc, sig, id, sized ? static_cast<int64_t>(sig) : 0});
   }
+  bool sized = false;
   void Free(int slot) {
     auto [id, sig] = slots_.at(slot);
     slots_.erase(slot);
@@ -441,6 +444,146 @@ TEST(IterationTrackerTest, CarriedLossIsTheIteration) {
     EXPECT_EQ(log.steps[i].position, static_cast<int64_t>((i - end) % len)) << i;
   }
   EXPECT_EQ(t.iterations_completed(), (ev.size() - end) / len);
+}
+
+// Bytes of the allocations live before event i, over the whole stream.
+int64_t LiveBytesBefore(const std::vector<StreamEvent>& ev, size_t i) {
+  absl::flat_hash_map<uint64_t, int64_t> live;
+  for (size_t k = 0; k < i; ++k) {
+    if (ev[k].kind == Kind::kAlloc) live[ev[k].allocation] = ev[k].bytes;
+    if (ev[k].kind == Kind::kFree) live.erase(ev[k].allocation);
+  }
+  int64_t bytes = 0;
+  for (const auto& [id, b] : live) bytes += b;
+  return bytes;
+}
+
+// Note [Carried window phase]: with sizes known, the carried window found above is rotated to
+// start where the least is live (around the optimizer step), not in the backward pass.
+TEST(IterationTrackerTest, CarriedWindowStartsWhereTheLeastIsLive) {
+  for (int profile_iterations : {2, 3}) {
+    StreamBuilder b;
+    b.sized = true;
+    std::vector<size_t> starts;
+    for (int i = 0; i < 8; ++i) {
+      starts.push_back(b.events().size());
+      PythonIteration(b, i);
+    }
+    const std::vector<StreamEvent>& ev = b.events();
+    const size_t len = ev.size() - starts.back();
+    // Without sizes the same stream is detected in the backward pass (the brute force's window).
+    std::vector<StreamEvent> unsized = ev;
+    for (StreamEvent& e : unsized) e.bytes = 0;
+    const auto plain = BruteForceDetect(unsized);
+    ASSERT_TRUE(plain.has_value());
+
+    IterationTracker t({.profile_iterations = profile_iterations});
+    FeedLog log = FeedAll(t, ev);
+    ASSERT_TRUE(log.ready_seq.has_value());
+    const auto [first, end] = t.ReferenceWindow();
+    EXPECT_EQ(end - first, len);
+    // The window ends before detection; the profile is ready at the end of the iteration
+    // followed from there.
+    EXPECT_GE(*log.ready_seq + 1, end);
+    EXPECT_LE(*log.ready_seq + 1, end + len);
+    EXPECT_EQ((*log.ready_seq + 1 - first) % len, 0u);
+    // Strictly less is live than at the unrotated start (the activation is).
+    EXPECT_LT(LiveBytesBefore(ev, first), LiveBytesBefore(ev, plain->first)) << first;
+    // The least live of all rotations, independently of how the tracker computes it.
+    for (size_t s = first; s < first + len; ++s) {
+      EXPECT_LE(LiveBytesBefore(ev, first), LiveBytesBefore(ev, s)) << s;
+    }
+    EXPECT_EQ(t.reference_carried(), LiveAtEnd(ev, first, end));
+    EXPECT_EQ(log.departed, 0);
+    for (size_t i = *log.ready_seq + 1 - len; i < ev.size(); ++i) {
+      if (log.steps[i].position < 0) continue;  // detected later than this
+      EXPECT_EQ(log.steps[i].position, static_cast<int64_t>((i - first) % len)) << i;
+      EXPECT_EQ(log.steps[i].iteration_start, (i - first) % len == 0) << i;
+    }
+    for (size_t i = *log.ready_seq + 1; i < ev.size(); ++i) {
+      EXPECT_EQ(log.steps[i].position, static_cast<int64_t>((i - first) % len)) << i;
+    }
+    // Only iterations followed from their start count.
+    EXPECT_EQ(t.iterations_completed(), (ev.size() - *log.ready_seq - 1) / len);
+  }
+}
+
+// Note [Carried window phase]: a program whose iterations now and then run one more kernel
+// (PyTorch's attention backward does) still gives two equal iterations in a row; the rotated
+// window must not depend on the events after them repeating too.
+TEST(IterationTrackerTest, CarriedWindowPhaseNeedsNoFurtherRepeat) {
+  StreamBuilder b;
+  b.sized = true;
+  for (int i = 0; i < 10; ++i) PythonIteration(b, i);
+  std::vector<StreamEvent> ev = b.events();
+  IterationTracker probe;
+  size_t n = 0;
+  while (n < ev.size() && probe.profiles_made() == 0) probe.Feed(ev[n++]);
+  ASSERT_GT(probe.profiles_made(), 0u);
+  const size_t detected = n - 1;
+  // The window is rotated: it ends before the event that found it.
+  ASSERT_LT(probe.ReferenceWindow().second, detected + 1);
+  // One odd kernel right after the detection: the reference stands, the kernel is passed over
+  // (Note [Unmatched ops]).
+  ev.insert(ev.begin() + static_cast<int64_t>(detected) + 1, StreamEvent{Kind::kOp, 99, 0});
+  IterationTracker t;
+  FeedLog log = FeedAll(t, ev);
+  EXPECT_EQ(t.profiles_made(), 1u);
+  EXPECT_EQ(t.ReferenceWindow(), probe.ReferenceWindow());
+  EXPECT_EQ(log.steps[detected + 1].position, -1);
+  EXPECT_EQ(log.departed, 0);
+  EXPECT_EQ(t.unmatched_ops(), 1u);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  const auto [first, end] = t.ReferenceWindow();
+  const size_t len = end - first;
+  for (size_t i = *log.ready_seq + 1; i < ev.size(); ++i) {
+    EXPECT_EQ(log.steps[i].position, static_cast<int64_t>((i - 1 - first) % len)) << i;
+  }
+}
+
+// Note [Unmatched ops]: up to MaxUnmatchedOps() extra ops an iteration are passed over (2 for
+// this 12-event iteration); one more departs, and so does a missing op or an extra allocation.
+TEST(IterationTrackerTest, UnmatchedOpsArePassedOverWithinABudget) {
+  struct Case {
+    const char* name;
+    std::vector<StreamEvent> extra;  // inserted at the start of the 7th iteration's 4th event
+    bool erase = false;              // instead: that event is erased (an op)
+    bool departs;
+    uint64_t unmatched;
+  };
+  const std::vector<Case> cases = {
+      {"two ops", {{Kind::kOp, 97, 0}, {Kind::kOp, 98, 0}}, false, false, 2},
+      {"three ops", {{Kind::kOp, 97, 0}, {Kind::kOp, 98, 0}, {Kind::kOp, 99, 0}}, false, true, 2},
+      {"an allocation", {{Kind::kAlloc, 77, 5000}}, false, true, 0},
+      // The op after the missing one is passed over, then the free after it departs.
+      {"a missing op", {}, true, true, 1},
+  };
+  for (const Case& c : cases) {
+    StreamBuilder b;
+    std::vector<size_t> starts;
+    for (int i = 0; i < 10; ++i) {
+      starts.push_back(b.events().size());
+      SmallIteration(b);
+    }
+    std::vector<StreamEvent> ev = b.events();
+    const int64_t at = static_cast<int64_t>(starts[6]) + 4;
+    ASSERT_EQ(ev[static_cast<size_t>(at)].kind, Kind::kOp);
+    if (c.erase) {
+      ev.erase(ev.begin() + at);
+    } else {
+      ev.insert(ev.begin() + at, c.extra.begin(), c.extra.end());
+    }
+    IterationTracker t;
+    FeedLog log = FeedAll(t, ev);
+    ASSERT_TRUE(log.ready_seq.has_value()) << c.name;
+    ASSERT_LT(*log.ready_seq, starts[6]) << c.name;
+    EXPECT_EQ(log.departed > 0, c.departs) << c.name;
+    EXPECT_EQ(t.unmatched_ops(), c.unmatched) << c.name;
+    if (!c.departs) {
+      EXPECT_EQ(t.iterations_completed(), 10u - (*log.ready_seq + 1) / kSmallIterationEvents)
+          << c.name;
+    }
+  }
 }
 
 TEST(IterationTrackerTest, TwoCarriedTensorsWithDifferentLifetimes) {

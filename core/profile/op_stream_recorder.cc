@@ -51,7 +51,7 @@ IterationTracker::Step OpStreamRecorder::Alloc(uint64_t allocation, int64_t byte
   if (managed) managed_bytes_[allocation] = bytes;
   const IterationTracker::Step step =
       tracker_.Feed({StreamEvent::Kind::kAlloc,
-                     static_cast<uint64_t>(absl::HashOf(1, bytes, managed)), allocation});
+                     static_cast<uint64_t>(absl::HashOf(1, bytes, managed)), allocation, bytes});
   live_[allocation] = Live{bytes, managed, step.seq};
   Kept k;
   k.seq = step.seq;
