@@ -20,9 +20,10 @@
 //     when the freed memory has a recipe of its own (a transient the planner rebuilds through,
 //     like a batch-norm output that only a ReLU read): then the Recomputer keeps it (Note
 //     [Kept inputs]) instead of rebuilding or forgetting its readers;
-//   - an op whose effects are unknown (a generic kernel launch: its pointers are guessed from
-//     its parameters) rebuilds every dropped map and forgets every other recipe but the kept
-//     inputs' first, since it may write anything.
+//   - an op whose effects are unknown (an opaque call, Note [Opaque calls]) rebuilds every
+//     dropped map and forgets every other recipe but the kept inputs' first, since it may write
+//     anything. A kernel launch is not one: it writes what its parameter words point into
+//     (Note [Kernel writes] in interpose/hooks/launch_hooks.cc).
 // Inputs of a rebuilt map that are themselves dropped are rebuilt first (recursively, the
 // planner's chains). A replay runs on the stream of the op that needs it, after the manager
 // made its inputs resident and restored the output's memory (BeforeOp with the output as

@@ -9,6 +9,18 @@
 // made resident first (Note [Opaque calls] in interpose/process/opaque.h). Kernels are never
 // replayed. The _ptsz forms run on the caller's per-thread stream (Note [Per-thread default
 // stream] in streams.h).
+//
+// Note [Kernel writes]
+// ~~~~~~~~~~~~~~~~~~~~
+// A launch's scanned allocations are all it may read or write: the manager makes only those
+// resident, so a kernel that reached other memory (through a pointer stored in device memory)
+// would already read swapped-out bytes. The recipes of recomputation (Note [Replay] in
+// core/exec/recomputer.h) rest on the same rule: a launch forgets the recipes whose inputs or
+// output its words point into, and no other. Forgetting every recipe at every launch, as for an
+// opaque call, would leave no recomputation under a framework whose elementwise ops are all
+// kernels (PyTorch's ReLU and residual additions between its convolutions). Kernels that
+// follow pointers stored in device memory are outside this rule, for residency and
+// recomputation alike (README, "Kernel launches").
 #include "interpose/hooks/kernel_args.h"
 #include "interpose/hooks/kernel_names.h"
 #include "interpose/hooks/streams.h"
@@ -49,7 +61,8 @@ Ret Launch(const char* name, uintptr_t stream, const std::optional<Ranges>& rang
     return RunOpaque<Ret>(kFunctions[Index(HookScope::Current())].name, stream,
                           /*stream_known=*/true, std::forward<Forward>(forward));
   }
-  return RunOp<Ret>(stream, *ranges, std::forward<Forward>(forward), {.known = false});
+  // Note [Kernel writes]: what its words point into is all it touches.
+  return RunOp<Ret>(stream, *ranges, std::forward<Forward>(forward), {.scanned = true});
 }
 
 pooch::ResidencyManager* Manager() { return Process::Get().manager(); }

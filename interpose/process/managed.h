@@ -133,11 +133,13 @@ inline bool WritesSwappable(const pooch::ResidencyManager& manager, const Ranges
   return false;
 }
 
-// What a hook knows about its call beyond the ranges: whether they are all it may touch (a
-// generic kernel launch's are guessed from its parameters), and how to replay it (null when it
-// cannot be replayed; Note [Replay] in core/exec/recomputer.h).
+// What a hook knows about its call beyond the ranges: whether they are all it may touch (an
+// opaque call's are not), whether they were found by scanning its parameter words (a kernel
+// launch's: they may differ between iterations of the same op, Note [Kernel op names]), and how
+// to replay it (null when it cannot be replayed; Note [Replay] in core/exec/recomputer.h).
 struct OpEffects {
   bool known = true;
+  bool scanned = false;
   const ReplaySource* replay = nullptr;
 };
 
@@ -184,9 +186,10 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
   }
   Profiler* profiler = process.profiler();
   const ProfiledOp profiled =
-      profiler == nullptr ? ProfiledOp{}
-                          : profiler->OpBegin(HookScope::CurrentName(), stream, ranges.get(),
-                                              effects.replay != nullptr, effects.known);
+      profiler == nullptr
+          ? ProfiledOp{}
+          : profiler->OpBegin(HookScope::CurrentName(), stream, ranges.get(),
+                              effects.replay != nullptr, effects.known && !effects.scanned);
   // Note [DTR recipes] (core/exec/recomputer.h): under dtr every call that can be replayed and
   // writes one of the manager's allocations is timed and keeps its recipe.
   const bool produces = recomputer != nullptr && recomputer->dtr() && effects.replay != nullptr &&
