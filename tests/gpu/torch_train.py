@@ -14,6 +14,7 @@ torch.use_deterministic_algorithms(True), TF32 off, cuDNN benchmark off.
 import hashlib
 import os
 import sys
+import time
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
 
@@ -109,3 +110,8 @@ def main():
 
 if __name__ == "__main__":
     main()
+    # PyTorch's autograd device thread drops its last graph task just after backward returns,
+    # taking the GIL to do so; if the interpreter is finalizing by then, the thread exits inside a
+    # noexcept destructor and the process aborts ("terminate called without an active exception",
+    # a shutdown race of PyTorch's: pytorch/pytorch#190489). A pause lets the thread finish.
+    time.sleep(0.2)

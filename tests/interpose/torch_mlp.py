@@ -9,6 +9,7 @@ allocator whatever cuBLAS calls pooch models). Prints `allocator NAME` (torch's 
 `iter I` per iteration, `max_memory_allocated B` and `done`.
 """
 import sys
+import time
 
 import torch
 
@@ -50,3 +51,8 @@ def main():
 
 if __name__ == "__main__":
     main()
+    # PyTorch's autograd device thread drops its last graph task just after backward returns,
+    # taking the GIL to do so; if the interpreter is finalizing by then, the thread exits inside a
+    # noexcept destructor and the process aborts ("terminate called without an active exception",
+    # a shutdown race of PyTorch's: pytorch/pytorch#190489). A pause lets the thread finish.
+    time.sleep(0.2)

@@ -6,6 +6,7 @@ after the first (as cnn_train does), timed with CUDA events, which simgpu answer
 time. At a batch that does not fit it prints `oom` and the allocator's message and exits 3.
 """
 import sys
+import time
 
 import torch
 import torchvision
@@ -43,3 +44,8 @@ def main():
 
 if __name__ == "__main__":
     main()
+    # PyTorch's autograd device thread drops its last graph task just after backward returns,
+    # taking the GIL to do so; if the interpreter is finalizing by then, the thread exits inside a
+    # noexcept destructor and the process aborts ("terminate called without an active exception",
+    # a shutdown race of PyTorch's: pytorch/pytorch#190489). A pause lets the thread finish.
+    time.sleep(0.2)
