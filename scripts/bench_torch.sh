@@ -25,7 +25,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 VENV=${POOCH_TORCH_VENV:-$ROOT/build/torch-venv}
-ITERS=${ITERS:-10}
+ITERS=${ITERS:-20}
 PRESETS=${PRESETS:-v100-pcie3 v100-nvlink2}
 RESNET_BATCH=${RESNET_BATCH:-32}
 TRANSFORMER_BATCH=${TRANSFORMER_BATCH:-16}
