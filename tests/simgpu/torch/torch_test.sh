@@ -40,6 +40,28 @@ export SIMGPU_COMPUTE SIMGPU_PRESET SIMGPU_HAZARDS
 # last_value FILE KEY: the value after KEY on the last line that starts with it.
 last_value() { awk -v k="$2" '$1 == k { v = $2 } END { print v }' "$1"; }
 
+# pooch_run LIMIT SCRIPT ARGS...: SCRIPT under `pooch run --memory-limit LIMIT` with a trace;
+# fails unless it exits 0 with no simgpu or pooch error and a plan carried out.
+pooch_run() {
+  limit=$1
+  shift
+  pooch=$(dirname "$simgpu_run")/pooch
+  [ -x "$pooch" ] || fail "no pooch at $pooch"
+  run torch "$simgpu_run" "$pooch" run --memory-limit "$limit" --trace "$work/trace.json" -- \
+    "$python" -W ignore "$@"
+  [ "$rc" -eq 0 ] || fail "torch under pooch: exit $rc: $(grep -m1 'simgpu:\|pooch: error\|Error' "$work/torch.err")"
+  ! grep -q '^simgpu:' "$work/torch.err" || fail "$(grep -m1 '^simgpu:' "$work/torch.err")"
+  ! grep -q '^pooch: error' "$work/torch.err" || fail "$(grep -m1 '^pooch: error' "$work/torch.err")"
+  grep -q '^pooch: plan: .*carried out' "$work/torch.err" ||
+    fail "no plan carried out: $(grep '^pooch: plan:' "$work/torch.err")"
+}
+# replayed CALL: the run's recompute line shows replays and no failure, and the trace names CALL.
+replayed() {
+  grep -q '^pooch: recompute: .* replays [1-9][0-9]* .* failures 0 ' "$work/torch.err" ||
+    fail "no replay, or a failed one: $(grep '^pooch: recompute:' "$work/torch.err")"
+  grep -q "\"call\": *\"$1\"" "$work/trace.json" || fail "the trace shows no replay of $1"
+}
+
 case $case_name in
 resnet50)
   run torch "$simgpu_run" "$python" "$here/resnet50_loop.py" 64 5
@@ -79,26 +101,15 @@ free)
   echo "ok: $(grep '^error' "$work/torch.out")"
   ;;
 pooch_libs)
-  pooch=$(dirname "$simgpu_run")/pooch
-  [ -x "$pooch" ] || fail "no pooch at $pooch"
   # 220 MiB of the run's 450 MiB: the plan swaps some maps and recomputes others (the
   # convolutions' outputs, by re-executing their cuDNN backend plans). Iterations end at the
   # script's torch.cuda.synchronize(); the profiled iteration runs under demand swapping.
   POOCH_ITERATION_MARKER=sync
   POOCH_PROFILE_SWAP=demand
   export POOCH_ITERATION_MARKER POOCH_PROFILE_SWAP
-  run torch "$simgpu_run" "$pooch" run --memory-limit 220MiB --trace "$work/trace.json" -- \
-    "$python" -W ignore \
-    "$here/conv_bn_linear.py" 32 5
-  [ "$rc" -eq 0 ] || fail "torch under pooch: exit $rc: $(grep -m1 'simgpu:\|pooch: error\|Error' "$work/torch.err")"
+  pooch_run 220MiB "$here/conv_bn_linear.py" 32 5
   grep -q '^done' "$work/torch.out" || fail "torch under pooch: no done line"
-  ! grep -q '^simgpu:' "$work/torch.err" || fail "$(grep -m1 '^simgpu:' "$work/torch.err")"
-  ! grep -q '^pooch: error' "$work/torch.err" || fail "$(grep -m1 '^pooch: error' "$work/torch.err")"
-  grep -q '^pooch: plan: .*carried out' "$work/torch.err" || fail "no plan carried out"
-  grep -q '^pooch: recompute: .* replays [1-9][0-9]* .* failures 0 ' "$work/torch.err" ||
-    fail "no replay, or a failed one: $(grep '^pooch: recompute:' "$work/torch.err")"
-  grep -q '"call": *"cudnnBackendExecute"' "$work/trace.json" ||
-    fail "the trace shows no replay of cudnnBackendExecute"
+  replayed cudnnBackendExecute
   for f in cudnnBackendExecute cudnnBatchNormalizationForwardTrainingEx \
            cudnnBatchNormalizationBackwardEx cublasGemmEx cublasLtMatmul; do
     grep -q "^pooch: calls: $f [1-9]" "$work/torch.err" || fail "$f was not a modelled call"
@@ -111,42 +122,23 @@ pooch_gemm)
   # and rebuilt by replaying its cublasGemmEx (the trace's recompute events name the call), with
   # no failed replay, no simgpu hazard and no pooch error. Values are not computed here (timing
   # mode); tests/interpose's gemm_replay compares replayed GEMM outputs byte for byte.
-  pooch=$(dirname "$simgpu_run")/pooch
-  [ -x "$pooch" ] || fail "no pooch at $pooch"
   POOCH_ITERATION_MARKER=sync
   POOCH_PROFILE_SWAP=demand
   export POOCH_ITERATION_MARKER POOCH_PROFILE_SWAP
-  run torch "$simgpu_run" "$pooch" run --memory-limit 72MiB --trace "$work/trace.json" -- \
-    "$python" -W ignore "$here/linear_stack.py" 16384 5
-  [ "$rc" -eq 0 ] || fail "torch under pooch: exit $rc: $(grep -m1 'simgpu:\|pooch: error\|Error' "$work/torch.err")"
+  pooch_run 72MiB "$here/linear_stack.py" 16384 5
   grep -q '^done' "$work/torch.out" || fail "torch under pooch: no done line"
-  ! grep -q '^simgpu:' "$work/torch.err" || fail "$(grep -m1 '^simgpu:' "$work/torch.err")"
-  ! grep -q '^pooch: error' "$work/torch.err" || fail "$(grep -m1 '^pooch: error' "$work/torch.err")"
-  grep -q '^pooch: plan: .*carried out' "$work/torch.err" || fail "no plan carried out"
-  grep -q '^pooch: recompute: .* replays [1-9][0-9]* .* failures 0 ' "$work/torch.err" ||
-    fail "no replay, or a failed one: $(grep '^pooch: recompute:' "$work/torch.err")"
-  grep -q '"call": *"cublasGemmEx"' "$work/trace.json" ||
-    fail "the trace shows no replay of cublasGemmEx"
+  replayed cublasGemmEx
   echo "ok: linear_stack under pooch at 72 MiB: $(grep '^pooch: recompute:' "$work/torch.err" | cut -d' ' -f3-14)"
   ;;
 pooch_resnet)
-  pooch=$(dirname "$simgpu_run")/pooch
-  [ -x "$pooch" ] || fail "no pooch at $pooch"
   unset POOCH_ITERATION_MARKER POOCH_PROFILE_SWAP
-  run torch "$simgpu_run" "$pooch" run --memory-limit 650MiB --trace "$work/trace.json" -- \
-    "$python" -W ignore "$here/../../gpu/torch_train.py" resnet50 incore 16 8
-  [ "$rc" -eq 0 ] || fail "torch under pooch: exit $rc: $(grep -m1 'simgpu:\|pooch: error\|Error' "$work/torch.err")"
+  pooch_run 650MiB "$here/../../gpu/torch_train.py" resnet50 incore 16 8
   [ "$(grep -c '^iter ' "$work/torch.out")" -eq 8 ] || fail "torch under pooch: not 8 iterations"
-  ! grep -q '^simgpu:' "$work/torch.err" || fail "$(grep -m1 '^simgpu:' "$work/torch.err")"
-  ! grep -q '^pooch: error' "$work/torch.err" || fail "$(grep -m1 '^pooch: error' "$work/torch.err")"
   grep -q '^pooch: iterations: marker auto profiles [1-9]' "$work/torch.err" ||
     fail "no iteration found: $(grep '^pooch: iterations:' "$work/torch.err")"
-  grep -q '^pooch: plan: .*carried out' "$work/torch.err" ||
-    fail "no plan carried out: $(grep '^pooch: plan:' "$work/torch.err")"
-  grep -q '^pooch: recompute: .* replays [1-9][0-9]* .* forgotten 0 swapped_instead 0 failures 0 ' \
-    "$work/torch.err" || fail "recipes lost or no replay: $(grep '^pooch: recompute:' "$work/torch.err")"
-  grep -q '"call": *"cudnnBackendExecute"' "$work/trace.json" ||
-    fail "the trace shows no replay of cudnnBackendExecute"
+  replayed cudnnBackendExecute
+  grep -q '^pooch: recompute: .* forgotten 0 swapped_instead 0 ' "$work/torch.err" ||
+    fail "recipes lost: $(grep '^pooch: recompute:' "$work/torch.err")"
   grep -q '^pooch: opaque: calls 0 unclassified 0' "$work/torch.err" ||
     fail "$(grep '^pooch: opaque:' "$work/torch.err")"
   echo "ok: resnet50 b16 under pooch at 650 MiB: $(grep '^pooch: plan:' "$work/torch.err" | cut -d' ' -f5-10), $(grep '^pooch: recompute:' "$work/torch.err" | cut -d' ' -f3-14)"
