@@ -428,7 +428,7 @@ IterationTracker::Step IterationTracker::FollowAuto(const StreamEvent& e, Step s
   }
   TrackLive(e);
   if (!SameEvent(e, reference_[position_]) && e.kind == StreamEvent::Kind::kOp &&
-      unmatched_in_iteration_ < MaxUnmatchedOps()) {
+      unmatched_in_iteration_ < MaxUnmatchedOps() && record_next_ != RecordNext::kRecording) {
     // Note [Unmatched ops]: an op the reference does not have here is passed over.
     ++unmatched_in_iteration_;
     ++unmatched_ops_;

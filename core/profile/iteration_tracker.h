@@ -105,7 +105,9 @@
 // planned action, its memory is made resident on demand like any op's, and recomputation's
 // rules (Note [Replay] in core/exec/recomputer.h) hold for every op. Allocations and frees must
 // match: they are what the plan's slots follow. Missing ops are not passed over (the next event
-// departs): skipping ahead in the reference would skip its planned actions too.
+// departs): skipping ahead in the reference would skip its planned actions too. Nor is anything
+// passed over in an iteration RecordNextIteration() is recording: its window becomes the
+// reference's, event for event.
 //
 // Known limit: a balanced repeat inside an iteration (e.g. an optimizer that allocates and
 // frees one same-size temporary per parameter) is taken as the period; following then departs
