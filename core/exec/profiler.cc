@@ -21,6 +21,7 @@
 #include "core/base/mutex.h"
 #include "core/exec/copy_times.h"
 #include "core/exec/plan_actions.h"
+#include "core/exec/plan_cache.h"
 #include "core/exec/recomputer.h"
 #include "core/exec/trace_observer.h"
 #include "core/model/candidates.h"
@@ -195,6 +196,12 @@ class Profiler::Impl {
         static_cast<unsigned long long>(t.unmatched_ops()), reprofiles_, t.Reference().size(),
         profiled_under_, measured_ms));
     if (!plan_line_.empty()) lines.push_back(plan_line_);
+    if (config_.mode == pooch::RunMode::kPlanned) {
+      lines.push_back(absl::StrFormat("plan_cache: hits %lld misses %lld entries %zu",
+                                      static_cast<long long>(plan_cache_.hits()),
+                                      static_cast<long long>(plan_cache_.misses()),
+                                      plan_cache_.size()));
+    }
     if (!actions_.has_value()) return lines;
     // What the plans' actions did since the first plan began: the safety net's hits are the
     // demand swap-ins since then (the swaps: line counts those of the profiling too).
@@ -397,6 +404,23 @@ class Profiler::Impl {
     copy_times_.Attribute(*built);
     machine_ = copy_times_.Machine(manager_.memory_limit(), &machine_assumed_);
     copy_times_.Clear();
+    if (!swap_all_pass_ && config_.mode == pooch::RunMode::kPlanned) {
+      // Note [Plan cache]: a reference planned before is carried out with its plan at once.
+      cache_key_ = pooch::PlanCache::Key(recorder_.tracker().Reference());
+      if (const pooch::PlanCache::Entry* e = plan_cache_.Find(cache_key_)) {
+        manager_.SetTimeCopies(false);  // Note [Copy times]
+        built_ = *std::move(built);
+        positions_ = std::move(positions);
+        headroom_ = e->headroom_bytes;
+        replans_ = e->replans;
+        plan_line_ = e->plan_line;
+        profiled_under_ = "cache";
+        if (trace_ != nullptr) trace_->OnRuntime("plan from the cache", {});
+        ActionsLocked(*built_, positions_, e->plan);
+        iterations_under_plan_ = 0;
+        return;
+      }
+    }
     if (StartSwapAllPassLocked(*built, positions)) return;
     manager_.SetTimeCopies(false);  // Note [Copy times]
     WriteProfileLocked(built->profile);
@@ -405,8 +429,15 @@ class Profiler::Impl {
     std::optional<pooch::PlanResult> plan = PlanLocked(built_->profile);
     if (plan.has_value() && config_.mode == pooch::RunMode::kPlanned) {
       ActionsLocked(*built_, positions_, *plan);
+      CacheLocked(*plan);
       iterations_under_plan_ = 0;
     }
+  }
+
+  void CacheLocked(const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    plan_cache_.Put(
+        cache_key_,
+        {.plan = plan, .headroom_bytes = headroom_, .replans = replans_, .plan_line = plan_line_});
   }
 
   // Note [Swap-all profiling]
@@ -523,6 +554,7 @@ class Profiler::Impl {
                  "%lld bytes of headroom",
                  static_cast<long long>(last_iteration_hits_), static_cast<long long>(headroom_));
     ActionsLocked(*built_, positions_, *plan);
+    CacheLocked(*plan);
     iterations_under_plan_ = 1;  // the iteration starting now is the new plan's first
   }
 
@@ -716,6 +748,9 @@ class Profiler::Impl {
   bool machine_assumed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t headroom_ ABSL_GUARDED_BY(mu_) = 0;
   int replans_ ABSL_GUARDED_BY(mu_) = 0;
+  // Note [Plan cache]: plans by reference, and the key of the reference planned last.
+  pooch::PlanCache plan_cache_ ABSL_GUARDED_BY(mu_);
+  uint64_t cache_key_ ABSL_GUARDED_BY(mu_) = 0;
   int iterations_under_plan_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t demand_ins_mark_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_iteration_hits_ ABSL_GUARDED_BY(mu_) = -1;

@@ -93,9 +93,9 @@ class ProfilerTest : public ::testing::Test {
     profiler_->OpEnd(op, stream_);
   }
 
-  // One training iteration: a chain of four maps in forward, read again in reverse order in
+  // One training iteration: a chain of `layers` maps in forward, read again in reverse order in
   // backward (each checked), all freed at the end. `seed` is the input's first byte.
-  void Iteration(uint8_t seed) {
+  void Iteration(uint8_t seed, int layers = 4) {
     const DeviceAddress input = Alloc(2 * kG);
     {  // the input arrives: a copy-like op writing it
       const std::vector<AccessRange> ranges = {{input, 2 * kG, Mode::kWrite}};
@@ -113,14 +113,14 @@ class ProfilerTest : public ::testing::Test {
       profiler_->OpEnd(op, stream_);
     }
     std::vector<DeviceAddress> maps = {input};
-    for (int layer = 0; layer < 4; ++layer) {
+    for (int layer = 0; layer < layers; ++layer) {
       maps.push_back(Alloc(2 * kG));
       Op("ConvolutionForward", maps[layer], maps[layer + 1]);
     }
     const DeviceAddress grad = Alloc(2 * kG);
     // As a framework does, each map is freed once backward no longer needs it: the planner
     // plans idle intervals between uses, not the time a program holds a map after its last use.
-    for (int layer = 4; layer >= 1; --layer) {
+    for (int layer = layers; layer >= 1; --layer) {
       Op("ConvolutionBackwardData", maps[layer], grad, static_cast<uint8_t>(seed + layer));
       Free(maps[layer]);
     }
@@ -185,6 +185,30 @@ TEST_F(ProfilerTest, CarriesOutAPlanThatSwaps) {
   EXPECT_THAT(summary, HasSubstr("plan: policy swap-all"));
   EXPECT_THAT(summary, HasSubstr("carried out"));
   EXPECT_THAT(summary, ::testing::Not(HasSubstr("plan_run: swapped_maps 0 ")));
+  EXPECT_GT(manager_->Stats().planned_swap_outs, 0);
+}
+
+// Note [Plan cache]: iterations of two shapes in turn, re-profiled at each change. Each shape is
+// profiled and planned once; when it comes back, its plan is carried out from the cache (no
+// swap-all pass), and every byte backward reads is still right.
+TEST_F(ProfilerTest, ARecurringIterationIsPlannedFromTheCache) {
+  Config c;
+  c.mode = RunMode::kPlanned;
+  c.planned_policy = Policy::kSwapAll;
+  c.reprofile_after = 1;
+  Start(/*limit_granules=*/8, c);
+  int seed = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (int layers : {4, 3}) {
+      for (int i = 0; i < 8; ++i) Iteration(static_cast<uint8_t>(10 * seed++), layers);
+    }
+  }
+  EXPECT_EQ(wrong_bytes_, 0);
+  const std::string summary = Summary();
+  EXPECT_THAT(summary, HasSubstr("plan_cache: hits 2 misses 2 entries 2"));
+  EXPECT_THAT(summary, HasSubstr("profiled_under cache"));
+  EXPECT_THAT(summary, HasSubstr("reprofiles 3"));
+  EXPECT_THAT(summary, HasSubstr("carried out"));
   EXPECT_GT(manager_->Stats().planned_swap_outs, 0);
 }
 

@@ -1,0 +1,67 @@
+// PlanCache: the plans made for reference iterations, by the iteration's signature, so that an
+// iteration seen before is planned from the cache when the tracker finds it again.
+//
+// Note [Plan cache]
+// ~~~~~~~~~~~~~~~~~
+// A program whose iterations change between a few shapes (an image size drawn per iteration,
+// a skip pattern) departs from its profile at each change and, after POOCH_REPROFILE_AFTER
+// departures, is profiled again. Without a cache each re-profile costs a swap-all iteration
+// (Note [Swap-all profiling]) and a planning, though the shape may have been planned before.
+// The profiler keys each plan it carries out by the reference iteration's events (kind and
+// signature, as the tracker compares them: the same op stream, the same allocation sizes);
+// a new reference with a known key is carried out with the cached plan at once, the swap-all
+// pass and the planner skipped. A cached plan applies to the new reference's profile because
+// equal events build equal profiles (BuildProfile numbers tensors and ops by the events), so its
+// decisions name the same tensors and intervals; its actions are made from the new profile's
+// positions and allocations. Re-plans with headroom (Note [Headroom]) replace the entry. The
+// iteration must still be found again (two iterations under the automatic marker): the cache
+// saves profiling and planning, not detection. Bounded: kMaxEntries, the oldest dropped.
+//
+// Thread safety: thread-compatible; the profiler calls it under its lock.
+#ifndef POOCH_CORE_EXEC_PLAN_CACHE_H_
+#define POOCH_CORE_EXEC_PLAN_CACHE_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "core/plan/plan.h"
+#include "core/profile/iteration_tracker.h"
+
+namespace pooch {
+
+class PlanCache {
+ public:
+  static constexpr size_t kMaxEntries = 16;
+
+  struct Entry {
+    PlanResult plan;
+    int64_t headroom_bytes = 0;  // the memory the plan was made without (Note [Headroom])
+    int replans = 0;
+    std::string plan_line;  // the summary's plan: line when it was made
+  };
+
+  // The key of a reference iteration: its events' kinds and signatures, in order.
+  static uint64_t Key(const std::vector<StreamEvent>& reference);
+
+  // The entry for `key`, or null; counts a hit or a miss.
+  const Entry* Find(uint64_t key);
+  // Stores (or replaces) the entry for `key`, dropping the oldest beyond kMaxEntries.
+  void Put(uint64_t key, Entry entry);
+
+  int64_t hits() const { return hits_; }
+  int64_t misses() const { return misses_; }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  absl::flat_hash_map<uint64_t, Entry> entries_;
+  std::deque<uint64_t> order_;  // keys, oldest first
+  int64_t hits_ = 0;
+  int64_t misses_ = 0;
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_EXEC_PLAN_CACHE_H_
