@@ -404,28 +404,28 @@ class Profiler::Impl {
     copy_times_.Attribute(*built);
     machine_ = copy_times_.Machine(manager_.memory_limit(), &machine_assumed_);
     copy_times_.Clear();
+    // Note [Plan cache]: a reference planned before is carried out with its plan at once, with
+    // no swap-all pass and no planning.
+    const pooch::PlanCache::Entry* cached = nullptr;
     if (!swap_all_pass_ && config_.mode == pooch::RunMode::kPlanned) {
-      // Note [Plan cache]: a reference planned before is carried out with its plan at once.
       cache_key_ = pooch::PlanCache::Key(recorder_.tracker().Reference());
-      if (const pooch::PlanCache::Entry* e = plan_cache_.Find(cache_key_)) {
-        manager_.SetTimeCopies(false);  // Note [Copy times]
-        built_ = *std::move(built);
-        positions_ = std::move(positions);
-        headroom_ = e->headroom_bytes;
-        replans_ = e->replans;
-        plan_line_ = e->plan_line;
-        profiled_under_ = "cache";
-        if (trace_ != nullptr) trace_->OnRuntime("plan from the cache", {});
-        ActionsLocked(*built_, positions_, e->plan);
-        iterations_under_plan_ = 0;
-        return;
-      }
+      cached = plan_cache_.Find(cache_key_);
     }
-    if (StartSwapAllPassLocked(*built, positions)) return;
+    if (cached == nullptr && StartSwapAllPassLocked(*built, positions)) return;
     manager_.SetTimeCopies(false);  // Note [Copy times]
-    WriteProfileLocked(built->profile);
     built_ = *std::move(built);
     positions_ = std::move(positions);
+    if (cached != nullptr) {
+      headroom_ = cached->headroom_bytes;
+      replans_ = cached->replans;
+      plan_line_ = cached->plan_line;
+      profiled_under_ = "cache";
+      if (trace_ != nullptr) trace_->OnRuntime("plan from the cache", {});
+      ActionsLocked(*built_, positions_, cached->plan);
+      iterations_under_plan_ = 0;
+      return;
+    }
+    WriteProfileLocked(built_->profile);
     std::optional<pooch::PlanResult> plan = PlanLocked(built_->profile);
     if (plan.has_value() && config_.mode == pooch::RunMode::kPlanned) {
       ActionsLocked(*built_, positions_, *plan);

@@ -276,6 +276,8 @@ class IterationTracker {
   // A period p found at event n, its window started `phase` events late: takes the reference
   // and starts following. True when the profile is ready now (phase 0).
   bool Detected(int64_t n, int64_t p, int64_t phase);
+  // Ops an iteration may pass over (Note [Unmatched ops]).
+  size_t MaxUnmatchedOps() const;
   // The smallest partner of the frees in [s, end of buffer], or nullopt when there is none.
   std::optional<int64_t> MinPartnerFrom(int64_t s) const;
   // When no balanced window may start at `a`: the exclusive low end of the forbidden stretch
@@ -348,7 +350,6 @@ class IterationTracker {
   uint64_t departures_ = 0;
   uint64_t unmatched_ops_ = 0;
   size_t unmatched_in_iteration_ = 0;
-  size_t MaxUnmatchedOps() const;
   uint64_t profiles_made_ = 0;
 };
 
