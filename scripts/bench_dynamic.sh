@@ -14,10 +14,15 @@
 # then under `pooch run --policy P` for every P of POLICIES on a device of PERCENT % of that peak,
 # and reports the mean virtual ms of the last LAST iterations (ms of cnn_train's iteration lines,
 # CUDA events on simgpu's clock) and the slowdown against in-core over the same iterations.
-# Not here yet (issue 16): pooch with the pilot model, the oracle, the largest batch or expert
-# count per policy, and the plot.
+# `pooch` runs with the pilot model (its default, Note [Pilot model] in core/pilot/pilot.h) and
+# `pooch-nopilot` with POOCH_PILOT=off; for runs with the pilot the table gives each of its two
+# models' accuracy (hits / (hits + misses + wasted)) and mean host time per query, and the
+# boundaries at which it acted (it acts only while no plan is followed).
+# Not here yet (issue 16): the oracle, the largest batch or expert count per policy, and the
+# plot.
 #
-# Environment (defaults in brackets): PERCENT [40 30], POLICIES [demand dtr pooch], ITERS [10],
+# Environment (defaults in brackets): PERCENT [40 30], POLICIES [demand dtr pooch-nopilot pooch],
+# ITERS [10],
 # LAST [4], WORKLOADS [skipnet moe-top2 moe-top8 tiny-vary].
 # Output: BUILD_DIR/bench/dynamic.md (printed at the end too) and BUILD_DIR/bench/dynamic-raw/.
 set -eu
@@ -30,7 +35,7 @@ if ! { [ -x "$pooch" ] && [ -x "$cnn" ] && [ -e "$build/lib/libpooch.so" ] && [ 
   exit 2
 fi
 percents=${PERCENT:-40 30}
-policies=${POLICIES:-demand dtr pooch}
+policies=${POLICIES:-demand dtr pooch-nopilot pooch}
 iters=${ITERS:-10}
 last=${LAST:-4}
 workloads=${WORKLOADS:-skipnet moe-top2 moe-top8 tiny-vary}
@@ -55,20 +60,28 @@ mean_ms() {
   grep '^iter ' "$1" | tail -n "$last" | awk '{ s += $6; n++ } END { if (n) printf "%.3f", s / n }'
 }
 checksum() { awk '$1 == "params_checksum" { print $2 }' "$1"; }
+# pilot_cell FILE MODEL: "accuracy / query_us" of MODEL (ngram, linear) from the summary's pilot:
+# line; acted_cell FILE: its acted_at count. Empty without the line.
+pilot_cell() {
+  awk -v m="$2" '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == m) {
+    for (j = i; j < NF; j++) { if ($j == "accuracy") a = $(j + 1); if ($j == "query_us") { q = $(j + 1); break } }
+    printf "%s / %s", a, q; exit } }' "$1"
+}
+acted_cell() { awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "acted_at") print $(i + 1) }' "$1"; }
 
 table=$out/dynamic.md
 {
   echo "# pooch on dynamic networks (simgpu virtual time, math mode; mean ms of iterations $((iters - last + 1))-$iters of $iters)"
   echo
-  echo "| workload | device | in-core ms | policy | ms | slowdown | checksum |"
-  echo "|---|---|---:|---|---:|---:|---|"
+  echo "| workload | device | in-core ms | policy | ms | slowdown | checksum | pilot ngram accuracy / query us | pilot linear accuracy / query us | pilot acted at |"
+  echo "|---|---|---:|---|---:|---:|---|---|---|---:|"
 } >"$table"
 
 for w in $workloads; do
   args="$(args_of "$w") --iters $iters --nvtx"
   # shellcheck disable=SC2086
   if ! SIMGPU_MEMORY=64GiB "$cnn" $args >"$raw/$w-incore.out" 2>"$raw/$w-incore.err"; then
-    echo "| $w | 64 GiB | fails | | | | |" >>"$table"
+    echo "| $w | 64 GiB | fails | | | | | | | |" >>"$table"
     continue
   fi
   peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$raw/$w-incore.out")
@@ -79,8 +92,10 @@ for w in $workloads; do
     for p in $policies; do
       base=$raw/$w-$pc-$p
       # shellcheck disable=SC2086
-      if SIMGPU_MEMORY=$mem POOCH_ITERATION_MARKER=nvtx "$pooch" run --policy "$p" -- "$cnn" $args \
-        >"$base.out" 2>"$base.err"; then
+      policy=${p%-nopilot}
+      if [ "$policy" = "$p" ]; then pilot=on; else pilot=off; fi
+      if SIMGPU_MEMORY=$mem POOCH_ITERATION_MARKER=nvtx POOCH_PILOT=$pilot \
+        "$pooch" run --policy "$policy" -- "$cnn" $args >"$base.out" 2>"$base.err"; then
         ms=$(mean_ms "$base.out")
         slow=$(awk -v a="$ms" -v b="$incore" 'BEGIN { printf "%.2fx", a / b }')
         if [ "$(checksum "$base.out")" = "$want" ]; then same="same"; else same="**differs (bug)**"; fi
@@ -89,7 +104,7 @@ for w in $workloads; do
         slow="-"
         same="-"
       fi
-      echo "| $w | $pc % ($mem B) | $incore | $p | $ms | $slow | $same |" >>"$table"
+      echo "| $w | $pc % ($mem B) | $incore | $p | $ms | $slow | $same | $(pilot_cell "$base.err" ngram) | $(pilot_cell "$base.err" linear) | $(acted_cell "$base.err") |" >>"$table"
     done
   done
 done

@@ -43,6 +43,13 @@ constexpr Choice<ProfileSwap> kProfileSwaps[] = {
     {"demand", ProfileSwap::kDemand},
 };
 
+constexpr Choice<PilotMode> kPilotModes[] = {
+    {"on", PilotMode::kOn},
+    {"off", PilotMode::kOff},
+    {"ngram", PilotMode::kNgram},
+    {"linear", PilotMode::kLinear},
+};
+
 constexpr Choice<IterationMarker> kMarkers[] = {
     {"auto", IterationMarker::kAuto},
     {"sync", IterationMarker::kSync},
@@ -261,6 +268,17 @@ const Variable kVariables[] = {
       "reads) and the recompute counters."},
      [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
        c.lineage_out = std::string(value);
+       return absl::OkStatus();
+     }},
+    {{"POOCH_PILOT", "on", "on, off, ngram, linear",
+      "Under a planner policy, the pilot model of dynamic networks: at each small synchronous "
+      "read-back to the host it predicts what the next block of ops touches and prefetches it, "
+      "while no plan is followed. on: the better of its two models so far; ngram, linear: that "
+      "model; off: no pilot."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<PilotMode> m = ParseChoice(name, value, kPilotModes);
+       if (!m.ok()) return m.status();
+       c.pilot = *m;
        return absl::OkStatus();
      }},
 };

@@ -28,6 +28,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/device/device.h"
+#include "core/pilot/pilot.h"
 #include "core/plan/plan.h"
 #include "core/profile/iteration_tracker.h"
 #include "core/residency/residency.h"
@@ -78,6 +79,9 @@ struct Config {
   IterationMarker iteration_marker = IterationMarker::kAuto;
   ProfileSwap profile_swap = ProfileSwap::kAll;
   std::string lineage_out;  // POOCH_LINEAGE_OUT; empty = not written
+  // POOCH_PILOT: the pilot model of dynamic networks under a planner policy (Note [Pilot model]
+  // in core/pilot/pilot.h).
+  PilotMode pilot = PilotMode::kOn;
 };
 
 // One row of the table, for documentation and for tools that list the variables.

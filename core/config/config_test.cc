@@ -59,6 +59,7 @@ TEST(ConfigTest, Defaults) {
   EXPECT_EQ(c->reprofile_after, 3);
   EXPECT_EQ(c->iteration_marker, IterationMarker::kAuto);
   EXPECT_EQ(c->profile_swap, ProfileSwap::kAll);
+  EXPECT_EQ(c->pilot, PilotMode::kOn);
   EXPECT_EQ(c->lineage_out, "");
 }
 
@@ -86,6 +87,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
       {"POOCH_REPROFILE_AFTER", "7"},
       {"POOCH_ITERATION_MARKER", "nvtx"},
       {"POOCH_PROFILE_SWAP", "Demand"},
+      {"POOCH_PILOT", "ngram"},
       {"POOCH_LINEAGE_OUT", "/tmp/l.json"},
   });
   ASSERT_TRUE(c.ok()) << c.status();
@@ -103,6 +105,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
   EXPECT_EQ(c->iteration_marker, IterationMarker::kNvtx);
   EXPECT_EQ(c->profile_swap, ProfileSwap::kDemand);
   EXPECT_EQ(c->lineage_out, "/tmp/l.json");
+  EXPECT_EQ(c->pilot, PilotMode::kNgram);
 }
 
 TEST(ConfigTest, EveryPolicyName) {
@@ -183,6 +186,8 @@ TEST(ConfigTest, ChoiceErrors) {
             "POOCH_LOG='verbose': unknown value (use error, warn, info, debug)");
   EXPECT_EQ(ErrorOf({{"POOCH_ITERATION_MARKER", "step"}}),
             "POOCH_ITERATION_MARKER='step': unknown value (use auto, sync, nvtx)");
+  EXPECT_EQ(ErrorOf({{"POOCH_PILOT", "yes"}}),
+            "POOCH_PILOT='yes': unknown value (use on, off, ngram, linear)");
   EXPECT_EQ(ErrorOf({{"POOCH_PROFILE_SWAP", "some"}}),
             "POOCH_PROFILE_SWAP='some': unknown value (use all, demand)");
   EXPECT_THAT(ErrorOf({{"POOCH_SUMMARY", "maybe"}}),
@@ -208,7 +213,7 @@ TEST(ConfigTest, FirstErrorInTableOrder) {
 TEST(ConfigTest, MarkdownTableListsEveryVariable) {
   const std::string table = ConfigMarkdownTable();
   EXPECT_THAT(table, StartsWith("| Variable | Default | Meaning |\n|---|---|---|\n"));
-  EXPECT_EQ(ConfigVariables().size(), 14u);
+  EXPECT_EQ(ConfigVariables().size(), 15u);
   for (const ConfigVariable& v : ConfigVariables()) {
     EXPECT_THAT(table, HasSubstr(absl::StrCat("| `", v.name, "` | ", v.default_text, " |")));
   }

@@ -14,12 +14,14 @@
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/base/log.h"
 #include "core/base/mutex.h"
 #include "core/exec/copy_times.h"
+#include "core/exec/pilot_actions.h"
 #include "core/exec/plan_actions.h"
 #include "core/exec/plan_cache.h"
 #include "core/exec/recomputer.h"
@@ -63,7 +65,11 @@ class Profiler::Impl {
         config_(config),
         recorder_({.marker = config.iteration_marker,
                    .profile_iterations = config.profile_iters,
-                   .max_detect_events = size_t{1} << 18}) {}
+                   .max_detect_events = size_t{1} << 18}) {
+    if (config.mode == pooch::RunMode::kPlanned && config.pilot != pooch::PilotMode::kOff) {
+      pilot_.emplace(config.pilot, manager, trace);
+    }
+  }
 
   ProfiledOp OpBegin(const char* name, uintptr_t stream,
                      const std::vector<pooch::AccessRange>& ranges, bool replay_capable,
@@ -80,6 +86,8 @@ class Profiler::Impl {
     const IterationTracker::Step step =
         recorder_.Op(name, accesses, replay_capable, exact_accesses);
     HandleStepLocked(step);
+    last_position_ = step.position;
+    if (pilot_.has_value()) PilotOpLocked(name, ranges);
     if (iteration_mark_due_) MarkIterationOnDeviceLocked(stream);
     ProfiledOp op;
     op.active = true;
@@ -135,7 +143,8 @@ class Profiler::Impl {
     pooch::MutexLock lock(&mu_);
     FinalizeIfDueLocked();
     const uint64_t id = next_id_++;
-    live_[address] = {id, bytes};
+    live_[address] = {id, bytes, managed};
+    if (managed && pilot_.has_value()) pilot_->pilot().Allocated(address);
     if (managed && ProfilingLocked()) {
       // Note [Copy times]: the manager's id of the allocation, to find its copies' timings.
       if (std::optional<pooch::AllocationInfo> info = manager_.Lookup(address)) {
@@ -158,6 +167,7 @@ class Profiler::Impl {
     auto it = live_.find(address);
     if (it == live_.end()) return;
     const uint64_t id = it->second.id;
+    if (it->second.managed && pilot_.has_value()) pilot_->pilot().Freed(address);
     live_.erase(it);
     if (actions_.has_value()) {
       // The address may be handed to another allocation: forget it as the tensor's.
@@ -170,8 +180,19 @@ class Profiler::Impl {
     if (std::optional<IterationTracker::Step> step = recorder_.Free(id)) HandleStepLocked(*step);
   }
 
+  void ReadBack(const void* host, size_t bytes) {
+    pooch::MutexLock lock(&mu_);
+    if (!pilot_.has_value() || bytes > pooch::Pilot::kMaxReadBackBytes) return;
+    // Note [Pilot model]: it acts while no plan is followed, and never in a recorded profiling
+    // pass (its copies would be the profile's).
+    const bool following = actions_.has_value() && last_position_ >= 0;
+    pilot_->ReadBack({static_cast<const uint8_t*>(host), bytes},
+                     !following && !recorder_.tracker().recording_next());
+  }
+
   void SyncMarker() {
     pooch::MutexLock lock(&mu_);
+    if (pilot_.has_value()) pilot_->pilot().IterationStart();
     const IterationTracker::BoundaryResult b = recorder_.MarkBoundary();
     if (b.profile_ready) finalize_due_ = true;
     if (b.completed) NoteIterationStartLocked();
@@ -196,6 +217,7 @@ class Profiler::Impl {
         static_cast<unsigned long long>(t.unmatched_ops()), reprofiles_, t.Reference().size(),
         profiled_under_, measured_ms));
     if (!plan_line_.empty()) lines.push_back(plan_line_);
+    if (pilot_.has_value()) lines.push_back(pilot_->SummaryLine());
     if (config_.mode == pooch::RunMode::kPlanned) {
       lines.push_back(absl::StrFormat("plan_cache: hits %lld misses %lld entries %zu",
                                       static_cast<long long>(plan_cache_.hits()),
@@ -243,6 +265,7 @@ class Profiler::Impl {
   struct Live {
     uint64_t id = 0;
     int64_t bytes = 0;
+    bool managed = false;
   };
   struct Timed {
     uint64_t seq = 0;
@@ -277,6 +300,25 @@ class Profiler::Impl {
     }
     if (step.iteration_start) NoteIterationStartLocked();
     if (step.departed) NoteDepartureLocked();
+    // The auto marker's iteration starts (a marker's come through SyncMarker).
+    if (step.iteration_start && pilot_.has_value()) pilot_->pilot().IterationStart();
+  }
+
+  // Note [Pilot model]: the op's signature (its call and the sizes it touches, as the tracker
+  // compares ops) and the managed allocations it touches, by base.
+  void PilotOpLocked(const char* name, const std::vector<pooch::AccessRange>& ranges)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    uint64_t signature = absl::HashOf(absl::string_view(name));
+    std::vector<pooch::PilotKey> touched;
+    for (const pooch::AccessRange& r : ranges) {
+      auto it = live_.upper_bound(r.address);
+      if (it == live_.begin()) continue;
+      --it;
+      if (r.address - it->first >= static_cast<DeviceAddress>(it->second.bytes)) continue;
+      signature = absl::HashOf(signature, it->second.bytes, static_cast<int>(r.mode));
+      if (it->second.managed) touched.push_back(it->first);
+    }
+    pilot_->pilot().Op(signature, touched);
   }
 
   // Note [Measured iteration time]: an iteration's time is the device time between timing
@@ -756,6 +798,9 @@ class Profiler::Impl {
   int64_t last_iteration_hits_ ABSL_GUARDED_BY(mu_) = -1;
   std::optional<PlanActions> actions_ ABSL_GUARDED_BY(mu_);
   bool plot_failed_ ABSL_GUARDED_BY(mu_) = false;  // POOCH_PLOT could not be drawn
+  // Note [Pilot model]: under a planner policy unless POOCH_PILOT=off.
+  std::optional<pooch::PilotActions> pilot_ ABSL_GUARDED_BY(mu_);
+  int64_t last_position_ ABSL_GUARDED_BY(mu_) = -1;  // of the last op in the reference
 };
 
 Profiler::Profiler(Device& device, ResidencyManager& manager, SmallAllocator& small,
@@ -787,6 +832,8 @@ void Profiler::Alloc(uintptr_t address, int64_t bytes, bool managed) {
 }
 
 void Profiler::Free(uintptr_t address) { impl_->Free(address); }
+
+void Profiler::ReadBack(const void* host, size_t bytes) { impl_->ReadBack(host, bytes); }
 
 void Profiler::SyncMarker() { impl_->SyncMarker(); }
 

@@ -12,7 +12,9 @@
 //
 // Under a planner policy the plan's swaps are then carried out in each followed iteration
 // (Note [Carrying out the plan] in plan_actions.h); demand swapping stays underneath as the
-// safety net. A map the plan recomputes is dropped after its last forward use and rebuilt by
+// safety net. While no plan is followed (a dynamic network's departed iterations), the pilot
+// model prefetches at each read-back what it predicts the next block touches (Note [Pilot
+// model]). A map the plan recomputes is dropped after its last forward use and rebuilt by
 // replay before its next use (core/exec/recomputer.h); its producer's recipe is taken at its
 // position.
 //
@@ -84,6 +86,9 @@ class Profiler {
   // After a successful allocation, and before a free.
   void Alloc(uintptr_t address, int64_t bytes, bool managed);
   void Free(uintptr_t address);
+  // The program copied `bytes` from the device to `host` and waited for them (a synchronous
+  // read-back): a block boundary of the pilot model (Note [Pilot model], core/pilot/pilot.h).
+  void ReadBack(const void* host, size_t bytes);
   // An iteration marker (POOCH_ITERATION_MARKER=sync or nvtx): an iteration ends here.
   void SyncMarker();
 

@@ -41,10 +41,12 @@ CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount)
   Ranges r;
   bool from_host = false;
   r.AddSource(&srcDevice, ByteCount, &from_host);
-  return RunOp<CUresult>(0, r, [&] {
+  const CUresult e = RunOp<CUresult>(0, r, [&] {
     return from_host ? real::cuMemcpy()(D(dstHost), srcDevice, ByteCount)
                      : real::cuMemcpyDtoH_v2()(dstHost, srcDevice, ByteCount);
   });
+  if (e == CUDA_SUCCESS) NoteReadBack(dstHost, ByteCount);
+  return e;
 }
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {

@@ -71,8 +71,12 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   Ranges r;
   r.AddExact(dst, count, Mode::kWrite);
+  const bool read_back = kind == cudaMemcpyDeviceToHost;  // RunOp may change kind
   r.AddSource(&src, count, &kind);
-  return RunOp<cudaError_t>(0, r, [&] { return real::cudaMemcpy()(dst, src, count, kind); });
+  const cudaError_t e =
+      RunOp<cudaError_t>(0, r, [&] { return real::cudaMemcpy()(dst, src, count, kind); });
+  if (e == cudaSuccess && read_back) NoteReadBack(dst, count);
+  return e;
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,

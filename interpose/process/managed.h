@@ -221,6 +221,12 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
 // allocations]). `real_alloc()` performs the real allocation into *out and returns the API's
 // code; it is used only when pooch does not manage memory. When the parts could not be made
 // under a policy, the allocation fails rather than escape the limit (process.h).
+// A synchronous copy to the host finished: the program may now decide from its bytes what runs
+// next, a block boundary of the pilot model (Note [Pilot model], core/pilot/pilot.h).
+inline void NoteReadBack(const void* host, size_t bytes) {
+  if (pooch::Profiler* p = Process::Get().profiler()) p->ReadBack(host, bytes);
+}
+
 template <typename Ret, typename RealAlloc>
 Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_alloc) {
   Process& process = Process::Get();

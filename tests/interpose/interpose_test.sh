@@ -731,6 +731,24 @@ policies)
       fi
     fi
   done
+  if [ -n "$dynamic" ]; then
+    # pooch above ran with its pilot model on (Note [Pilot model]); each of its two models must
+    # leave the parameters and the choices as in-core too, and the summary shows its line.
+    for pilot in ngram linear; do
+      POOCH_PILOT=$pilot
+      export POOCH_PILOT
+      run "pilot-$pilot" "$pooch" run --policy pooch -- "$bin" "$@"
+      unset POOCH_PILOT
+      [ "$rc" -eq 0 ] || fail "pilot $pilot: exit $rc"
+      same_checksum "pilot-$pilot"
+      sed -n 's/^\(iter [0-9]* loss [^ ]*\) ms [^ ]* img_per_s [^ ]*/\1/p' "$work/pilot-$pilot.out" >"$work/pilot-$pilot.choices"
+      cmp -s "$work/incore.choices" "$work/pilot-$pilot.choices" || fail "pilot $pilot: iterations differ from in-core"
+      grep -q "^pooch: pilot: mode $pilot blocks [1-9]" "$work/pilot-$pilot.err" ||
+        fail "pilot $pilot: no pilot line with blocks: $(grep 'pilot:' "$work/pilot-$pilot.err")"
+    done
+    grep -q '^pooch: pilot: mode on ' "$work/pooch.err" || fail "pooch: no pilot line"
+    report="$report $(awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "accuracy") printf "%s,", $(i + 1) }' "$work/pilot-linear.err")"
+  fi
   echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"
   ;;
 

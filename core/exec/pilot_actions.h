@@ -1,0 +1,46 @@
+// pilot_actions.h: the pilot model's predictions carried out against the residency manager
+// (Note [Pilot model] in core/pilot/pilot.h), with what they did for the summary and the trace.
+//
+// At a read-back the block that ended is scored and the next one predicted. When the profiler
+// lets the pilot act (no plan is being followed and no profiling pass is recorded), the likely
+// allocations that are on the host are prefetched in one batch, most likely first; when one finds
+// no room, the unlikely ones are swapped out, least likely first, until it does. Demand swapping
+// stays underneath: a wrong prediction costs copies, never results.
+//
+// Thread safety: none; the profiler's lock serialises.
+#ifndef POOCH_CORE_EXEC_PILOT_ACTIONS_H_
+#define POOCH_CORE_EXEC_PILOT_ACTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/types/span.h"
+#include "core/exec/trace_observer.h"
+#include "core/pilot/pilot.h"
+#include "core/residency/residency.h"
+
+namespace pooch {
+
+class PilotActions {
+ public:
+  // `manager` and `trace` (may be null) must outlive this.
+  PilotActions(PilotMode mode, ResidencyManager& manager, TraceObserver* trace);
+
+  Pilot& pilot() { return pilot_; }
+  void ReadBack(absl::Span<const uint8_t> bytes, bool act);
+  // The pilot's line and what its actions did: "pilot: ... prefetches P offloads O no_room N".
+  std::string SummaryLine() const;
+
+ private:
+  Pilot pilot_;
+  ResidencyManager& manager_;
+  TraceObserver* const trace_;
+  int64_t boundaries_acted_ = 0;
+  int64_t prefetches_ = 0;  // swap-ins started
+  int64_t offloads_ = 0;    // swap-outs started to make room
+  int64_t no_room_ = 0;     // likely allocations left on the host: nothing more to push out
+};
+
+}  // namespace pooch
+
+#endif  // POOCH_CORE_EXEC_PILOT_ACTIONS_H_

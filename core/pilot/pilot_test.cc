@@ -1,0 +1,168 @@
+#include "core/pilot/pilot.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace pooch {
+namespace {
+
+std::vector<uint8_t> Bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(float));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+bool Has(const std::vector<PilotKey>& v, PilotKey k) {
+  return std::find(v.begin(), v.end(), k) != v.end();
+}
+
+// A router of `experts` scores read back, the `k` highest run: the next block touches their
+// weights (keys 100 + e), and a fresh activation each time. The read-back decides everything.
+class Mixture {
+ public:
+  Mixture(int experts, int k) : experts_(experts), k_(k) {}
+  void Iteration(Pilot& pilot) {
+    pilot.IterationStart();
+    const PilotKey act = 5000 + static_cast<PilotKey>(iteration_++ % 2);
+    pilot.Allocated(act);
+    pilot.Op(1, {act});
+    std::vector<float> scores(experts_);
+    std::normal_distribution<float> normal(3.0f, 0.5f);
+    for (float& s : scores) s = normal(rng_);
+    std::vector<int> order(experts_);
+    for (int e = 0; e < experts_; ++e) order[e] = e;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return scores[a] > scores[b]; });
+    last_ = pilot.ReadBack(Bytes(scores));
+    chosen_.assign(order.begin(), order.begin() + k_);
+    for (int e : chosen_) pilot.Op(2, {static_cast<PilotKey>(100 + e), act});
+    pilot.Freed(act);
+  }
+  const Pilot::Prediction& last() const { return last_; }
+  const std::vector<int>& chosen() const { return chosen_; }
+  void Start(Pilot& pilot) {
+    for (int e = 0; e < experts_; ++e) pilot.Allocated(100 + e);
+  }
+
+ private:
+  const int experts_, k_;
+  std::mt19937 rng_{7};
+  int iteration_ = 0;
+  Pilot::Prediction last_;
+  std::vector<int> chosen_;
+};
+
+TEST(PilotTest, TheLinearModelLearnsARoutingFromTheReadBackBytes) {
+  Pilot pilot(PilotMode::kOn);
+  Mixture moe(8, 2);
+  moe.Start(pilot);
+  for (int i = 0; i < 300; ++i) moe.Iteration(pilot);
+  const Pilot::Stats before = pilot.stats();
+  for (int i = 0; i < 200; ++i) moe.Iteration(pilot);
+  moe.Iteration(pilot);  // closes the last block
+  const Pilot::Stats& after = pilot.stats();
+  auto accuracy = [&](int m) {
+    Pilot::ModelStats s;
+    s.hits = after.models[m].hits - before.models[m].hits;
+    s.misses = after.models[m].misses - before.models[m].misses;
+    s.wasted = after.models[m].wasted - before.models[m].wasted;
+    return s.Accuracy();
+  };
+  // The history says nothing here (every block has the same signature): the n-gram can only
+  // predict the commonest experts, none of which runs in most iterations.
+  EXPECT_GT(accuracy(1), 0.6);
+  EXPECT_LT(accuracy(0), 0.2);
+  EXPECT_GT(accuracy(1), accuracy(0) + 0.3);
+  // `on` acts with the better one once it has shown it.
+  EXPECT_EQ(moe.last().model, 1);
+  EXPECT_GT(after.acted[1] - before.acted[1], 190);
+  EXPECT_GT(after.models[1].queries, 400);
+}
+
+TEST(PilotTest, TheNgramLearnsASequenceTheBytesDoNotCarry) {
+  // Blocks alternate A, B, A, B after the same read-back of a constant: only the history tells
+  // which comes next. A touches keys 1 and 2, B touches 3.
+  for (PilotMode mode : {PilotMode::kOn, PilotMode::kNgram}) {
+    Pilot pilot(mode);
+    for (PilotKey k : {1, 2, 3}) pilot.Allocated(k);
+    const std::vector<uint8_t> bytes = Bytes({1.0f});
+    Pilot::Prediction p;
+    for (int i = 0; i < 40; ++i) {
+      const bool a = i % 2 == 0;
+      p = pilot.ReadBack(bytes);
+      if (i >= 10) {
+        EXPECT_EQ(Has(p.likely, 1), a) << i;
+        EXPECT_EQ(Has(p.likely, 3), !a) << i;
+        EXPECT_EQ(Has(p.unlikely, 3), a) << i;
+      }
+      if (a) {
+        pilot.Op(10, {1});
+        pilot.Op(11, {2});
+      } else {
+        pilot.Op(12, {3});
+      }
+    }
+    EXPECT_EQ(p.model, 0);
+    EXPECT_GT(pilot.stats().models[0].Accuracy(), 0.8);
+  }
+}
+
+TEST(PilotTest, FreedAndNewbornAllocationsAreNoCandidates) {
+  Pilot pilot(PilotMode::kNgram);
+  pilot.Allocated(1);
+  pilot.Allocated(2);
+  const std::vector<uint8_t> bytes = {7};
+  for (int i = 0; i < 5; ++i) {
+    pilot.IterationStart();
+    pilot.ReadBack(bytes);
+    pilot.Allocated(50 + i);  // born in the block: resident when made, no candidate
+    pilot.Op(1, {1, 2, static_cast<PilotKey>(50 + i)});
+  }
+  pilot.IterationStart();
+  Pilot::Prediction p = pilot.ReadBack(bytes);
+  EXPECT_TRUE(Has(p.likely, 1));
+  EXPECT_TRUE(Has(p.likely, 2));
+  for (PilotKey k = 50; k < 55; ++k) EXPECT_FALSE(Has(p.likely, k));
+  // 1 and 2 were missed while the block history was new (three boundaries), not since.
+  EXPECT_EQ(pilot.stats().models[0].misses, 6);
+  EXPECT_EQ(pilot.last_block().scored[0].misses, 0);
+  EXPECT_EQ(pilot.last_block().scored[0].hits, 2);
+  pilot.Freed(2);
+  pilot.Op(1, {1});
+  pilot.IterationStart();
+  p = pilot.ReadBack(bytes);
+  EXPECT_TRUE(Has(p.likely, 1));
+  EXPECT_FALSE(Has(p.likely, 2));
+  EXPECT_FALSE(Has(p.unlikely, 2));
+  // The same address, allocated again, is a new allocation that nothing was learnt of.
+  pilot.Allocated(2);
+  pilot.IterationStart();
+  p = pilot.ReadBack(bytes);
+  EXPECT_FALSE(Has(p.likely, 2));
+}
+
+TEST(PilotTest, EveryBoundaryOfAnIterationIsItsOwnContext) {
+  // Two gates per iteration with blocks of one shape: gate 0 always opens (key 1), gate 1
+  // never does (its block touches nothing of before).
+  Pilot pilot(PilotMode::kNgram);
+  pilot.Allocated(1);
+  const std::vector<uint8_t> bytes = Bytes({0.5f});
+  Pilot::Prediction first, second;
+  for (int i = 0; i < 10; ++i) {
+    pilot.IterationStart();
+    first = pilot.ReadBack(bytes);
+    pilot.Op(1, {1});
+    second = pilot.ReadBack(bytes);
+    pilot.Op(1, {});
+  }
+  EXPECT_TRUE(Has(first.likely, 1));
+  EXPECT_FALSE(Has(second.likely, 1));
+  EXPECT_NE(pilot.SummaryLine().find("pilot: mode ngram blocks 20"), std::string::npos)
+      << pilot.SummaryLine();
+}
+
+}  // namespace
+}  // namespace pooch
