@@ -363,6 +363,7 @@ void IterationTracker::TakeReference(int64_t first, int64_t end) {
   reference_.reserve(static_cast<size_t>(end - first));
   for (int64_t i = first; i < end; ++i) reference_.push_back(At(i).event);
   reference_window_ = {static_cast<uint64_t>(first), static_cast<uint64_t>(end)};
+  reference_skips_.clear();
   // Allocations made in the window and not freed in it: those still live now, less the ones
   // made after the window (a window that ends before the latest event: Detected()), plus the
   // window's own freed after it.
@@ -428,8 +429,10 @@ IterationTracker::Step IterationTracker::FollowAuto(const StreamEvent& e, Step s
   }
   TrackLive(e);
   if (!SameEvent(e, reference_[position_]) && e.kind == StreamEvent::Kind::kOp &&
-      unmatched_in_iteration_ < MaxUnmatchedOps() && record_next_ != RecordNext::kRecording) {
-    // Note [Unmatched ops]: an op the reference does not have here is passed over.
+      unmatched_in_iteration_ < MaxUnmatchedOps()) {
+    // Note [Unmatched ops]: an op the reference does not have here is passed over (and left out
+    // of a recorded window).
+    if (record_next_ == RecordNext::kRecording) recording_skips_.push_back(step.seq);
     ++unmatched_in_iteration_;
     ++unmatched_ops_;
     return step;
@@ -446,6 +449,7 @@ IterationTracker::Step IterationTracker::FollowAuto(const StreamEvent& e, Step s
   if (step.iteration_start && record_next_ != RecordNext::kNo) {
     record_next_ = RecordNext::kRecording;
     next_first_ = step.seq;
+    recording_skips_.clear();
   }
   if (++position_ == reference_.size()) {
     if (ready_pending_) {
@@ -484,6 +488,7 @@ IterationTracker::Step IterationTracker::FeedExplicit(const StreamEvent& e, Step
   if (first_of_iteration && record_next_ != RecordNext::kNo) {
     record_next_ = RecordNext::kRecording;
     next_first_ = step.seq;
+    recording_skips_.clear();
   }
   if (mode_ == Mode::kDeparted) return step;
   if (position_ < reference_.size() && SameEvent(e, reference_[position_])) {
@@ -518,6 +523,7 @@ IterationTracker::BoundaryResult IterationTracker::MarkBoundary() {
         if (iterations_profiled_ >= std::max(options_.profile_iterations, 1)) {
           reference_ = std::move(current_);
           reference_window_ = {iteration_first_, next_seq_};
+          reference_skips_.clear();
           ++profiles_made_;
           result.profile_ready = true;
           mode_ = Mode::kFollowing;
@@ -559,6 +565,8 @@ void IterationTracker::RecordNextIteration() {
 void IterationTracker::TakeRecordedWindow(uint64_t end) {
   // The same reference, measured again: not a new profile (profiles_made() counts detections).
   reference_window_ = {next_first_, end};
+  reference_skips_ = std::move(recording_skips_);
+  recording_skips_.clear();
   record_next_ = RecordNext::kNo;
 }
 
@@ -567,6 +575,8 @@ void IterationTracker::Reprofile() {
   ready_pending_ = false;
   reference_.clear();
   reference_window_ = {0, 0};
+  reference_skips_.clear();
+  recording_skips_.clear();
   reference_carried_ = 0;
   mode_ = Mode::kProfiling;
   position_ = 0;

@@ -105,9 +105,12 @@
 // planned action, its memory is made resident on demand like any op's, and recomputation's
 // rules (Note [Replay] in core/exec/recomputer.h) hold for every op. Allocations and frees must
 // match: they are what the plan's slots follow. Missing ops are not passed over (the next event
-// departs): skipping ahead in the reference would skip its planned actions too. Nor is anything
-// passed over in an iteration RecordNextIteration() is recording: its window becomes the
-// reference's, event for event.
+// departs): skipping ahead in the reference would skip its planned actions too. In an iteration
+// that RecordNextIteration() is recording, ops passed over are listed (ReferenceSkips): its
+// window becomes the reference's, and without them it is the reference event for event, so that
+// the profile made from it has the reference's positions. (Departing there, as before, ran a
+// program whose extra kernels come in every iteration, PyTorch's transformer under the swap-all
+// pass, under demand swapping until it re-profiled, again and again, and it never got its plan.)
 //
 // Known limit: a balanced repeat inside an iteration (e.g. an optimizer that allocates and
 // frees one same-size temporary per parameter) is taken as the period; following then departs
@@ -201,6 +204,10 @@ class IterationTracker {
   // Valid once profile_ready was reported: the reference iteration as [first_seq, end_seq) in
   // the event sequence, and its events. Empty before (and after Reprofile, until the next one).
   std::pair<uint64_t, uint64_t> ReferenceWindow() const { return reference_window_; }
+  // The events of the window that are not the reference's, by sequence number, increasing: ops
+  // passed over in a recorded iteration (Note [Unmatched ops]). Without them the window is the
+  // reference event for event.
+  const std::vector<uint64_t>& ReferenceSkips() const { return reference_skips_; }
   const std::vector<StreamEvent>& Reference() const { return reference_; }
 
   // Drops the reference and detects/profiles again from the next event. With explicit markers
@@ -335,6 +342,8 @@ class IterationTracker {
   // Following state.
   std::vector<StreamEvent> reference_;
   std::pair<uint64_t, uint64_t> reference_window_{0, 0};
+  std::vector<uint64_t> reference_skips_;  // ReferenceSkips
+  std::vector<uint64_t> recording_skips_;  // of the iteration being recorded
   size_t reference_carried_ = 0;
   size_t position_ = 0;  // next expected index in reference_
   // The reference was taken mid-iteration (Note [Carried window phase]): profile_ready is

@@ -1,5 +1,6 @@
 #include "core/profile/op_stream_recorder.h"
 
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
@@ -124,7 +125,23 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
   auto at = [&](uint64_t seq) -> const Kept& {
     return kept_[static_cast<size_t>(seq - kept_.front().seq)];
   };
+  // Note [Unmatched ops]: ops passed over in a recorded window are not the reference's; without
+  // them the window's events are the reference's, position for position.
+  const std::vector<uint64_t>& skips = tracker_.ReferenceSkips();
+  size_t next_skip = 0;
+  int64_t position = -1;
+  // Note [Carried lifetimes]: allocations freed here that were made before the window, and
+  // allocations made here and not freed, each in order: the k-th of one is the k-th of the
+  // other one period earlier.
+  std::vector<std::pair<uint64_t, uint64_t>> carried_in;  // alloc_seq, allocation
+  std::vector<std::pair<uint64_t, int64_t>> made_here;    // allocation, position
+  absl::flat_hash_set<uint64_t> freed_here;
   for (uint64_t seq = first; seq < end; ++seq) {
+    if (next_skip < skips.size() && skips[next_skip] == seq) {
+      ++next_skip;
+      continue;
+    }
+    ++position;
     const Kept& k = at(seq);
     switch (k.kind) {
       case StreamEvent::Kind::kOp: {
@@ -137,16 +154,15 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
           op.accesses.push_back({a.allocation, a.mode});
         }
         it.events.push_back({RecordedIteration::Event::kOp, static_cast<int>(it.ops.size()), 0, 0});
-        if (positions != nullptr) positions->ops.push_back(static_cast<int64_t>(seq - first));
+        if (positions != nullptr) positions->ops.push_back(position);
         it.ops.push_back(std::move(op));
         break;
       }
       case StreamEvent::Kind::kAlloc: {
         if (k.allocation == 0) break;  // not managed
         allocated_here.insert(k.allocation);
-        if (positions != nullptr) {
-          positions->managed_allocs.push_back(static_cast<int64_t>(seq - first));
-        }
+        made_here.push_back({k.allocation, position});
+        if (positions != nullptr) positions->managed_allocs.push_back(position);
         it.events.push_back(
             {RecordedIteration::Event::kAlloc, 0, k.allocation, managed_bytes_.at(k.allocation)});
         break;
@@ -154,19 +170,36 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
       case StreamEvent::Kind::kFree: {
         if (k.allocation == 0) break;
         note_outside(k.allocation);
-        // Made in the period before the window: its successor is the event one period later,
-        // in the window (the windows are equal event for event), when that is a managed
-        // allocation too.
-        if (const uint64_t p = end - first; positions != nullptr &&
-                                            !allocated_here.contains(k.allocation) &&
-                                            k.alloc_seq < first && k.alloc_seq + p >= first) {
-          const Kept& next = at(k.alloc_seq + p);
-          if (next.kind == StreamEvent::Kind::kAlloc && next.allocation != 0) {
-            positions->carried[k.allocation] = static_cast<int64_t>(k.alloc_seq + p - first);
-          }
+        freed_here.insert(k.allocation);
+        if (!allocated_here.contains(k.allocation) && k.alloc_seq < first) {
+          carried_in.push_back({k.alloc_seq, k.allocation});
         }
         it.events.push_back({RecordedIteration::Event::kFree, 0, k.allocation, 0});
         break;
+      }
+    }
+  }
+  if (positions != nullptr) {
+    // Note [Carried lifetimes]: the successor of a carried-in allocation is the allocation made
+    // one period later in its place, the one the next iteration frees where the reference frees
+    // it: in a periodic stream the carried-in allocations (by when they were made) and the
+    // carried-out ones (by position) pair up in order. A pair of different sizes is no successor.
+    std::vector<const std::pair<uint64_t, int64_t>*> carried_out;
+    for (const auto& m : made_here) {
+      if (!freed_here.contains(m.first)) carried_out.push_back(&m);
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> in_by_age = std::move(carried_in);
+    std::sort(in_by_age.begin(), in_by_age.end());
+    const size_t skip_in =
+        in_by_age.size() > carried_out.size() ? in_by_age.size() - carried_out.size() : 0;
+    for (size_t i = skip_in; i < in_by_age.size(); ++i) {
+      const auto& [seq, a] = in_by_age[i];
+      const auto& [successor, at_position] = *carried_out[i - skip_in];
+      auto bytes_in = managed_bytes_.find(a);
+      auto bytes_out = managed_bytes_.find(successor);
+      if (bytes_in != managed_bytes_.end() && bytes_out != managed_bytes_.end() &&
+          bytes_in->second == bytes_out->second) {
+        positions->carried[a] = at_position;
       }
     }
   }

@@ -65,13 +65,13 @@ class Recorder {
 
 // The allocations and op indices of ConvNet(), for tests to name what they check.
 struct ConvNetIds {
-  uint64_t x = 0;                        // the input batch (allocated and copied in)
-  std::vector<uint64_t> w, dw, y, a;     // per layer: weight, its gradient, conv out, relu out
+  uint64_t x = 0;                     // the input batch (allocated and copied in)
+  std::vector<uint64_t> w, dw, y, a;  // per layer: weight, its gradient, conv out, relu out
   uint64_t wfc = 0, dwfc = 0, labels = 0;
   uint64_t logits = 0, prob = 0, dlogits = 0;
-  std::vector<uint64_t> da;              // per layer: gradient of a[i]
-  std::vector<uint64_t> dy;              // per layer: gradient of y[i]
-  uint64_t scratch = 0;                  // allocated and freed in forward, never touched
+  std::vector<uint64_t> da;  // per layer: gradient of a[i]
+  std::vector<uint64_t> dy;  // per layer: gradient of y[i]
+  uint64_t scratch = 0;      // allocated and freed in forward, never touched
   int copy_op = -1, softmax_op = -1, turn_op = -1, first_update_op = -1;
   std::vector<int> conv_op, relu_op, relu_back_op, filter_op;  // filter_op: BackwardFilter
 };
@@ -127,8 +127,7 @@ inline RecordedIteration ConvNet(int layers, int64_t map_bytes, ConvNetIds* ids,
   r.Free(k.dlogits);
   for (int i = layers - 1; i >= 0; --i) {
     k.dy[i] = r.Alloc(map_bytes);
-    k.relu_back_op[i] =
-        r.Op("cudnnActivationBackward", 20, {k.a[i], k.da[i], k.y[i]}, {k.dy[i]});
+    k.relu_back_op[i] = r.Op("cudnnActivationBackward", 20, {k.a[i], k.da[i], k.y[i]}, {k.dy[i]});
     r.Free(k.a[i]);
     r.Free(k.da[i]);
     r.Free(k.y[i]);

@@ -13,9 +13,9 @@ namespace {
 
 constexpr std::string_view kModels[] = {"resnet50", "resnet18", "vgg16",   "alexnet", "tiny",
                                         "unet",     "densenet", "skipnet", "moe"};
-constexpr std::string_view kValueFlags[] = {"--model",   "--batch", "--image",     "--classes",
-                                            "--iters",   "--seed",  "--lr",        "--momentum",
-                                            "--experts", "--top-k", "--vary-image"};
+constexpr std::string_view kValueFlags[] = {
+    "--model", "--batch",    "--image",   "--classes", "--iters",      "--seed",
+    "--lr",    "--momentum", "--experts", "--top-k",   "--vary-image", "--force-choices"};
 constexpr size_t kMaxImageSizes = 16;
 
 // Whole-string integer parse in [min, max]; no sign games, no trailing garbage.
@@ -60,6 +60,7 @@ const char* UsageText() {
          "                 [--batch N] [--image S | --vary-image S1,S2,...] [--classes C]\n"
          "                 [--iters N] [--seed S] [--lr X] [--momentum X] [--experts E]\n"
          "                 [--top-k K] [--vary-batch] [--nvtx] [--host-loss]\n"
+         "                 [--force-choices 'gates G' | 'experts E1,E2,...']\n"
          "Trains a CNN on synthetic data with cuDNN and cuBLAS. Prints one line per iteration,\n"
          "  iter N loss L ms T img_per_s R [image S] [gates G] [experts E1,E2,...]\n"
          "then peak_device_bytes B and params_checksum H (FNV-1a of the parameters, hex).\n"
@@ -67,7 +68,8 @@ const char* UsageText() {
          "multiple of 8), classes 1000 (tiny, unet, densenet, skipnet, moe 10), iters 10, seed 1,\n"
          "lr 0.01, momentum 0.9; moe: 16 experts, top 2.\n"
          "skipnet and moe decide per iteration, on the device, which blocks or experts run\n"
-         "(gates: 1 per gated block that ran; experts: those chosen).\n"
+         "(gates: 1 per gated block that ran; experts: those chosen); --force-choices makes\n"
+         "every iteration run the given ones (the scores are still computed and read back).\n"
          "--vary-image draws each iteration's image side from the list (seeded); not for vgg16\n"
          "or alexnet.\n"
          "--vary-batch halves the batch when iter % 3 == 2.\n"
@@ -168,6 +170,8 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       const auto v = ParseSizes(value);
       if (!v) return bad("1 to 16 distinct sides in 8..4096, comma-separated");
       options.vary_image = *v;
+    } else if (name == "--force-choices") {
+      options.force_choices = std::string(value);
     }
   }
   if (experts_given && options.model != "moe") return "--experts and --top-k need --model moe";

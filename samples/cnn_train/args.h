@@ -34,6 +34,9 @@ struct Options {
   // The loss is computed on the device and read back to the host between forward and backward
   // (a synchronous cudaMemcpy of one float), and printed, as a script's loss.item() does.
   bool host_loss = false;
+  // --force-choices: what a dynamic model runs in every iteration (Model::ForceChoices), for
+  // scripts/bench_dynamic.sh's oracle (each iteration's choice planned as a static network).
+  std::string force_choices;
 };
 
 struct HelpRequested {};

@@ -50,6 +50,12 @@ class Model {
   // What the last Forward chose, appended to the iteration's line (" gates 10110",
   // " experts 3,7"); empty for a static network.
   virtual std::string Choices() const { return {}; }
+
+  // --force-choices: every later Forward still computes and reads back its scores, then runs
+  // what `text` says instead of what they say; `text` is as Choices() prints it, without the
+  // leading space ("gates 10110", "experts 3,7"). false when the model makes no choice or the
+  // text does not fit it.
+  virtual bool ForceChoices(const std::string& text) { return false; }
 };
 
 }  // namespace cnn_train

@@ -21,6 +21,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -84,6 +85,7 @@ class Moe final : public Model {
   const float* Forward(Context& ctx, int batch, const float* host_input) override {
     const float* x = stem_->Forward(ctx, batch, host_input);
     Choose(router_->Route(ctx, batch, x));
+    if (!forced_.empty()) chosen_ = forced_;
     const int n = batch * kWidth;
     combined_ = ctx.memory->AllocateFloats(n, "combine output");
     CUDA_CHECK(cudaMemcpy(combined_, x, n * sizeof(float), cudaMemcpyDeviceToDevice));
@@ -145,7 +147,34 @@ class Moe final : public Model {
     return text;
   }
 
+  bool ForceChoices(const std::string& text) override {
+    constexpr std::string_view kPrefix = "experts ";
+    if (text.rfind(kPrefix, 0) != 0) return false;
+    std::vector<int> chosen;
+    size_t at = kPrefix.size();
+    while (at <= text.size()) {
+      const size_t comma = std::min(text.find(',', at), text.size());
+      const std::string item = text.substr(at, comma - at);
+      if (item.empty() || item.size() > 4 ||
+          item.find_first_not_of("0123456789") != std::string::npos) {
+        return false;
+      }
+      chosen.push_back(std::stoi(item));
+      at = comma + 1;
+    }
+    std::sort(chosen.begin(), chosen.end());
+    if (static_cast<int>(chosen.size()) != top_k_ ||
+        std::adjacent_find(chosen.begin(), chosen.end()) != chosen.end() ||
+        chosen.back() >= static_cast<int>(experts_.size())) {
+      return false;
+    }
+    forced_ = chosen;
+    return true;
+  }
+
  private:
+  std::vector<int> forced_;  // --force-choices
+
   // chosen_ = the top_k_ highest scores' indices (ties to the lower index), in increasing order.
   void Choose(const std::vector<float>& scores) {
     std::vector<int> order(scores.size());

@@ -18,6 +18,7 @@
 // as they were.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -91,8 +92,10 @@ class SkipNet final : public Model {
 
   const float* Forward(Context& ctx, int batch, const float* host_input) override {
     const float* x = stem_->Forward(ctx, batch, host_input);
+    size_t gate_index = 0;
     for (Block& block : blocks_) {
       block.ran = !block.gate || block.gate->Route(ctx, batch, x)[0] > 0.0f;
+      if (block.gate && !forced_.empty()) block.ran = forced_[gate_index++] == '1';
       if (block.ran) x = block.net->ForwardFrom(ctx, batch, x);
     }
     return head_->ForwardFrom(ctx, batch, x);
@@ -140,7 +143,22 @@ class SkipNet final : public Model {
     return gates;
   }
 
+  bool ForceChoices(const std::string& text) override {
+    constexpr std::string_view kPrefix = "gates ";
+    if (text.rfind(kPrefix, 0) != 0) return false;
+    const std::string pattern = text.substr(kPrefix.size());
+    size_t gates = 0;
+    for (const Block& block : blocks_) gates += block.gate ? 1 : 0;
+    if (pattern.size() != gates || pattern.find_first_not_of("01") != std::string::npos) {
+      return false;
+    }
+    forced_ = pattern;
+    return true;
+  }
+
  private:
+  std::string forced_;  // --force-choices: per gated block, '1' to run it
+
   struct Block {
     std::string name;  // "layer1.0"
     std::unique_ptr<Network> net;

@@ -130,6 +130,10 @@ class Trainer {
     if (sizes_.empty()) sizes_.push_back(options.image);
     for (int image : sizes_) {
       models_.push_back(BuildModel(options.model, image, options.classes, dynamic));
+      if (!options.force_choices.empty() && !models_.back()->ForceChoices(options.force_choices)) {
+        Fail(kExitUsage, "--force-choices '%s' does not fit --model %s",
+             options.force_choices.c_str(), options.model.c_str());
+      }
       if (models_.size() == 1) {
         models_[0]->InitParams(ctx_, options.seed);
       } else {

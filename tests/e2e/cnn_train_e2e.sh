@@ -126,12 +126,26 @@ case $case_name in
     dynamic gates --model skipnet --batch 16
     # One 0 or 1 per gated block (five of them).
     grep -q -v -x '[01]\{5\}' "$work/choices.txt" && fail "a gates field is not five 0s and 1s"
+    # --force-choices: every iteration runs the given gates; a pattern of another length is a
+    # usage error.
+    run f --model skipnet --batch 16 --iters 3 --force-choices 'gates 01101'
+    [ "$rc" -eq 0 ] || fail "--force-choices exited $rc"
+    [ "$(grep -c ' gates 01101$' "$work/f.out")" -eq 3 ] || fail "--force-choices not followed"
+    run g --model skipnet --batch 16 --iters 1 --force-choices 'gates 0110'
+    [ "$rc" -eq 2 ] || fail "--force-choices 'gates 0110' exited $rc, not 2"
     ;;
   moe)
     need_simgpu
     dynamic experts --model moe --batch 8 --experts 8 --top-k 2
     awk -F, '{ if (NF != 2 || $1 >= $2 || $1 < 0 || $2 > 7) bad = 1 } END { exit bad }' \
       "$work/choices.txt" || fail "not two distinct experts of 0..7, increasing, per iteration"
+    run f --model moe --batch 8 --experts 8 --top-k 2 --iters 3 --force-choices 'experts 6,1'
+    [ "$rc" -eq 0 ] || fail "--force-choices exited $rc"
+    [ "$(grep -c ' experts 1,6$' "$work/f.out")" -eq 3 ] || fail "--force-choices not followed"
+    for bad in 'experts 1,1' 'experts 1,8' 'experts 1' 'gates 10'; do
+      run g --model moe --batch 8 --experts 8 --top-k 2 --iters 1 --force-choices "$bad"
+      [ "$rc" -eq 2 ] || fail "--force-choices '$bad' exited $rc, not 2"
+    done
     ;;
   varyimage)
     need_simgpu
