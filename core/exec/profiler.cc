@@ -87,7 +87,7 @@ class Profiler::Impl {
         recorder_.Op(name, accesses, replay_capable, exact_accesses);
     HandleStepLocked(step);
     last_position_ = step.position;
-    if (pilot_.has_value()) PilotOpLocked(name, ranges);
+    if (pilot_.has_value() && pilot_->pilot().active()) PilotOpLocked(name, ranges);
     if (iteration_mark_due_) MarkIterationOnDeviceLocked(stream);
     ProfiledOp op;
     op.active = true;

@@ -62,6 +62,9 @@ class Pilot {
   // touched these allocations.
   void Op(uint64_t signature, absl::Span<const PilotKey> touched);
   void IterationStart();
+  // Whether a read-back was seen: before the first, no block is open and ops need not be fed
+  // (a static network, or PyTorch's asynchronous copies, costs the hooks nothing).
+  bool active() const { return boundaries_ > 0; }
 
   struct Prediction {
     std::vector<PilotKey> likely;    // predicted, most likely first
