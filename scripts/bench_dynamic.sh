@@ -123,9 +123,9 @@ for w in $workloads; do
     mem=$((peak * pc / 100))
     for p in $policies; do
       base=$raw/$w-$pc-$p
-      # shellcheck disable=SC2086
       policy=${p%-nopilot}
       if [ "$policy" = "$p" ]; then pilot=on; else pilot=off; fi
+      # shellcheck disable=SC2086
       if SIMGPU_MEMORY=$mem POOCH_ITERATION_MARKER=nvtx POOCH_PILOT=$pilot \
         "$pooch" run --policy "$policy" -- "$cnn" $args >"$base.out" 2>"$base.err"; then
         ms=$(mean_ms "$base.out")

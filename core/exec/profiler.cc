@@ -14,7 +14,6 @@
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/hash/hash.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -77,9 +76,13 @@ class Profiler::Impl {
     pooch::MutexLock lock(&mu_);
     FinalizeIfDueLocked();
     std::vector<pooch::OpStreamRecorder::Access> accesses;
+    // Note [Pilot model]: the managed allocations the op touches, by base.
+    const bool feed_pilot = pilot_.has_value() && pilot_->pilot().active();
+    std::vector<pooch::PilotKey> pilot_touched;
     for (const pooch::AccessRange& r : ranges) {
-      if (std::optional<uint64_t> id = ContainingLocked(r.address)) {
-        accesses.push_back({*id, ModeOf(r.mode)});
+      if (const auto* live = ContainingLocked(r.address)) {
+        accesses.push_back({live->second.id, ModeOf(r.mode)});
+        if (feed_pilot && live->second.managed) pilot_touched.push_back(live->first);
       }
     }
     const bool profiling = ProfilingLocked();
@@ -87,7 +90,7 @@ class Profiler::Impl {
         recorder_.Op(name, accesses, replay_capable, exact_accesses);
     HandleStepLocked(step);
     last_position_ = step.position;
-    if (pilot_.has_value() && pilot_->pilot().active()) PilotOpLocked(name, ranges);
+    if (feed_pilot) pilot_->pilot().Op(step.signature, pilot_touched);
     if (iteration_mark_due_) MarkIterationOnDeviceLocked(stream);
     ProfiledOp op;
     op.active = true;
@@ -273,13 +276,14 @@ class Profiler::Impl {
     EventHandle end = 0;
   };
 
-  std::optional<uint64_t> ContainingLocked(DeviceAddress address) const
+  // The live allocation (base, Live) that holds `address`, or null.
+  const std::pair<const DeviceAddress, Live>* ContainingLocked(DeviceAddress address) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = live_.upper_bound(address);
-    if (it == live_.begin()) return std::nullopt;
+    if (it == live_.begin()) return nullptr;
     --it;
-    if (address - it->first >= static_cast<DeviceAddress>(it->second.bytes)) return std::nullopt;
-    return it->second.id;
+    if (address - it->first >= static_cast<DeviceAddress>(it->second.bytes)) return nullptr;
+    return &*it;
   }
 
   std::optional<EventHandle> EventLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -302,23 +306,6 @@ class Profiler::Impl {
     if (step.departed) NoteDepartureLocked();
     // The auto marker's iteration starts (a marker's come through SyncMarker).
     if (step.iteration_start && pilot_.has_value()) pilot_->pilot().IterationStart();
-  }
-
-  // Note [Pilot model]: the op's signature (its call and the sizes it touches, as the tracker
-  // compares ops) and the managed allocations it touches, by base.
-  void PilotOpLocked(const char* name, const std::vector<pooch::AccessRange>& ranges)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    uint64_t signature = absl::HashOf(absl::string_view(name));
-    std::vector<pooch::PilotKey> touched;
-    for (const pooch::AccessRange& r : ranges) {
-      auto it = live_.upper_bound(r.address);
-      if (it == live_.begin()) continue;
-      --it;
-      if (r.address - it->first >= static_cast<DeviceAddress>(it->second.bytes)) continue;
-      signature = absl::HashOf(signature, it->second.bytes, static_cast<int>(r.mode));
-      if (it->second.managed) touched.push_back(it->first);
-    }
-    pilot_->pilot().Op(signature, touched);
   }
 
   // Note [Measured iteration time]: an iteration's time is the device time between timing

@@ -53,6 +53,7 @@ IterationTracker::IterationTracker(IterationTrackerOptions options) : options_(o
 IterationTracker::Step IterationTracker::Feed(const StreamEvent& e) {
   Step step;
   step.seq = next_seq_++;
+  step.signature = e.signature;
   if (options_.marker == IterationMarker::kAuto) return FeedAuto(e, step);
   return FeedExplicit(e, step);
 }

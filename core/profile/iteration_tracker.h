@@ -183,6 +183,7 @@ class IterationTracker {
     int64_t position = -1;         // index in the reference iteration when following; else -1
     bool profile_ready = false;    // auto: this event completes profiling (Reference() is set)
     bool departed = false;         // first event of an iteration that does not match the reference
+    uint64_t signature = 0;        // the event's (Note [Event signatures] in op_stream_recorder.cc)
   };
 
   // What MarkBoundary says about the iteration it ends (explicit markers).

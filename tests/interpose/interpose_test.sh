@@ -39,6 +39,12 @@ same_checksum() {
   return 0
 }
 
+# choices_of NAME: run NAME's iteration lines without their timings (losses and what a dynamic
+# model chose), into NAME.choices.
+choices_of() {
+  sed -n 's/^\(iter [0-9]* loss [^ ]*\) ms [^ ]* img_per_s [^ ]*/\1/p' "$work/$1.out" >"$work/$1.choices"
+}
+
 # check_recompute NAME: if run NAME's plan recomputes maps, the recompute: line shows maps
 # dropped and rebuilt by replay, and no replay failed; prints the line's counts.
 check_recompute() {
@@ -683,7 +689,7 @@ policies)
     [ "$patterns" -ge 2 ] || fail "in-core: the $dynamic never changed across iterations"
     # Each policy's run must make the in-core run's choices with the in-core losses: the
     # iteration lines without their timings.
-    sed -n 's/^\(iter [0-9]* loss [^ ]*\) ms [^ ]* img_per_s [^ ]*/\1/p' "$work/incore.out" >"$work/incore.choices"
+    choices_of incore
     POOCH_ITERATION_MARKER=nvtx
     export POOCH_ITERATION_MARKER
   fi
@@ -719,7 +725,7 @@ policies)
         grep -q '^pooch: plan: policy pooch .* carried out' "$work/pooch.err" ||
           fail "pooch: no plan carried out: $(grep 'plan:' "$work/pooch.err")"
       fi
-      sed -n 's/^\(iter [0-9]* loss [^ ]*\) ms [^ ]* img_per_s [^ ]*/\1/p' "$work/$policy.out" >"$work/$policy.choices"
+      choices_of "$policy"
       cmp -s "$work/incore.choices" "$work/$policy.choices" ||
         fail "$policy: iterations differ from in-core (losses or $dynamic): $(diff "$work/incore.choices" "$work/$policy.choices" | head -4)"
       departures=$(awk '$2 == "iterations:" { print $10 }' "$work/$policy.err")
@@ -741,7 +747,7 @@ policies)
       unset POOCH_PILOT
       [ "$rc" -eq 0 ] || fail "pilot $pilot: exit $rc"
       same_checksum "pilot-$pilot"
-      sed -n 's/^\(iter [0-9]* loss [^ ]*\) ms [^ ]* img_per_s [^ ]*/\1/p' "$work/pilot-$pilot.out" >"$work/pilot-$pilot.choices"
+      choices_of "pilot-$pilot"
       cmp -s "$work/incore.choices" "$work/pilot-$pilot.choices" || fail "pilot $pilot: iterations differ from in-core"
       grep -q "^pooch: pilot: mode $pilot blocks [1-9]" "$work/pilot-$pilot.err" ||
         fail "pilot $pilot: no pilot line with blocks: $(grep 'pilot:' "$work/pilot-$pilot.err")"
