@@ -7,6 +7,12 @@
 #   simgpu  programs run on the CPU reference device (needs the simgpu libraries)
 #   e2e     end-to-end runs of samples, under pooch or not
 # The aggregate targets tests_unit and tests_tsan build just what a sanitized tree needs.
+#
+# POOCH_UNIT_TESTS=OFF leaves the unit tests out of the tree's default build and of its ctest
+# (tests_unit still builds them). scripts/test.sh configures build/ so when it goes on to the
+# ASan+UBSan tree, which builds and runs every unit test: building them a second time at -O2
+# cost CI about four minutes of its thirty on two cores.
+option(POOCH_UNIT_TESTS "Build the unit tests by default and register them with ctest" ON)
 if(NOT TARGET tests_unit)
   add_custom_target(tests_unit)
   add_custom_target(tests_tsan)
@@ -17,6 +23,16 @@ function(pooch_add_test)
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  if("tsan" IN_LIST T_LABELS)
+    add_dependencies(tests_tsan ${T_NAME})
+  endif()
+  if("unit" IN_LIST T_LABELS)
+    add_dependencies(tests_unit ${T_NAME})
+    if(NOT POOCH_UNIT_TESTS)
+      set_target_properties(${T_NAME} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+      return()
+    endif()
+  endif()
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_brief=1)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
@@ -24,12 +40,6 @@ function(pooch_add_test)
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
   if(T_ENV)
     set_tests_properties(${T_NAME} PROPERTIES ENVIRONMENT "${T_ENV}")
-  endif()
-  if("unit" IN_LIST T_LABELS)
-    add_dependencies(tests_unit ${T_NAME})
-  endif()
-  if("tsan" IN_LIST T_LABELS)
-    add_dependencies(tests_tsan ${T_NAME})
   endif()
 endfunction()
 

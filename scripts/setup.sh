@@ -31,7 +31,11 @@ jobs="${POOCH_JOBS:-$(nproc)}"
 # [Self-contained libpooch.so] in cmake/PoochSelfContained.cmake): downloaded here, once, from
 # Debian's source packages, so that the build itself needs no network.
 POOCH_JOBS="$jobs" scripts/build-abseil.sh build/abseil
-if [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build -DCUDAToolkit_ROOT="$cuda" >/dev/null
+# POOCH_UNIT_TESTS=ON|OFF, when set, configures build/ with or without its unit tests
+# (cmake/PoochTesting.cmake; scripts/test.sh sets it).
+unit_tests=()
+[ -n "${POOCH_UNIT_TESTS:-}" ] && unit_tests=("-DPOOCH_UNIT_TESTS=$POOCH_UNIT_TESTS")
+if [ ! -f build/CMakeCache.txt ] || ((${#unit_tests[@]})); then
+  cmake -S . -B build -DCUDAToolkit_ROOT="$cuda" "${unit_tests[@]}" >/dev/null
 fi
 cmake --build build -j "$jobs"

@@ -4,7 +4,8 @@
 # libFuzzer run of each fuzz target. Exits non-zero when any test fails.
 #
 # Environment: POOCH_JOBS (default: cores), POOCH_FUZZ_SECONDS (default 20 per target),
-#              POOCH_SKIP_SANITIZERS=1 to run only the main tree (for quick local iterations).
+#              POOCH_SKIP_SANITIZERS=1 to run only the main tree, unit tests included (for quick
+#              local iterations).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${POOCH_JOBS:-$(nproc)}"
@@ -18,7 +19,10 @@ mkdir -p build
 scripts/setup-torch.sh >build/setup-torch.log 2>&1 &
 torch_setup=$!
 phase "setup and build build/"
-scripts/setup.sh
+# The ASan+UBSan tree below builds and runs every unit test; build/ leaves them out unless that
+# tree is skipped (POOCH_UNIT_TESTS in cmake/PoochTesting.cmake).
+if [ "${POOCH_SKIP_SANITIZERS:-0}" = 1 ]; then unit_tests=ON; else unit_tests=OFF; fi
+POOCH_UNIT_TESTS=$unit_tests scripts/setup.sh
 phase "PyTorch for simgpu"
 wait "$torch_setup" || { cat build/setup-torch.log >&2; exit 1; }
 cat build/setup-torch.log

@@ -28,7 +28,8 @@
 //     would not rebuild the whole value), w does not read t itself, and w is replayable (its
 //     write set is known and it has no side effect replay cannot suppress, Op::replayable);
 //   - no op in (w, q) writes any tensor w reads (other than what w writes itself): else the
-//     replay reads changed data (ReplayFacts::stable_until[w] is the first such write);
+//     replay reads changed data (ReplayFacts::stable_until[w] is the first such write, or
+//     earlier when what w read outside the profile changes first: Op::unprofiled_inputs_until);
 //   - every input of w is available at q: it is still allocated then (the plan makes it
 //     resident if one of its intervals covers q), or it was freed but can itself be rebuilt at q
 //     by such a replay (a ReLU's input that only the ReLU read: ReplayFacts::remat_until).
@@ -96,6 +97,7 @@ ReplayFacts ComputeReplayFacts(const Profile& profile) {
   f.stable_until.assign(n, kNever);
   for (OpIndex w = 0; w < n; ++w) {
     const Op& op = profile.ops[w];
+    if (op.unprofiled_inputs_until >= 0) f.stable_until[w] = op.unprofiled_inputs_until;
     for (TensorId in : op.reads) {
       if (Writes(op, in)) continue;
       const std::vector<OpIndex>& ws = f.writers[in];
@@ -141,8 +143,8 @@ std::vector<int64_t> InCoreBytesPerOp(const Profile& profile) {
     if (n == 0) break;
     const OpIndex lo = std::max<OpIndex>(t.alloc_before, 0);
     const OpIndex hi = t.free_after == kAfterIteration ? n - 1 : t.free_after;
-    diff[lo] += t.bytes;
-    diff[hi + 1] -= t.bytes;
+    diff[lo] += DeviceBytes(t);
+    diff[hi + 1] -= DeviceBytes(t);
   }
   std::vector<int64_t> bytes(n, 0);
   int64_t run = 0;

@@ -1,6 +1,7 @@
 #include "core/model/candidates.h"
 
 #include <algorithm>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -300,6 +301,32 @@ TEST(CandidatesTest, InputWrittenBetweenProducerAndCloseIsNotRecomputable) {
   EXPECT_EQ(facts.stable_until[0], 4);
   EXPECT_TRUE(facts.SoundAt(0, y, 4));  // before op 4 writes s
   EXPECT_FALSE(facts.SoundAt(0, y, 5));
+}
+
+// Note [Unprofiled inputs]: f also read a small allocation outside the profile that changes at
+// op 2: the same as a write of one of its tensors there.
+TEST(CandidatesTest, UnprofiledInputChangedBeforeCloseIsNotRecomputable) {
+  for (const OpIndex until : {-1, 2, 3}) {
+    ProfileBuilder pb("unprofiled");
+    const TensorId s = pb.Tensor("s", 64, /*persistent=*/true);
+    const TensorId y = pb.Tensor("y", 64);
+    pb.Op("f", OpKind::kConv, Phase::kForward, 1, {s}, {y});  // 0
+    pb.Op("a", OpKind::kOther, Phase::kForward, 1, {y}, {});  // 1
+    pb.Op("b", OpKind::kOther, Phase::kForward, 1, {}, {});   // 2
+    pb.Op("c", OpKind::kOther, Phase::kForward, 1, {y}, {});  // 3
+    Profile p = pb.Finish();
+    p.ops[0].unprofiled_inputs_until = until;
+    ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+    const std::vector<Candidate> cands = Matter(p, 0, 64);
+    std::vector<Candidate> of_y;
+    for (const Candidate& c : cands) {
+      if (c.tensor == y) of_y.push_back(c);
+    }
+    EXPECT_THAT(of_y, ElementsAre(C(y, 1, 3, 0, /*recomputable=*/until != 2))) << until;
+    EXPECT_EQ(ComputeReplayFacts(p).stable_until[0],
+              until == -1 ? std::numeric_limits<OpIndex>::max() : until)
+        << until;
+  }
 }
 
 // conv (op 0) reads the persistent `in` and w and writes x; relu (op 1) reads x and writes a;

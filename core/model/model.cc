@@ -27,6 +27,9 @@ absl::Status Profile::Validate() const {
     const Tensor& t = tensors[i];
     if (t.id != i) return Bad("tensors[%d].id: is %d, must equal its position %d", i, t.id, i);
     if (t.bytes < 0) return Bad("tensors[%d].bytes: %d is negative", i, t.bytes);
+    if (t.device_bytes != 0 && t.device_bytes < t.bytes) {
+      return Bad("tensors[%d].device_bytes: %d is below its bytes %d", i, t.device_bytes, t.bytes);
+    }
     if (t.alloc_before < kBeforeIteration || t.alloc_before >= num_ops) {
       return Bad("tensors[%d].alloc_before: op %d does not exist (%d ops)", i, t.alloc_before,
                  num_ops);
@@ -55,6 +58,11 @@ absl::Status Profile::Validate() const {
     }
     if (op.workspace_bytes < 0) {
       return Bad("ops[%d].workspace_bytes: %d is negative", i, op.workspace_bytes);
+    }
+    if (op.unprofiled_inputs_until != -1 &&
+        (op.unprofiled_inputs_until < i || op.unprofiled_inputs_until >= num_ops)) {
+      return Bad("ops[%d].unprofiled_inputs_until: op %d is not -1 or an op from this one on", i,
+                 op.unprofiled_inputs_until);
     }
     for (int pass = 0; pass < 2; ++pass) {
       const bool reading = pass == 0;

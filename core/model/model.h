@@ -54,7 +54,10 @@ enum class OpKind {
 struct Tensor {
   TensorId id = 0;  // equals its position in Profile::tensors
   std::string name;
-  int64_t bytes = 0;
+  int64_t bytes = 0;  // what the program asked for; what a swap copies
+  // The device memory it takes: its size rounded up to the runtime's mapping granularity
+  // (Note [Mapped bytes] in core/profile/profile_builder.cc); 0: the same as `bytes`.
+  int64_t device_bytes = 0;
   // Allocated just before ops[alloc_before] runs (kBeforeIteration: allocated before the
   // iteration starts, as parameters are); freed just after ops[free_after] (kAfterIteration:
   // still allocated when the iteration ends).
@@ -68,6 +71,11 @@ struct Tensor {
   friend bool operator==(const Tensor&, const Tensor&) = default;
 };
 
+// The device memory `t` takes (Tensor::device_bytes, else its size).
+inline int64_t DeviceBytes(const Tensor& t) {
+  return t.device_bytes > 0 ? t.device_bytes : t.bytes;
+}
+
 struct Op {
   std::string name;
   OpKind kind = OpKind::kOther;
@@ -79,6 +87,10 @@ struct Op {
   // False when the op's outputs cannot be recomputed by replaying it: its write set is not fully
   // known, or it has a side effect that replay cannot suppress (DESIGN.md, decision 5).
   bool replayable = true;
+  // A replay of this op before op q reads what it read from memory outside the profile
+  // (allocations below POOCH_MIN_SWAP_BYTES) unchanged iff q <= unprofiled_inputs_until; -1: for
+  // every q (Note [Unprofiled inputs] in core/profile/op_stream_recorder.cc).
+  OpIndex unprofiled_inputs_until = -1;
 
   friend bool operator==(const Op&, const Op&) = default;
 };

@@ -154,6 +154,7 @@ absl::Status ParseTensor(const Json& j, size_t index, Tensor* t) {
   POOCH_RETURN_IF_ERROR(r.Int("id", true, 0, kMaxIndex, &t->id));
   POOCH_RETURN_IF_ERROR(r.String("name", false, &t->name));
   POOCH_RETURN_IF_ERROR(r.Int("bytes", true, 0, kMaxBytes, &t->bytes));
+  POOCH_RETURN_IF_ERROR(r.Int("device_bytes", false, 0, kMaxBytes, &t->device_bytes));
   // Written by version-1 files of earlier pooch releases; candidates now come from the access
   // pattern (Note [Idle intervals] in candidates.cc), so it is read and ignored.
   bool feature_map = false;
@@ -186,6 +187,8 @@ absl::Status ParseOp(const Json& j, size_t index, Op* op) {
   POOCH_RETURN_IF_ERROR(r.Ids("writes", &op->writes));
   POOCH_RETURN_IF_ERROR(r.Int("workspace_bytes", false, 0, kMaxBytes, &op->workspace_bytes));
   POOCH_RETURN_IF_ERROR(r.Bool("replayable", &op->replayable));
+  POOCH_RETURN_IF_ERROR(
+      r.Int("unprofiled_inputs_until", false, -1, kMaxIndex, &op->unprofiled_inputs_until));
   return absl::OkStatus();
 }
 
@@ -284,13 +287,15 @@ std::string ProfileToJson(const Profile& profile, int indent) {
     doc["name"] = profile.name;
     Json tensors = Json::array();
     for (const Tensor& t : profile.tensors) {
-      tensors.push_back({{"id", t.id},
-                         {"name", t.name},
-                         {"bytes", t.bytes},
-                         {"alloc_before", t.alloc_before},
-                         {"free_after", t.free_after},
-                         {"swap_out_us", t.swap_out_us},
-                         {"swap_in_us", t.swap_in_us}});
+      Json tensor = {{"id", t.id},
+                     {"name", t.name},
+                     {"bytes", t.bytes},
+                     {"alloc_before", t.alloc_before},
+                     {"free_after", t.free_after},
+                     {"swap_out_us", t.swap_out_us},
+                     {"swap_in_us", t.swap_in_us}};
+      if (t.device_bytes != 0) tensor["device_bytes"] = t.device_bytes;  // Note [Mapped bytes]
+      tensors.push_back(std::move(tensor));
     }
     doc["tensors"] = std::move(tensors);
     Json ops = Json::array();
@@ -303,6 +308,9 @@ std::string ProfileToJson(const Profile& profile, int indent) {
                      {"writes", op.writes},
                      {"workspace_bytes", op.workspace_bytes},
                      {"replayable", op.replayable}});
+      if (op.unprofiled_inputs_until >= 0) {
+        ops.back()["unprofiled_inputs_until"] = op.unprofiled_inputs_until;
+      }
     }
     doc["ops"] = std::move(ops);
     return Dump(doc, indent);

@@ -82,6 +82,11 @@ TEST(ModelJsonTest, RoundTripsRandomProfiles) {
   for (uint64_t seed = 0; seed < 50; ++seed) {
     Profile p = RandomProfile(seed);
     p.tensors[0].swap_in_us = 0.1 * static_cast<double>(seed) + 1e-7;
+    if (seed % 2 == 1)
+      p.tensors[0].device_bytes = p.tensors[0].bytes + 4096;  // Note [Mapped bytes]
+    if (seed % 3 == 1) {
+      p.ops[0].unprofiled_inputs_until = static_cast<OpIndex>(p.ops.size()) - 1;
+    }
     for (int indent : {-1, 1}) {
       const std::string text = ProfileToJson(p, indent);
       absl::StatusOr<Profile> back = ParseProfileJson(text);
@@ -132,6 +137,14 @@ TEST(ModelJsonTest, ErrorsNameThePath) {
       {"bytes far beyond int64", "/tensors/1/bytes", "1e30", "tensors[1].bytes:", "not an integer"},
       {"fractional bytes", "/tensors/1/bytes", "12.5", "tensors[1].bytes:", "not an integer"},
       {"missing bytes", "/tensors/1/bytes", "DELETE", "tensors[1].bytes:", "missing"},
+      {"device bytes below bytes", "/tensors/1/device_bytes", "1999",
+       "tensors[1].device_bytes:", "below its bytes 2000"},
+      {"negative device bytes", "/tensors/1/device_bytes", "-1",
+       "tensors[1].device_bytes:", "out of range"},
+      {"unprofiled inputs before the op", "/ops/1/unprofiled_inputs_until", "0",
+       "ops[1].unprofiled_inputs_until:", "not -1 or an op from this one on"},
+      {"unprofiled inputs past the end", "/ops/1/unprofiled_inputs_until", "4",
+       "ops[1].unprofiled_inputs_until:", "not -1 or an op from this one on"},
       {"id not position", "/tensors/2/id", "7", "tensors[2].id:", "must equal its position"},
       {"feature_map not bool", "/tensors/0/feature_map", "1",
        "tensors[0].feature_map:", "true or false"},

@@ -22,6 +22,22 @@ namespace pooch {
 // (Note [Words into freed memory] in core/residency/residency.cc), so they differ between
 // iterations of the same op: such an op is signed by its name alone, which is the kernel's
 // (Note [Kernel op names] in interpose/hooks/kernel_names.h).
+//
+// Note [Unprofiled inputs]
+// Only managed allocations (POOCH_MIN_SWAP_BYTES and up) become tensors of the profile; a
+// replay may still read the small ones (a GEMM's 4 KB routed input, a 256 KB hidden layer, a
+// convolution's filter). The runtime's lineage sees them (Note [Replay] in
+// core/exec/recomputer.h): when one is written or freed, the recipes that read it are forgotten,
+// or their dropped maps rebuilt at once. A planner blind to them planned recomputations the
+// runtime then refused: moe top-8 with its choice of experts fixed (cnn_train --force-choices,
+// simgpu v100-pcie3, 40 % of peak) was predicted at 5.36 ms and ran at 8.06 ms; the runtime
+// forgot 16 recipes and rebuilt 8 dropped maps early, each at a cudaFree, and swapped 16 of its
+// 23 planned drops instead. With the windows below: 5.68 ms predicted, 6.01 ms run, no recipe
+// forgotten. So each recorded op carries when what it read outside the profile first changes
+// (RecordedOp and Op::unprofiled_inputs_until): the first later op that writes one of those
+// allocations, or, for a free (or a passed-over op's write) between two ops, the earlier of
+// them. The planner ends its replay window there (ReplayFacts::stable_until, Note [Sound
+// replays] in core/model/candidates.cc). Memory pooch never allocated is outside both views.
 
 OpStreamRecorder::OpStreamRecorder(IterationTrackerOptions options)
     : tracker_(options), max_kept_(options.max_detect_events) {}
@@ -39,7 +55,7 @@ IterationTracker::Step OpStreamRecorder::Op(const char* name, absl::Span<const A
     if (exact_accesses) {
       signature = absl::HashOf(signature, it->second.bytes, static_cast<int>(a.mode));
     }
-    if (it->second.managed) k.accesses.push_back(a);
+    (it->second.managed ? k.accesses : k.unmanaged).push_back(a);
   }
   const IterationTracker::Step step =
       tracker_.Feed({StreamEvent::Kind::kOp, static_cast<uint64_t>(signature), 0});
@@ -74,6 +90,7 @@ std::optional<IterationTracker::Step> OpStreamRecorder::Free(uint64_t allocation
   k.seq = step.seq;
   k.kind = StreamEvent::Kind::kFree;
   k.allocation = live.managed ? allocation : 0;
+  k.freed_unmanaged = live.managed ? 0 : allocation;
   k.alloc_seq = live.seq;
   Keep(std::move(k));
   return step;
@@ -136,9 +153,30 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
   std::vector<std::pair<uint64_t, uint64_t>> carried_in;  // alloc_seq, allocation
   std::vector<std::pair<uint64_t, int64_t>> made_here;    // allocation, position
   absl::flat_hash_set<uint64_t> freed_here;
+  // Note [Unprofiled inputs]: per allocation outside the profile, the recorded ops that read it
+  // and have not seen it change since.
+  absl::flat_hash_map<uint64_t, std::vector<int>> unprofiled_readers;
+  auto changed = [&](uint64_t allocation, int until) {
+    auto readers = unprofiled_readers.find(allocation);
+    if (readers == unprofiled_readers.end()) return;
+    for (int op : readers->second) {
+      int& u = it.ops[static_cast<size_t>(op)].unprofiled_inputs_until;
+      u = u < 0 ? until : std::min(u, until);
+    }
+    unprofiled_readers.erase(readers);
+  };
+  // Changed between two recorded ops: a replay must come before the earlier one.
+  auto changed_in_gap = [&](uint64_t allocation) {
+    changed(allocation, static_cast<int>(it.ops.size()) - 1);
+  };
   for (uint64_t seq = first; seq < end; ++seq) {
     if (next_skip < skips.size() && skips[next_skip] == seq) {
       ++next_skip;
+      const Kept& skipped = at(seq);
+      for (const Access& a : skipped.unmanaged) {
+        if (a.mode != RecordedAccess::kRead) changed_in_gap(a.allocation);
+      }
+      if (skipped.freed_unmanaged != 0) changed_in_gap(skipped.freed_unmanaged);
       continue;
     }
     ++position;
@@ -152,6 +190,16 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
         for (const Access& a : k.accesses) {
           note_outside(a.allocation);
           op.accesses.push_back({a.allocation, a.mode});
+        }
+        const int index = static_cast<int>(it.ops.size());
+        for (const Access& a : k.unmanaged) {
+          if (a.mode != RecordedAccess::kRead) changed(a.allocation, index);
+        }
+        for (const Access& a : k.unmanaged) {
+          if (a.mode == RecordedAccess::kWrite) continue;
+          // Read and written by the op itself: a replay would read what it wrote.
+          if (a.mode == RecordedAccess::kReadWrite) op.unprofiled_inputs_until = index;
+          unprofiled_readers[a.allocation].push_back(index);
         }
         it.events.push_back({RecordedIteration::Event::kOp, static_cast<int>(it.ops.size()), 0, 0});
         if (positions != nullptr) positions->ops.push_back(position);
@@ -168,6 +216,7 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
         break;
       }
       case StreamEvent::Kind::kFree: {
+        if (k.freed_unmanaged != 0) changed_in_gap(k.freed_unmanaged);
         if (k.allocation == 0) break;
         note_outside(k.allocation);
         freed_here.insert(k.allocation);

@@ -92,12 +92,14 @@ class OpStreamRecorder {
   struct Kept {
     uint64_t seq = 0;
     StreamEvent::Kind kind = StreamEvent::Kind::kOp;
-    const char* name = nullptr;    // kOp
-    std::vector<Access> accesses;  // kOp: managed allocations only
-    double duration_us = 0;        // kOp
-    bool replay_capable = false;   // kOp
-    uint64_t allocation = 0;       // kAlloc, kFree
-    uint64_t alloc_seq = 0;        // kFree: its allocation's sequence number
+    const char* name = nullptr;     // kOp
+    std::vector<Access> accesses;   // kOp: managed allocations only
+    std::vector<Access> unmanaged;  // kOp: the others (Note [Unprofiled inputs])
+    double duration_us = 0;         // kOp
+    bool replay_capable = false;    // kOp
+    uint64_t allocation = 0;        // kAlloc, kFree
+    uint64_t alloc_seq = 0;         // kFree: its allocation's sequence number
+    uint64_t freed_unmanaged = 0;   // kFree of an allocation that is not managed
   };
   struct Live {
     int64_t bytes = 0;

@@ -246,6 +246,66 @@ TEST(OpStreamRecorderTest, AnOpPassedOverInTheRecordedIterationIsLeftOut) {
   EXPECT_LT(positions.ops.back(), static_cast<int64_t>(ref.size()));
 }
 
+// Note [Unprofiled inputs]: each op learns when what it read outside the profile (allocations
+// below POOCH_MIN_SWAP_BYTES) first changes: at a later op's write, or, for a free between two
+// ops, at the earlier of them. A small input nothing changes, and managed inputs, set nothing.
+TEST(OpStreamRecorderTest, OpsKnowWhenTheirUnprofiledInputsChange) {
+  OpStreamRecorder r{{.marker = IterationMarker::kAuto, .profile_iterations = 2}};
+  constexpr uint64_t kFilter = 1;  // small, allocated before the loop, never written
+  constexpr uint64_t kWeight = 2;  // managed
+  r.Alloc(kFilter, 4096, false);
+  r.Alloc(kWeight, 4 << 20, true);
+  uint64_t next = 100;
+  std::optional<uint64_t> ready;
+  for (int i = 0; i < 3 && !ready.has_value(); ++i) {
+    const uint64_t routed = next++, scratch = next++, a = next++, b = next++;
+    std::vector<IterationTracker::Step> steps;
+    steps.push_back(r.Alloc(routed, 4096, false));
+    steps.push_back(r.Alloc(scratch, 8192, false));
+    steps.push_back(r.Alloc(a, 2 << 20, true));
+    steps.push_back(r.Alloc(b, 2 << 20, true));
+    // 0: a = routed x weight
+    steps.push_back(r.Op("cublasSgemm_v2", std::vector<Access>{{routed, RecordedAccess::kRead},
+                                                               {kWeight, RecordedAccess::kRead},
+                                                               {a, RecordedAccess::kWrite}}));
+    // 1: b = filter * scratch (scratch then overwritten by op 2)
+    steps.push_back(
+        r.Op("cudnnConvolutionForward", std::vector<Access>{{kFilter, RecordedAccess::kRead},
+                                                            {scratch, RecordedAccess::kRead},
+                                                            {b, RecordedAccess::kWrite}}));
+    // 2: reads a, writes scratch
+    steps.push_back(
+        r.Op("cudnnSoftmaxForward",
+             std::vector<Access>{{a, RecordedAccess::kRead}, {scratch, RecordedAccess::kWrite}}));
+    // 3: reads a and b
+    steps.push_back(r.Op("cudnnAddTensor", std::vector<Access>{{a, RecordedAccess::kRead},
+                                                               {b, RecordedAccess::kReadWrite}}));
+    steps.push_back(*r.Free(routed));  // between ops 3 and 4
+    // 4: reads the filter only, in place on scratch
+    steps.push_back(
+        r.Op("cudnnActivationForward", std::vector<Access>{{kFilter, RecordedAccess::kRead},
+                                                           {scratch, RecordedAccess::kReadWrite}}));
+    steps.push_back(*r.Free(scratch));
+    steps.push_back(*r.Free(a));
+    steps.push_back(*r.Free(b));
+    for (const IterationTracker::Step& s : steps) {
+      if (s.profile_ready) ready = s.seq;
+    }
+  }
+  ASSERT_TRUE(ready.has_value());
+  absl::StatusOr<RecordedIteration> it = r.Reference(0);
+  ASSERT_TRUE(it.ok()) << it.status();
+  ASSERT_EQ(it->ops.size(), 5u);
+  EXPECT_EQ(it->ops[0].unprofiled_inputs_until, 3);  // routed freed after op 3
+  EXPECT_EQ(it->ops[1].unprofiled_inputs_until, 2);  // scratch written by op 2
+  EXPECT_EQ(it->ops[2].unprofiled_inputs_until, -1);
+  EXPECT_EQ(it->ops[3].unprofiled_inputs_until, -1);  // managed inputs only
+  EXPECT_EQ(it->ops[4].unprofiled_inputs_until, 4);   // reads what it writes
+  absl::StatusOr<BuiltProfile> built = BuildProfile(*it);
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ(built->profile.ops[0].unprofiled_inputs_until, 3);
+}
+
 TEST(OpStreamRecorderTest, FollowingMatchesAndDeparts) {
   Loop loop;
   for (int i = 0; i < 3; ++i) loop.Iteration();

@@ -27,6 +27,19 @@
 // Profile::Validate rejects such reads. The op is then marked non-replayable: a replay would read
 // whatever the buffer holds at replay time, which need not be what it read the first time.
 //
+// Note [Mapped bytes]
+// ~~~~~~~~~~~~~~~~~~~
+// A tensor has two sizes. A swap copies what the program asked for (Tensor::bytes); the device
+// holds that rounded up to the residency manager's mapping granularity (Tensor::device_bytes,
+// 2 MiB under the CUDA VMM API), because every swappable allocation is its own mapping. The
+// planner must charge the second: a profile of 1 MiB expert weights (cnn_train --model moe)
+// charged at 1 MiB made plans that fit on paper and held twice that on the device, and the
+// safety net paged (moe top-8 with its experts fixed, 40 % of peak, simgpu v100-pcie3: the
+// oracle of scripts/bench_dynamic.sh went from 9.51 to 6.32 ms with this and Note [Unprofiled
+// inputs] in op_stream_recorder.cc). Every tensor of a measured profile is such a mapping:
+// allocations below POOCH_MIN_SWAP_BYTES live in slabs, which are the constant "other", charged
+// whole. The runtime's copy times (core/exec/copy_times.h) stay per requested byte.
+//
 // Note [Static replay check]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Op::replayable = replay_capable AND the op read no uninitialised memory (Note [Recorded
@@ -41,6 +54,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -102,11 +116,19 @@ absl::StatusOr<BuiltProfile> BuildProfile(const RecordedIteration& it,
   BuiltProfile out;
   Profile& p = out.profile;
   p.name = options.name;
+  if (options.granularity < 1) return Bad("granularity %d is below 1", options.granularity);
   auto add_tensor = [&](std::string name, int64_t bytes, uint64_t allocation, int ordinal) {
     Tensor t;
     t.id = static_cast<TensorId>(p.tensors.size());
     t.name = std::move(name);
     t.bytes = bytes;
+    // Note [Mapped bytes]; "other" is whole slabs already.
+    const int64_t g = options.granularity;
+    const int64_t mapped =
+        allocation == kOtherAllocation || bytes > std::numeric_limits<int64_t>::max() - g
+            ? bytes
+            : (bytes + g - 1) / g * g;
+    if (mapped != bytes) t.device_bytes = mapped;
     p.tensors.push_back(std::move(t));
     out.tensor_allocation.push_back(allocation);
     out.tensor_alloc_ordinal.push_back(ordinal);
@@ -149,6 +171,11 @@ absl::StatusOr<BuiltProfile> BuildProfile(const RecordedIteration& it,
         op.kind = OpKindFromApiName(rec.name);
         op.duration_us = rec.duration_us;
         op.workspace_bytes = rec.workspace_bytes;
+        if (rec.unprofiled_inputs_until < -1 || rec.unprofiled_inputs_until >= n) {
+          return Bad("ops[%d].unprofiled_inputs_until: op %d does not exist (%d ops)", next_op,
+                     rec.unprofiled_inputs_until, n);
+        }
+        op.unprofiled_inputs_until = rec.unprofiled_inputs_until;
         std::vector<TensorId> reads, writes;
         for (size_t a = 0; a < rec.accesses.size(); ++a) {
           const RecordedAccess& acc = rec.accesses[a];

@@ -40,6 +40,9 @@ struct RecordedOp {
   // replay cannot suppress (DESIGN.md decision 5).
   bool replay_capable = false;
   int64_t workspace_bytes = 0;
+  // Note [Unprofiled inputs]: the last op (an index into RecordedIteration::ops) before which a
+  // replay of this op still reads what it read outside the profile; -1: to the end.
+  int unprofiled_inputs_until = -1;
 };
 
 struct RecordedIteration {
@@ -50,7 +53,7 @@ struct RecordedIteration {
     Kind kind = kOp;
     int op_index = 0;         // kOp: index into ops; every op appears once, in index order
     uint64_t allocation = 0;  // kAlloc, kFree
-    int64_t bytes = 0;        // kAlloc: the mapped bytes
+    int64_t bytes = 0;        // kAlloc: the bytes the program asked for
   };
   // Allocations alive when the iteration started that it touches or frees (an allocation freed
   // in the iteration must be listed here or allocated in it, so that its size is known).
@@ -81,6 +84,9 @@ inline constexpr uint64_t kOtherAllocation = 0;
 
 struct ProfileBuildOptions {
   std::string name = "measured";  // Profile::name
+  // The residency manager's mapping granularity (Note [Mapped bytes] in profile_builder.cc);
+  // 1: no rounding.
+  int64_t granularity = 1;
 };
 
 // OpKind from the API name (cudnnConvolution* -> kConv, cuBLAS gemm -> kFullyConnected, ...).

@@ -332,6 +332,46 @@ TEST(ProfileBuilderTest, UntouchedAllocationStillHoldsMemory) {
   EXPECT_EQ(Peak(p), s.peak_bytes);
 }
 
+// Note [Mapped bytes]: a tensor holds its size rounded up to the mapping granularity, and a
+// swap copies its size. Two 1 MiB maps at 2 MiB granularity take 4 MiB, in the simulator and in
+// the in-core curve; their copies take the time of 1 MiB each. "other" (whole slabs) is not
+// rounded.
+TEST(ProfileBuilderTest, TensorsHoldTheirSizeRoundedToTheGranularity) {
+  Recorder r;
+  const uint64_t w = r.Persistent(3 << 20);
+  const uint64_t a = r.Alloc(1 << 20);
+  const uint64_t b = r.Alloc((1 << 20) + 4);
+  r.Op("cudnnActivationForward", 1, {w}, {a});  // 0
+  r.Op("cudnnActivationForward", 1, {a}, {b});  // 1
+  r.Op("cudnnActivationForward", 1, {a}, {b});  // 2
+  r.iteration().resident_other_bytes = 3 << 20;
+  const BuiltProfile one = Build(r.iteration());
+  for (const Tensor& t : one.profile.tensors) EXPECT_EQ(t.device_bytes, 0) << t.name;
+  const int64_t g = 2 << 20;
+  const BuiltProfile built = Build(r.iteration(), {.granularity = g});
+  const Profile& p = built.profile;
+  EXPECT_EQ(p.tensors[Of(built, w)].bytes, 3 << 20);
+  EXPECT_EQ(p.tensors[Of(built, w)].device_bytes, 4 << 20);
+  EXPECT_EQ(p.tensors[Of(built, a)].bytes, 1 << 20);
+  EXPECT_EQ(p.tensors[Of(built, a)].device_bytes, g);
+  EXPECT_EQ(p.tensors[Of(built, b)].device_bytes, g);
+  EXPECT_EQ(p.tensors[Of(built, kOtherAllocation)].device_bytes, 0);
+  EXPECT_EQ(DeviceBytes(p.tensors[Of(built, kOtherAllocation)]), 3 << 20);
+  const int64_t held = (4 << 20) + g + g + (3 << 20);
+  EXPECT_EQ(Peak(p), held);
+  EXPECT_EQ(Peak(one.profile), (3 << 20) + (1 << 20) + (1 << 20) + 4 + (3 << 20));
+  MachineModel m = pooch::testing::TestMachine(int64_t{1} << 30);
+  const SimResult s = Simulate(p, m, Plan{});
+  ASSERT_TRUE(s.feasible) << s.failure;
+  EXPECT_EQ(s.peak_bytes, held);
+  EXPECT_EQ(SwapOutUs(p.tensors[Of(built, a)], m), SwapOutUs(one.profile.tensors[Of(one, a)], m));
+  // A device that holds what the requested sizes add up to but not the mappings: no plan that
+  // keeps everything fits.
+  m.memory_bytes = Peak(one.profile);
+  EXPECT_FALSE(Simulate(p, m, Plan{}).feasible);
+  EXPECT_FALSE(BuildProfile(r.iteration(), {.granularity = 0}).ok());
+}
+
 TEST(ProfileBuilderTest, FreeBeforeFirstOpAndReusedAllocationId) {
   RecordedIteration it;
   it.persistent.push_back({7, 4096});

@@ -335,6 +335,8 @@ class ResidencyManager {
   // them; a long run must not, since each timing holds two events until it is taken.
   void SetTimeCopies(bool on) ABSL_LOCKS_EXCLUDED(mu_);
   int64_t memory_limit() const { return options_.memory_limit; }
+  // Every allocation's mapping is its size rounded up to this (Note [Mapped bytes]).
+  int64_t granularity() const { return granularity_; }
 
  private:
   // Memory whose release waits for events: a freed allocation's chunk, range and host copy.

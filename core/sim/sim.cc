@@ -303,7 +303,7 @@ Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine, Candi
     of_tensor_[t.id].push_back(c);
     swap_out_us_.push_back(SwapOutUs(t, machine_));
     swap_in_us_.push_back(SwapInUs(t, machine_));
-    candidate_bytes_.push_back(t.bytes);
+    candidate_bytes_.push_back(DeviceBytes(t));
     earliest_.push_back(k.wraps ? 0 : k.open + 1);
     if (k.recomputable) by_producer_desc_.push_back(c);
   }
@@ -348,9 +348,9 @@ void Simulator::Impl::BuildStaticMemory() {
   std::vector<std::vector<TensorId>> frees(n);
   for (const Tensor& t : profile_.tensors) {
     if (t.alloc_before == kBeforeIteration) {
-      initial_bytes_ += t.bytes;
+      initial_bytes_ += DeviceBytes(t);
     } else {
-      alloc_bytes_[t.alloc_before] += t.bytes;
+      alloc_bytes_[t.alloc_before] += DeviceBytes(t);
     }
     if (t.free_after != kAfterIteration) frees[t.free_after].push_back(t.id);
   }
@@ -564,14 +564,14 @@ void Simulator::Impl::BuildReplays() {
         materialised |= candidates_[replay_maps_[i]].tensor == out;
       }
       if (materialised || ResidentAt(out, r.at)) continue;
-      r.transient_bytes += p.tensors[out].bytes;
+      r.transient_bytes += DeviceBytes(p.tensors[out]);
       // Held until the last replay before the same op that reads it.
       size_t last_reader = k;
       for (size_t i = k + 1; i < replays_.size() && replays_[i].at == r.at; ++i) {
         const std::vector<TensorId>& reads = p.ops[replays_[i].producer].reads;
         if (std::find(reads.begin(), reads.end(), out) != reads.end()) last_reader = i;
       }
-      replays_[last_reader].free_after += p.tensors[out].bytes;
+      replays_[last_reader].free_after += DeviceBytes(p.tensors[out]);
     }
   }
 }
@@ -830,7 +830,7 @@ void Simulator::Impl::FinishOp(OpIndex j, double end) {
   Advance(end);
   bytes_in_use_ -= profile_.ops[j].workspace_bytes;
   for (int32_t f = free_begin_[j]; f < free_begin_[j + 1]; ++f) {
-    bytes_in_use_ -= profile_.tensors[free_list_[f]].bytes;
+    bytes_in_use_ -= DeviceBytes(profile_.tensors[free_list_[f]]);
   }
   for (int32_t k = open_begin_[j]; k < open_begin_[j + 1]; ++k) {
     const CandidateId c = open_list_[k];
