@@ -1,6 +1,9 @@
 // MakePlanActions (plan_actions.h; Note [Carrying out the plan]).
 #include "core/exec/plan_actions.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/container/flat_hash_set.h"
 #include "core/model/candidates.h"
 
@@ -57,6 +60,7 @@ void PlanActions::StartIteration() {
     slot_of[carried_in[i]] = carried[i].slot;
   }
   std::fill(prefetched.begin(), prefetched.end(), false);
+  diverged = false;
 }
 
 PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::Positions& positions,
@@ -140,6 +144,26 @@ PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::P
       const int64_t before = op_position(op);
       if (before >= 0) a.prefetch_before[before].push_back({slot, s.candidate});
     }
+  }
+  // Note [Diverged iterations]
+  for (size_t op = 0; op < built.profile.ops.size(); ++op) {
+    const int64_t position = op_position(static_cast<OpIndex>(op));
+    if (position < 0) continue;
+    std::vector<uint64_t> touched;
+    for (const std::vector<TensorId>* ts :
+         {&built.profile.ops[op].reads, &built.profile.ops[op].writes}) {
+      for (TensorId t : *ts) {
+        const uint64_t allocation = built.tensor_allocation[static_cast<size_t>(t)];
+        if (built.profile.tensors[static_cast<size_t>(t)].alloc_before == kBeforeIteration &&
+            allocation != kOtherAllocation) {
+          touched.push_back(allocation);
+        }
+      }
+    }
+    if (touched.empty()) continue;
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    a.persistent_touched[position] = std::move(touched);
   }
   a.address.assign(static_cast<size_t>(next_slot), 0);
   a.prefetched.assign(candidates.size(), false);

@@ -33,6 +33,22 @@
 // wrong address (an allocation freed and its address reused) costs time, never results; and
 // a departed iteration has no positions, so no actions.
 //
+// Note [Diverged iterations]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The tracker follows an iteration by its events' kinds and sizes, so a network that picks
+// among same-sized weights (a mixture of experts' routing) follows the reference while it
+// touches other weights: the plan then swaps in the reference's experts for nothing, and the
+// chosen ones come by demand. At each position the actions keep which allocations older than
+// the iteration the reference's op touched (`persistent_touched`: weights, optimizer state);
+// an op that touches another allocation made before the previous iteration began (one made in
+// it may be a carried successor, Note [Carried slots]) has diverged, and the plan's actions stop
+// until the next iteration starts. Only ops whose accesses are exact count: a kernel's are its
+// scanned parameter words, which may hold stale pointers (Note [Event signatures] in
+// core/profile/op_stream_recorder.cc; PyTorch's transformer "diverged" in 12 of 15 iterations on
+// such a word before this rule). Demand swapping and the pilot model (Note [Pilot model]) run
+// the rest, as for a departed iteration. The plan itself stays: the next iteration may be the
+// reference's shape again.
+//
 // Thread safety: plain data and a pure function; the profiler guards its copy.
 #ifndef POOCH_CORE_EXEC_PLAN_ACTIONS_H_
 #define POOCH_CORE_EXEC_PLAN_ACTIONS_H_
@@ -63,6 +79,10 @@ struct PlanActions {
   };
   absl::flat_hash_map<int64_t, Record> record_at;  // producer's position -> what it makes
   absl::flat_hash_map<int64_t, int> slot_at;       // managed allocation's position -> slot
+  // Note [Diverged iterations]: op position -> the recorder's ids of the allocations older than
+  // the reference iteration that its op touched (sorted).
+  absl::flat_hash_map<int64_t, std::vector<uint64_t>> persistent_touched;
+  bool diverged = false;  // in this iteration (StartIteration clears it)
   // Slots of tensors that outlive iterations, by the recorder's allocation id; the profiler
   // resolves their addresses into `fixed` when the actions are made.
   struct Persistent {
@@ -87,9 +107,10 @@ struct PlanActions {
   int swapped = 0;               // intervals the plan swaps
   int recomputed = 0;            // intervals the plan recomputes
   // Counted across plans (the profiler carries them from one plan's actions to the next).
-  int64_t drop_fallbacks = 0;    // planned drops that swapped out instead (no recipe, pinned)
-  int64_t prefetch_no_room = 0;  // prefetch attempts that found no room
-  ResidencyStats at_start;       // the manager's counts when the first plan began
+  int64_t drop_fallbacks = 0;       // planned drops that swapped out instead (no recipe, pinned)
+  int64_t prefetch_no_room = 0;     // prefetch attempts that found no room
+  int64_t diverged_iterations = 0;  // Note [Diverged iterations]
+  ResidencyStats at_start;          // the manager's counts when the first plan began
 
   // A new iteration (or a departure): forgets this iteration's addresses and prefetches and
   // puts back the fixed ones; a carried slot takes its successor's address (or keeps its own

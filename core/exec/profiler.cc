@@ -79,16 +79,26 @@ class Profiler::Impl {
     // Note [Pilot model]: the managed allocations the op touches, by base.
     const bool feed_pilot = pilot_.has_value() && pilot_->pilot().active();
     std::vector<pooch::PilotKey> pilot_touched;
+    // Note [Diverged iterations]: managed allocations made before the previous iteration began
+    // (none for a kernel, whose scanned words may be stale).
+    std::vector<uint64_t> old_touched;
     for (const pooch::AccessRange& r : ranges) {
       if (const auto* live = ContainingLocked(r.address)) {
         accesses.push_back({live->second.id, ModeOf(r.mode)});
         if (feed_pilot && live->second.managed) pilot_touched.push_back(live->first);
+        if (exact_accesses && live->second.managed &&
+            live->second.id < previous_iteration_first_id_) {
+          old_touched.push_back(live->second.id);
+        }
       }
     }
     const bool profiling = ProfilingLocked();
     const IterationTracker::Step step =
         recorder_.Op(name, accesses, replay_capable, exact_accesses);
     HandleStepLocked(step);
+    if (actions_.has_value() && step.position >= 0 && !actions_->diverged) {
+      NoteDivergenceLocked(step.position, old_touched);
+    }
     last_position_ = step.position;
     if (feed_pilot) pilot_->pilot().Op(step.signature, pilot_touched);
     if (iteration_mark_due_) MarkIterationOnDeviceLocked(stream);
@@ -96,7 +106,7 @@ class Profiler::Impl {
     op.active = true;
     op.seq = step.seq;
     op.position = step.position;
-    if (actions_.has_value() && step.position >= 0) {
+    if (actions_.has_value() && step.position >= 0 && !actions_->diverged) {
       PrefetchBeforeLocked(step.position);
       if (auto r = actions_->record_at.find(step.position); r != actions_->record_at.end()) {
         op.record_output = actions_->address[static_cast<size_t>(r->second.slot)];
@@ -118,7 +128,7 @@ class Profiler::Impl {
 
   void OpEnd(const ProfiledOp& op, uintptr_t stream) {
     pooch::MutexLock lock(&mu_);
-    if (actions_.has_value() && op.position >= 0) {
+    if (actions_.has_value() && op.position >= 0 && !actions_->diverged) {
       DropAfterLocked(op.position);
       OffloadAfterLocked(op.position);
     }
@@ -188,7 +198,7 @@ class Profiler::Impl {
     if (!pilot_.has_value() || bytes > pooch::Pilot::kMaxReadBackBytes) return;
     // Note [Pilot model]: it acts while no plan is followed, and never in a recorded profiling
     // pass (its copies would be the profile's).
-    const bool following = actions_.has_value() && last_position_ >= 0;
+    const bool following = actions_.has_value() && last_position_ >= 0 && !actions_->diverged;
     pilot_->ReadBack({static_cast<const uint8_t*>(host), bytes},
                      !following && !recorder_.tracker().recording_next());
   }
@@ -234,13 +244,15 @@ class Profiler::Impl {
     const ResidencyStats s = manager_.Stats();
     lines.push_back(absl::StrFormat(
         "plan_run: swapped_maps %d planned_swap_outs %lld prefetches %lld "
-        "safety_net_swap_ins %lld prefetch_no_room %lld safety_net_last_iteration %lld",
+        "safety_net_swap_ins %lld prefetch_no_room %lld safety_net_last_iteration %lld "
+        "diverged_iterations %lld",
         actions_->swapped,
         static_cast<long long>(s.planned_swap_outs - actions_->at_start.planned_swap_outs),
         static_cast<long long>(s.prefetches - actions_->at_start.prefetches),
         static_cast<long long>(s.demand_swap_ins - actions_->at_start.demand_swap_ins),
         static_cast<long long>(actions_->prefetch_no_room),
-        static_cast<long long>(last_iteration_hits_)));
+        static_cast<long long>(last_iteration_hits_),
+        static_cast<long long>(actions_->diverged_iterations)));
     if (recomputer_ != nullptr) {
       const Recomputer::Stats rs = recomputer_->stats();
       lines.push_back(absl::StrFormat(
@@ -316,6 +328,8 @@ class Profiler::Impl {
   // the next op. Pairs are resolved once both events completed, without blocking.
   void NoteIterationStartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     iteration_mark_due_ = true;
+    previous_iteration_first_id_ = iteration_first_id_;
+    iteration_first_id_ = next_id_;
     if (actions_.has_value() && config_.mode == pooch::RunMode::kPlanned) ReplanIfMissedLocked();
     if (trace_ != nullptr) {
       const pooch::TraceArg args[] = {
@@ -624,8 +638,30 @@ class Profiler::Impl {
     // The plan_run: line counts from the first plan on, across re-profiles.
     a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
     a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;
+    a.diverged_iterations = actions_.has_value() ? actions_->diverged_iterations : 0;
     a.drop_fallbacks = actions_.has_value() ? actions_->drop_fallbacks : 0;
     actions_ = std::move(a);
+  }
+
+  // Note [Diverged iterations] (plan_actions.h): the op at `position` touched these allocations
+  // made before the previous iteration began; one the reference's op did not touch stops the
+  // plan's actions until the next iteration.
+  void NoteDivergenceLocked(int64_t position, const std::vector<uint64_t>& old_touched)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const auto expected = actions_->persistent_touched.find(position);
+    for (uint64_t id : old_touched) {
+      if (expected != actions_->persistent_touched.end() &&
+          std::binary_search(expected->second.begin(), expected->second.end(), id)) {
+        continue;
+      }
+      actions_->diverged = true;
+      ++actions_->diverged_iterations;
+      if (trace_ != nullptr) {
+        const pooch::TraceArg args[] = {{"position", position}};
+        trace_->OnRuntime("diverged", args);
+      }
+      return;
+    }
   }
 
   void PrefetchBeforeLocked(int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -774,6 +810,9 @@ class Profiler::Impl {
   double iteration_ms_sum_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t iterations_timed_ ABSL_GUARDED_BY(mu_) = 0;
   double first_iteration_ms_ ABSL_GUARDED_BY(mu_) = -1;  // under the plan; -1: not yet timed
+  // Note [Diverged iterations]: the first recorder id of this iteration and of the one before.
+  uint64_t iteration_first_id_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t previous_iteration_first_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::string plan_line_ ABSL_GUARDED_BY(mu_);
   // The profile planned last, kept for re-plans (Note [Headroom]).
   std::optional<pooch::BuiltProfile> built_ ABSL_GUARDED_BY(mu_);

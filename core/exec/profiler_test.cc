@@ -213,6 +213,55 @@ TEST_F(ProfilerTest, ARecurringIterationIsPlannedFromTheCache) {
   EXPECT_GT(manager_->Stats().planned_swap_outs, 0);
 }
 
+// Note [Diverged iterations]: every iteration has the same events, and its last op reads one of
+// three same-sized weights. When the weight changes between iterations (a routed expert), the
+// op touches a weight the profiled iteration did not, and the plan's actions stop for the rest
+// of that iteration; when it never changes, no iteration diverges. Every byte is right either
+// way, under swap-all (whose plan swaps the maps and the weight).
+TEST_F(ProfilerTest, AnIterationThatReadsAnotherWeightDivergesFromThePlan) {
+  for (bool routed : {false, true}) {
+    Config c;
+    c.mode = RunMode::kPlanned;
+    c.planned_policy = Policy::kSwapAll;
+    c.iteration_marker = IterationMarker::kSync;
+    c.pilot = PilotMode::kOff;
+    Start(/*limit_granules=*/10, c);
+    std::vector<DeviceAddress> weights;
+    for (int e = 0; e < 3; ++e) {
+      weights.push_back(Alloc(2 * kG));
+      const DeviceAddress w = weights.back();
+      const std::vector<AccessRange> ranges = {{w, 2 * kG, Mode::kWrite}};
+      absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, ranges);
+      ASSERT_TRUE(t.ok());
+      ASSERT_TRUE(device_
+                      ->Launch(stream_, {{w, 2 * kG}},
+                               [w, e](FakeDevice::Memory& m) {
+                                 std::vector<uint8_t> data(2 * kG, static_cast<uint8_t>(100 + e));
+                                 m.Write(w, data.data(), 2 * kG).IgnoreError();
+                               })
+                      .ok());
+      ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
+    }
+    for (int i = 0; i < 12; ++i) {
+      Iteration(static_cast<uint8_t>(10 * i), /*layers=*/3);
+      const int chosen = routed ? i % 3 : 0;
+      const DeviceAddress out = Alloc(2 * kG);
+      Op("expert", weights[static_cast<size_t>(chosen)], out, 100 + chosen);
+      Free(out);
+      profiler_->SyncMarker();
+    }
+    EXPECT_EQ(wrong_bytes_, 0);
+    const std::string summary = Summary();
+    EXPECT_THAT(summary, HasSubstr("carried out"));
+    if (routed) {
+      EXPECT_THAT(summary, ::testing::ContainsRegex("diverged_iterations [1-9]")) << summary;
+    } else {
+      EXPECT_THAT(summary, HasSubstr("diverged_iterations 0"));
+    }
+    TearDown();
+  }
+}
+
 // Not a planner policy: a profile is made (POOCH_PROFILE_OUT) and planned, never carried out.
 TEST_F(ProfilerTest, ProfileOutAloneCarriesNothingOut) {
   Config c;
