@@ -94,6 +94,28 @@ class ProfilerTest : public ::testing::Test {
     profiler_->OpEnd(op, stream_);
   }
 
+  // `n` persistent weights of 2 granules, the e-th filled with 100 + e (written as an op would).
+  std::vector<DeviceAddress> Weights(int n) {
+    std::vector<DeviceAddress> weights;
+    for (int e = 0; e < n; ++e) {
+      const DeviceAddress w = Alloc(2 * kG);
+      weights.push_back(w);
+      const std::vector<AccessRange> ranges = {{w, 2 * kG, Mode::kWrite}};
+      absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, ranges);
+      EXPECT_TRUE(t.ok()) << t.status();
+      if (!t.ok()) continue;
+      EXPECT_TRUE(device_
+                      ->Launch(stream_, {{w, 2 * kG}},
+                               [w, e](FakeDevice::Memory& m) {
+                                 std::vector<uint8_t> data(2 * kG, static_cast<uint8_t>(100 + e));
+                                 m.Write(w, data.data(), 2 * kG).IgnoreError();
+                               })
+                      .ok());
+      EXPECT_TRUE(manager_->AfterOp(*std::move(t)).ok());
+    }
+    return weights;
+  }
+
   // One training iteration: a chain of `layers` maps in forward, read again in reverse order in
   // backward (each checked), all freed at the end. `seed` is the input's first byte.
   void Iteration(uint8_t seed, int layers = 4) {
@@ -226,22 +248,7 @@ TEST_F(ProfilerTest, AnIterationThatReadsAnotherWeightDivergesFromThePlan) {
     c.iteration_marker = IterationMarker::kSync;
     c.pilot = PilotMode::kOff;
     Start(/*limit_granules=*/10, c);
-    std::vector<DeviceAddress> weights;
-    for (int e = 0; e < 3; ++e) {
-      weights.push_back(Alloc(2 * kG));
-      const DeviceAddress w = weights.back();
-      const std::vector<AccessRange> ranges = {{w, 2 * kG, Mode::kWrite}};
-      absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, ranges);
-      ASSERT_TRUE(t.ok());
-      ASSERT_TRUE(device_
-                      ->Launch(stream_, {{w, 2 * kG}},
-                               [w, e](FakeDevice::Memory& m) {
-                                 std::vector<uint8_t> data(2 * kG, static_cast<uint8_t>(100 + e));
-                                 m.Write(w, data.data(), 2 * kG).IgnoreError();
-                               })
-                      .ok());
-      ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
-    }
+    const std::vector<DeviceAddress> weights = Weights(3);
     for (int i = 0; i < 12; ++i) {
       Iteration(static_cast<uint8_t>(10 * i), /*layers=*/3);
       const int chosen = routed ? i % 3 : 0;
@@ -294,22 +301,7 @@ TEST_F(ProfilerTest, ThePilotPrefetchesTheExpertTheReadBackChooses) {
     c.pilot = mode;
     Start(/*limit_granules=*/8, c);
     constexpr int kExperts = 6;
-    std::vector<DeviceAddress> weights;
-    for (int e = 0; e < kExperts; ++e) {
-      weights.push_back(Alloc(2 * kG));
-      const DeviceAddress w = weights.back();
-      const std::vector<AccessRange> ranges = {{w, 2 * kG, Mode::kWrite}};
-      absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, ranges);
-      ASSERT_TRUE(t.ok());
-      ASSERT_TRUE(device_
-                      ->Launch(stream_, {{w, 2 * kG}},
-                               [w, e](FakeDevice::Memory& m) {
-                                 std::vector<uint8_t> data(2 * kG, static_cast<uint8_t>(100 + e));
-                                 m.Write(w, data.data(), 2 * kG).IgnoreError();
-                               })
-                      .ok());
-      ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
-    }
+    const std::vector<DeviceAddress> weights = Weights(kExperts);
     uint64_t state = 12345;
     for (int i = 0; i < 200; ++i) {
       const DeviceAddress input = Alloc(2 * kG);
