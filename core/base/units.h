@@ -31,6 +31,10 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text);
 // Human-readable binary size with two decimals: "512 B", "1.50 KiB", "16.00 GiB".
 std::string FormatBytes(int64_t bytes);
 
+// `bytes` rounded up to a multiple of `unit` (a mapping granularity, a block size).
+// REQUIRES: unit > 0, bytes >= 0, and bytes + unit - 1 fits in int64.
+inline int64_t RoundUp(int64_t bytes, int64_t unit) { return (bytes + unit - 1) / unit * unit; }
+
 }  // namespace pooch
 
 #endif  // POOCH_CORE_BASE_UNITS_H_

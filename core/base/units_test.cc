@@ -65,5 +65,13 @@ TEST(FormatBytes, ReadableBinaryUnits) {
   EXPECT_EQ(FormatBytes(-2048), "-2.00 KiB");
 }
 
+TEST(RoundUp, ToAMultipleOfTheUnit) {
+  EXPECT_EQ(RoundUp(0, 2 << 20), 0);
+  EXPECT_EQ(RoundUp(1, 2 << 20), 2 << 20);
+  EXPECT_EQ(RoundUp(2 << 20, 2 << 20), 2 << 20);
+  EXPECT_EQ(RoundUp((2 << 20) + 1, 2 << 20), 4 << 20);
+  EXPECT_EQ(RoundUp(7, 1), 7);
+}
+
 }  // namespace
 }  // namespace pooch

@@ -79,14 +79,16 @@ class Profiler::Impl {
     // Note [Pilot model]: the managed allocations the op touches, by base.
     const bool feed_pilot = pilot_.has_value() && pilot_->pilot().active();
     std::vector<pooch::PilotKey> pilot_touched;
-    // Note [Diverged iterations]: managed allocations made before the previous iteration began
-    // (none for a kernel, whose scanned words may be stale).
+    // Note [Diverged iterations]: managed allocations made before the previous iteration began,
+    // collected only while a plan is followed (none for a kernel, whose scanned words may be
+    // stale).
     std::vector<uint64_t> old_touched;
+    const bool check_divergence = exact_accesses && actions_.has_value() && !actions_->diverged;
     for (const pooch::AccessRange& r : ranges) {
       if (const auto* live = ContainingLocked(r.address)) {
         accesses.push_back({live->second.id, ModeOf(r.mode)});
         if (feed_pilot && live->second.managed) pilot_touched.push_back(live->first);
-        if (exact_accesses && live->second.managed &&
+        if (check_divergence && live->second.managed &&
             live->second.id < previous_iteration_first_id_) {
           old_touched.push_back(live->second.id);
         }

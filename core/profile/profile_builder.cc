@@ -63,6 +63,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/base/units.h"
 #include "core/model/candidates.h"
 
 namespace pooch {
@@ -127,7 +128,7 @@ absl::StatusOr<BuiltProfile> BuildProfile(const RecordedIteration& it,
     const int64_t mapped =
         allocation == kOtherAllocation || bytes > std::numeric_limits<int64_t>::max() - g
             ? bytes
-            : (bytes + g - 1) / g * g;
+            : RoundUp(bytes, g);
     if (mapped != bytes) t.device_bytes = mapped;
     p.tensors.push_back(std::move(t));
     out.tensor_allocation.push_back(allocation);

@@ -15,10 +15,6 @@ namespace {
 absl::Status BackOff() { return absl::AbortedError("an older op waits for memory: give way"); }
 bool IsBackOff(const absl::Status& s) { return s == BackOff(); }
 
-int64_t RoundUp(int64_t bytes, int64_t granularity) {
-  return (bytes + granularity - 1) / granularity * granularity;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ResidencyManager>> ResidencyManager::Create(

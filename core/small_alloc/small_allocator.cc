@@ -6,14 +6,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/units.h"
 
 namespace pooch {
-namespace {
-
-int64_t RoundUp(int64_t x, int64_t unit) { return (x + unit - 1) / unit * unit; }
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<SmallAllocator>> SmallAllocator::Create(
     Device& device, SmallAllocatorOptions options) {
   // max_bytes 0 or 1 (POOCH_MIN_SWAP_BYTES 0 or 1: every allocation is swappable) is an
