@@ -67,9 +67,14 @@ cublasStatus_t RunGemm(cublasHandle_t handle, const GemmCall& call, Forward&& fo
   r.Add(call.A, static_cast<size_t>(s.a), kR);
   r.Add(call.B, static_cast<size_t>(s.b), kR);
   r.Add(call.C, static_cast<size_t>(s.c), beta_zero ? Mode::kWrite : kRW);
-  // Scratch: written before it is read within the call, nothing carried from one call to the
-  // next, so written only. (Read and written, a workspace PyTorch allocates around each call would
-  // be a read of memory no op wrote: Note [Static replay check] would then refuse the replay.)
+  // Note [Scratch workspaces]
+  // A library's workspace is scratch: the call writes it before it reads it, and nothing is
+  // carried from one call to the next, so it is written only. (Read and written, a workspace
+  // PyTorch allocates around each call would be a read of memory no op wrote: Note [Static
+  // replay check] in core/profile/profile_builder.cc would then refuse the replay, as it did for
+  // every cuBLASLt matmul of PyTorch's transformer.) A replay gets a scratch workspace of its own
+  // (Recomputer). cuBLAS, cuBLASLt and cuDNN (legacy and backend) workspaces alike; cuDNN's
+  // reserve space is not scratch: batch norm's forward leaves in it what its backward reads.
   if (settings.workspace_set) r.Add(settings.workspace, settings.workspace_bytes, Mode::kWrite);
   if (!host_scalars) {
     r.Add(call.alpha, call.scale_bytes, kR);

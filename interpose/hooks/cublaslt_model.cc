@@ -231,7 +231,8 @@ absl::StatusOr<LtMatmulModel> LtModel::Matmul(const void* desc, const void* alph
   const bool d_is_c = C == D;
   if (c_read && !d_is_c) add(C, *c_bytes, Mode::kRead);
   add(D, *d_bytes, d_is_c && c_read ? Mode::kReadWrite : Mode::kWrite);
-  add(workspace, static_cast<int64_t>(workspace_bytes), Mode::kReadWrite);
+  // Note [Scratch workspaces] in cublas_hooks.cc: written, never read as an input.
+  add(workspace, static_cast<int64_t>(workspace_bytes), Mode::kWrite);
 
   m.replayable = host && !c_read && algo_given && D != nullptr;
   for (const pooch::AccessRange& r : m.ranges) {

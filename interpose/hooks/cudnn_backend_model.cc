@@ -395,7 +395,8 @@ absl::StatusOr<ExecuteModel> BackendModel::Execute(const void* plan, const void*
     }
   }
   if (m.plan->workspace_bytes > 0) {
-    m.accesses.push_back({m.workspace, m.plan->workspace_bytes, UidRole::kReadWrite, -1});
+    // Note [Scratch workspaces] in cublas_hooks.cc: written, never read as an input.
+    m.accesses.push_back({m.workspace, m.plan->workspace_bytes, UidRole::kWrite, -1});
   }
   return m;
 }

@@ -116,7 +116,7 @@ TEST_F(BackendModelTest, ConvolutionForwardReadsXAndWAndWritesY) {
   EXPECT_EQ(y->role, UidRole::kWrite);
   EXPECT_EQ(ws->address, 0xD000u);
   EXPECT_EQ(ws->bytes, 4096);
-  EXPECT_EQ(ws->role, UidRole::kReadWrite);
+  EXPECT_EQ(ws->role, UidRole::kWrite);  // Note [Scratch workspaces] (cublas_hooks.cc)
   EXPECT_TRUE(m->plan->replayable);
   EXPECT_EQ(m->plan->ops, "conv_fwd");
 }

@@ -61,7 +61,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
   Ranges r;
   AddTensor(r, xDesc, x, kR);
   AddFilter(r, wDesc, w, kR);
-  r.Add(workSpace, workSpaceSizeInBytes, kRW);
+  r.Add(workSpace, workSpaceSizeInBytes, kW);  // Note [Scratch workspaces] (cublas_hooks.cc)
   const bool fresh = BetaIsZero(yDesc, beta);
   AddTensor(r, yDesc, y, fresh ? kW : kRW);
   return RunProducer(
@@ -86,7 +86,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alp
   Ranges r;
   AddFilter(r, wDesc, w, kR);
   AddTensor(r, dyDesc, dy, kR);
-  r.Add(workSpace, workSpaceSizeInBytes, kRW);
+  r.Add(workSpace, workSpaceSizeInBytes, kW);  // Note [Scratch workspaces] (cublas_hooks.cc)
   AddTensor(r, dxDesc, dx, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnConvolutionBackwardData()(handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo,
@@ -104,7 +104,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* a
   Ranges r;
   AddTensor(r, xDesc, x, kR);
   AddTensor(r, dyDesc, dy, kR);
-  r.Add(workSpace, workSpaceSizeInBytes, kRW);
+  r.Add(workSpace, workSpaceSizeInBytes, kW);  // Note [Scratch workspaces] (cublas_hooks.cc)
   AddFilter(r, dwDesc, dw, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnConvolutionBackwardFilter()(handle, alpha, xDesc, x, dyDesc, dy, convDesc,
@@ -339,7 +339,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
   AddTensor(r, bnScaleBiasMeanVarDesc, resultRunningVariance, kRW);
   AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveMean, kW);
   AddTensor(r, bnScaleBiasMeanVarDesc, resultSaveInvVariance, kW);
-  r.Add(workspace, workSpaceSizeInBytes, kRW);
+  r.Add(workspace, workSpaceSizeInBytes, kW);  // Note [Scratch workspaces] (cublas_hooks.cc)
   r.Add(reserveSpace, reserveSpaceSizeInBytes, kW);
   const bool plain = bnOps == CUDNN_BATCHNORM_OPS_BN && zData == nullptr;
   return RunProducer(
@@ -381,7 +381,7 @@ cudnnStatus_t cudnnBatchNormalizationBackwardEx(
   AddTensor(r, dBnScaleBiasDesc, dBnBiasData, kRW);
   AddTensor(r, dBnScaleBiasDesc, savedMean, kR);
   AddTensor(r, dBnScaleBiasDesc, savedInvVariance, kR);
-  r.Add(workSpace, workSpaceSizeInBytes, kRW);
+  r.Add(workSpace, workSpaceSizeInBytes, kW);  // Note [Scratch workspaces] (cublas_hooks.cc)
   r.Add(reserveSpace, reserveSpaceSizeInBytes, kRW);
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
     return real::cudnnBatchNormalizationBackwardEx()(

@@ -407,6 +407,31 @@ torch_auto)
   echo "ok"
   ;;
 
+torch_lt)
+  # Note [Scratch workspaces] (interpose/hooks/cublas_hooks.cc): the MLP with biased Linear
+  # layers, whose forward runs through cublasLtMatmul with a workspace PyTorch allocates around
+  # each call, profiled (POOCH_PROFILE_OUT) under the auto marker: every cublasLtMatmul of the
+  # measured profile is replayable (its workspace is no read of memory nothing wrote). Args as
+  # torch.
+  need_simgpu
+  set -- $arg
+  simgpu_run=$1 pooch=$2 python=$3 script=$4
+  [ -x "$python" ] || fail "no PyTorch venv at $python (scripts/setup-torch.sh; POOCH_TORCH_VENV)"
+  run torch_lt env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_NO_CUDA_MEMORY_CACHING \
+    -u POOCH_ITERATION_MARKER POOCH_PROFILE_OUT="$work/lt.json" SIMGPU_COMPUTE=timing \
+    SIMGPU_MEMORY=1GiB "$simgpu_run" "$pooch" run --memory-limit 120MiB -- \
+    "$python" -W ignore "$script" 8 linear-bias
+  [ "$rc" -eq 0 ] || fail "torch_lt: exit $rc: $(grep -v '^pooch: calls' "$work/torch_lt.err" | head -8)"
+  [ -s "$work/lt.json" ] || fail "torch_lt: no profile written: $(grep 'plan:' "$work/torch_lt.err")"
+  counts=$("$python" -c 'import json, sys
+ops = [o for o in json.load(open(sys.argv[1]))["ops"] if o["name"] == "cublasLtMatmul"]
+print(len(ops), sum(o["replayable"] for o in ops))' "$work/lt.json")
+  set -- $counts
+  [ "$1" -gt 0 ] || fail "torch_lt: no cublasLtMatmul in the profile"
+  [ "$2" -eq "$1" ] || fail "torch_lt: only $2 of $1 cublasLtMatmul ops replayable"
+  echo "ok ($1 cublasLtMatmul ops, all replayable)"
+  ;;
+
 run_command)
   pooch=$arg
   # pooch run finds libpooch.so at ../lib/libpooch.so from its own directory.

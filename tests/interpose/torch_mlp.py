@@ -1,9 +1,10 @@
 """A small PyTorch training loop for `pooch run` on simgpu (tests/interpose, case torch).
 
-Usage: torch_mlp.py ITERS [elementwise|linear]
+Usage: torch_mlp.py ITERS [elementwise|linear|linear-bias]
 Eight layers with ReLU and an MSE loss (kernels through __cudaLaunchKernel), SGD with momentum,
 batch 1024, width 2048: 8 MiB per feature map, so that a limit below its peak forces swaps. The
-layers are `linear` (bias-free nn.Linear: cuBLAS cublasGemmEx) or `elementwise` (the default:
+layers are `linear` (bias-free nn.Linear: cuBLAS cublasGemmEx), `linear-bias` (nn.Linear with its
+bias: forward through cublasLtMatmul's bias epilogue) or `elementwise` (the default:
 x * w + b with per-feature parameters, kernels only, so that the case checks the launches and the
 allocator whatever cuBLAS calls pooch models). Prints `allocator NAME` (torch's view of the backend),
 `iter I` per iteration, `max_memory_allocated B` and `done`.
@@ -32,7 +33,10 @@ def main():
     width, depth, batch = 2048, 8, 1024
     layers = []
     for _ in range(depth):
-        layer = torch.nn.Linear(width, width, bias=False) if kind == "linear" else Elementwise(width)
+        if kind == "elementwise":
+            layer = Elementwise(width)
+        else:
+            layer = torch.nn.Linear(width, width, bias=kind == "linear-bias")
         layers += [layer, torch.nn.ReLU()]
     model = torch.nn.Sequential(*layers).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
