@@ -36,7 +36,8 @@
 namespace pooch {
 
 // One entry of an event's "args" (or a counter's series): a key and a number or a string. The
-// key and string value are copied when the event is written, so views into temporaries are fine.
+// key and string value are views, copied when the event is written: a temporary may back them
+// only within the call's own expression, not in an array declared before the call.
 struct TraceArg {
   TraceArg(absl::string_view k, int v) : key(k), kind(Kind::kInt), int_value(v) {}
   TraceArg(absl::string_view k, int64_t v) : key(k), kind(Kind::kInt), int_value(v) {}

@@ -1,6 +1,7 @@
 #include "core/exec/pilot_actions.h"
 
 #include <optional>
+#include <string>
 
 #include "absl/strings/str_format.h"
 
@@ -21,9 +22,11 @@ void PilotActions::ReadBack(absl::Span<const uint8_t> bytes, bool act) {
   if (trace_ != nullptr) {
     const Pilot::Block& b = pilot_.last_block();
     const Pilot::ModelStats& s = b.scored[b.acting];
+    // Held here: a TraceArg is a view, and the array outlives its initialisers' temporaries.
+    const std::string signature = absl::StrFormat("%016x", b.signature);
     const TraceArg args[] = {{"ordinal", b.ordinal},
                              {"ops", b.ops},
-                             {"signature", absl::StrFormat("%016x", b.signature)},
+                             {"signature", signature},
                              {"model", Pilot::ModelName(b.acting)},
                              {"hits", s.hits},
                              {"misses", s.misses},

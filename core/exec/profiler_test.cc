@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "core/base/trace.h"
 #include "core/device/fake_device.h"
+#include "core/exec/trace_observer.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
 #include "gmock/gmock.h"
@@ -28,8 +30,9 @@ constexpr int64_t kG = 64 << 10;  // the fake device's granularity
 
 class ProfilerTest : public ::testing::Test {
  protected:
-  // A device of 64 granules; the manager's limit is `limit_granules`.
-  void Start(int64_t limit_granules, Config config) {
+  // A device of 64 granules; the manager's limit is `limit_granules`. With `trace`, the profiler
+  // writes its instants to an in-memory trace (TraceContents).
+  void Start(int64_t limit_granules, Config config, bool trace = false) {
     FakeDevice::Options device;
     device.granularity = kG;
     device.capacity = 64 * kG;
@@ -44,11 +47,25 @@ class ProfilerTest : public ::testing::Test {
     small.max_bytes = kG;
     small_ = *SmallAllocator::Create(*device_, std::move(small));
     config_ = std::move(config);
-    profiler_ = std::make_unique<Profiler>(*device_, *manager_, *small_, config_, nullptr, nullptr);
+    trace_.reset();
+    trace_writer_ = nullptr;
+    if (trace) {
+      auto writer = std::make_unique<TraceWriter>();
+      trace_writer_ = writer.get();
+      trace_ = std::make_unique<TraceObserver>(std::move(writer));
+    }
+    profiler_ =
+        std::make_unique<Profiler>(*device_, *manager_, *small_, config_, trace_.get(), nullptr);
+  }
+
+  std::string TraceContents() const {
+    return trace_writer_ != nullptr ? trace_writer_->Contents() : "";
   }
 
   void TearDown() override {
     profiler_.reset();
+    trace_.reset();
+    trace_writer_ = nullptr;
     small_.reset();
     manager_.reset();
     if (device_ != nullptr) {
@@ -161,6 +178,8 @@ class ProfilerTest : public ::testing::Test {
   StreamHandle stream_ = 0;
   std::unique_ptr<ResidencyManager> manager_;
   std::unique_ptr<SmallAllocator> small_;
+  std::unique_ptr<TraceObserver> trace_;
+  TraceWriter* trace_writer_ = nullptr;  // owned by trace_
   std::unique_ptr<Profiler> profiler_;
   Config config_;
   int wrong_bytes_ = 0;
@@ -334,6 +353,31 @@ TEST_F(ProfilerTest, ThePilotPrefetchesTheExpertTheReadBackChooses) {
   // Most iterations follow a cached plan (one per expert), where the pilot does not act; it
   // saves demand swap-ins in the others.
   EXPECT_LT(demand_ins[1] * 100, demand_ins[0] * 85) << demand_ins[0] << " " << demand_ins[1];
+}
+
+// Note [Pilot model]: each block the pilot closes is a `pilot block` instant in the trace, named
+// by its signature as 16 hex digits (the string outlives the event's write: it was once a view of
+// a destroyed temporary, and the trace showed garbage).
+TEST_F(ProfilerTest, TheTraceNamesEachPilotBlockBySignature) {
+  Config c;
+  c.mode = RunMode::kPlanned;
+  c.planned_policy = Policy::kPooch;
+  c.iteration_marker = IterationMarker::kSync;
+  c.pilot = PilotMode::kNgram;
+  Start(/*limit_granules=*/16, c, /*trace=*/true);
+  for (int i = 0; i < 4; ++i) {
+    const DeviceAddress input = Alloc(2 * kG);
+    Op("router", input, input);
+    const float score = static_cast<float>(i);
+    profiler_->ReadBack(&score, sizeof score);
+    Free(input);
+    profiler_->SyncMarker();
+  }
+  const std::string trace = TraceContents();
+  EXPECT_THAT(trace, HasSubstr("\"pilot block\""));
+  EXPECT_THAT(trace, ::testing::ContainsRegex("\"signature\": ?\"[0-9a-f]{16}\""));
+  EXPECT_THAT(trace,
+              ::testing::Not(::testing::ContainsRegex("\"signature\": ?\"[^\"]{0,15}[^0-9a-f\"]")));
 }
 
 }  // namespace
