@@ -19,6 +19,16 @@ top_calls() {
   awk -v hook="$2" '$1 == "pooch:" && $2 == "calls:" && $3 == hook { n = $4 } END { print n + 0 }' "$1"
 }
 
+# torch_args: the torch cases' arguments (SIMGPU_RUN POOCH PYTHON SCRIPT, in $arg) into
+# simgpu_run, pooch, python and script; fails without simgpu or the PyTorch venv.
+torch_args() {
+  need_simgpu
+  # shellcheck disable=SC2086
+  set -- $arg
+  simgpu_run=$1 pooch=$2 python=$3 script=$4
+  [ -x "$python" ] || fail "no PyTorch venv at $python (scripts/setup-torch.sh; POOCH_TORCH_VENV)"
+}
+
 # incore_reference ARGS...: cnn_train ($bin) in core with the hazard checker at error (which
 # stays set for the runs after it); sets peak and sum, its peak_device_bytes and params_checksum.
 incore_reference() {
@@ -362,10 +372,7 @@ graph_pool)
 torch)
   # A small PyTorch MLP under `simgpu-run pooch run` at a limit below its peak: args
   # SIMGPU_RUN POOCH PYTHON SCRIPT.
-  need_simgpu
-  set -- $arg
-  simgpu_run=$1 pooch=$2 python=$3 script=$4
-  [ -x "$python" ] || fail "no PyTorch venv at $python (scripts/setup-torch.sh; POOCH_TORCH_VENV)"
+  torch_args
   run torch env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_NO_CUDA_MEMORY_CACHING \
     SIMGPU_COMPUTE=timing SIMGPU_MEMORY=1GiB "$simgpu_run" "$pooch" run --memory-limit 120MiB \
     -- "$python" -W ignore "$script" 3
@@ -389,10 +396,7 @@ torch_auto)
   # core/profile/iteration_tracker.h): the Python loop holds the loss, the output and the
   # gradients across iterations, so the iteration is found only with carried lifetimes, then
   # profiled and planned at a limit that forces swaps. Args as torch.
-  need_simgpu
-  set -- $arg
-  simgpu_run=$1 pooch=$2 python=$3 script=$4
-  [ -x "$python" ] || fail "no PyTorch venv at $python (scripts/setup-torch.sh; POOCH_TORCH_VENV)"
+  torch_args
   run torch_auto env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_NO_CUDA_MEMORY_CACHING \
     -u POOCH_ITERATION_MARKER SIMGPU_COMPUTE=timing SIMGPU_MEMORY=1GiB "$simgpu_run" "$pooch" run \
     --memory-limit 120MiB -- "$python" -W ignore "$script" 8
@@ -413,10 +417,7 @@ torch_lt)
   # each call, profiled (POOCH_PROFILE_OUT) under the auto marker: every cublasLtMatmul of the
   # measured profile is replayable (its workspace is no read of memory nothing wrote). Args as
   # torch.
-  need_simgpu
-  set -- $arg
-  simgpu_run=$1 pooch=$2 python=$3 script=$4
-  [ -x "$python" ] || fail "no PyTorch venv at $python (scripts/setup-torch.sh; POOCH_TORCH_VENV)"
+  torch_args
   run torch_lt env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_NO_CUDA_MEMORY_CACHING \
     -u POOCH_ITERATION_MARKER POOCH_PROFILE_OUT="$work/lt.json" SIMGPU_COMPUTE=timing \
     SIMGPU_MEMORY=1GiB "$simgpu_run" "$pooch" run --memory-limit 120MiB -- \
@@ -426,6 +427,7 @@ torch_lt)
   counts=$("$python" -c 'import json, sys
 ops = [o for o in json.load(open(sys.argv[1]))["ops"] if o["name"] == "cublasLtMatmul"]
 print(len(ops), sum(o["replayable"] for o in ops))' "$work/lt.json")
+  # shellcheck disable=SC2086
   set -- $counts
   [ "$1" -gt 0 ] || fail "torch_lt: no cublasLtMatmul in the profile"
   [ "$2" -eq "$1" ] || fail "torch_lt: only $2 of $1 cublasLtMatmul ops replayable"
