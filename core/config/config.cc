@@ -232,7 +232,9 @@ const Variable kVariables[] = {
      }},
     {{"POOCH_REPROFILE_AFTER", "3", "integer >= 1",
       "Iterations that depart from the profile (run under demand swapping) before pooch "
-      "profiles again."},
+      "profiles again. With POOCH_ITERATION_MARKER=sync or nvtx, only until the first departure "
+      "under a plan: from then on each departed iteration is profiled as it runs and planned at "
+      "its end."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int> n = ParsePositiveInt(name, value);
        if (!n.ok()) return n.status();
@@ -273,7 +275,8 @@ const Variable kVariables[] = {
     {{"POOCH_PILOT", "on", "on, off, ngram, linear",
       "Under a planner policy, the pilot model of dynamic networks: at each small synchronous "
       "read-back to the host it predicts what the next block of ops touches and prefetches it, "
-      "while no plan is followed. on: the better of its two models so far; ngram, linear: that "
+      "while no plan that moves anything is followed. on: the better of its two models so far; "
+      "ngram, linear: that "
       "model; off: no pilot."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<PilotMode> m = ParseChoice(name, value, kPilotModes);

@@ -2,10 +2,11 @@
 // (Note [Pilot model] in core/pilot/pilot.h), with what they did for the summary and the trace.
 //
 // At a read-back the block that ended is scored and the next one predicted. When the profiler
-// lets the pilot act (no plan is being followed and no profiling pass is recorded), the likely
-// allocations that are on the host are prefetched in one batch, most likely first; when one finds
-// no room, the unlikely ones are swapped out, least likely first, until it does. Demand swapping
-// stays underneath: a wrong prediction costs copies, never results.
+// lets the pilot act (no plan that moves anything is being followed and no profiling pass is
+// recorded), the likely allocations that are on the host are prefetched in one batch, most
+// likely first; when one finds no room, the unlikely ones are swapped out, least likely first,
+// until it does. Demand swapping stays underneath: a wrong prediction costs copies, never
+// results.
 //
 // Thread safety: none; the profiler's lock serialises.
 #ifndef POOCH_CORE_EXEC_PILOT_ACTIONS_H_

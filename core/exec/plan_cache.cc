@@ -24,14 +24,22 @@ const PlanCache::Entry* PlanCache::Find(uint64_t key) {
   return &it->second;
 }
 
-void PlanCache::Put(uint64_t key, Entry entry) {
+const PlanCache::Entry* PlanCache::Peek(uint64_t key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+std::optional<uint64_t> PlanCache::Put(uint64_t key, Entry entry) {
   auto [it, inserted] = entries_.insert_or_assign(key, std::move(entry));
-  if (!inserted) return;
-  order_.push_back(key);
-  while (order_.size() > kMaxEntries) {
-    entries_.erase(order_.front());
-    order_.pop_front();
+  if (!inserted || order_.size() < kMaxEntries) {
+    if (inserted) order_.push_back(key);
+    return std::nullopt;
   }
+  const uint64_t oldest = order_.front();
+  order_.pop_front();
+  entries_.erase(oldest);
+  order_.push_back(key);
+  return oldest;
 }
 
 }  // namespace pooch

@@ -17,18 +17,27 @@
 // iteration must still be found again (two iterations under the automatic marker): the cache
 // saves profiling and planning, not detection. Bounded: kMaxEntries, the oldest dropped.
 //
+// An iteration that turns out to be another cached reference's shape part-way through switches
+// to that plan at the event where it departs (Note [Switching references] in
+// core/profile/iteration_tracker.h): each entry keeps the profile and positions its actions are
+// made from, and the tracker keeps the reference's events under the same key as an alternate.
+//
 // Thread safety: thread-compatible; the profiler calls it under its lock.
 #ifndef POOCH_CORE_EXEC_PLAN_CACHE_H_
 #define POOCH_CORE_EXEC_PLAN_CACHE_H_
 
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "core/plan/plan.h"
 #include "core/profile/iteration_tracker.h"
+#include "core/profile/op_stream_recorder.h"
+#include "core/profile/profile_builder.h"
 
 namespace pooch {
 
@@ -37,10 +46,15 @@ class PlanCache {
   static constexpr size_t kMaxEntries = 16;
 
   struct Entry {
-    PlanResult plan;
+    // None: no plan was found for this reference; it runs under demand swapping, with no
+    // action of another reference's plan (Note [Switching references]).
+    std::optional<PlanResult> plan;
     int64_t headroom_bytes = 0;  // the memory the plan was made without (Note [Headroom])
     int replans = 0;
     std::string plan_line;  // the summary's plan: line when it was made
+    // What the plan's actions are made from, for a switch to it mid-iteration.
+    std::shared_ptr<const BuiltProfile> built;
+    std::shared_ptr<const OpStreamRecorder::Positions> positions;
   };
 
   // The key of a reference iteration: its events' kinds and signatures, in order.
@@ -48,8 +62,11 @@ class PlanCache {
 
   // The entry for `key`, or null; counts a hit or a miss.
   const Entry* Find(uint64_t key);
-  // Stores (or replaces) the entry for `key`, dropping the oldest beyond kMaxEntries.
-  void Put(uint64_t key, Entry entry);
+  // The entry for `key`, or null; counts nothing.
+  const Entry* Peek(uint64_t key) const;
+  // Stores (or replaces) the entry for `key`, dropping the oldest beyond kMaxEntries; returns
+  // the key dropped, if any.
+  std::optional<uint64_t> Put(uint64_t key, Entry entry);
 
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }

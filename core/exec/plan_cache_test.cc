@@ -41,7 +41,12 @@ TEST(PlanCacheTest, FindsWhatWasPutCountsAndDropsTheOldest) {
   EXPECT_EQ(cache.Find(1)->headroom_bytes, 20);
   EXPECT_EQ(cache.hits(), 3);
   EXPECT_EQ(cache.misses(), 1);
-  for (uint64_t k = 2; k <= PlanCache::kMaxEntries + 1; ++k) cache.Put(k, PlanCache::Entry());
+  EXPECT_EQ(cache.Put(1, one), std::nullopt);  // replaced: nothing dropped
+  for (uint64_t k = 2; k <= PlanCache::kMaxEntries; ++k) {
+    EXPECT_EQ(cache.Put(k, PlanCache::Entry()), std::nullopt);
+  }
+  EXPECT_NE(cache.Peek(1), nullptr);
+  EXPECT_EQ(cache.Put(PlanCache::kMaxEntries + 1, PlanCache::Entry()), 1u);  // the oldest
   EXPECT_EQ(cache.size(), PlanCache::kMaxEntries);
   EXPECT_EQ(cache.Find(1), nullptr);  // the oldest went
   EXPECT_NE(cache.Find(PlanCache::kMaxEntries + 1), nullptr);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <deque>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -116,7 +117,8 @@ class Profiler::Impl {
       }
     }
     if (profiling) copy_times_.OnOp(manager_);
-    if (profiling) {
+    // Note [Departed references]: the iteration may become the reference at its end.
+    if (profiling || recorder_.tracker().keeping_iteration()) {
       // Bracket the op with timing events on its stream: its device time (§4.2).
       if (std::optional<EventHandle> start = EventLocked();
           start.has_value() && device_.RecordEvent(*start, stream).ok()) {
@@ -198,9 +200,11 @@ class Profiler::Impl {
   void ReadBack(const void* host, size_t bytes) {
     pooch::MutexLock lock(&mu_);
     if (!pilot_.has_value() || bytes > pooch::Pilot::kMaxReadBackBytes) return;
-    // Note [Pilot model]: it acts while no plan is followed, and never in a recorded profiling
-    // pass (its copies would be the profile's).
-    const bool following = actions_.has_value() && last_position_ >= 0 && !actions_->diverged;
+    // Note [Pilot model]: it acts while no plan that moves anything is followed (a plan with
+    // nothing to do, as when the reference fits, leaves the other tensors to demand swapping),
+    // and never in a recorded profiling pass (its copies would be the profile's).
+    const bool following = actions_.has_value() && last_position_ >= 0 && !actions_->diverged &&
+                           actions_->swapped + actions_->recomputed > 0;
     pilot_->ReadBack({static_cast<const uint8_t*>(host), bytes},
                      !following && !recorder_.tracker().recording_next());
   }
@@ -209,7 +213,12 @@ class Profiler::Impl {
     pooch::MutexLock lock(&mu_);
     if (pilot_.has_value()) pilot_->pilot().IterationStart();
     const IterationTracker::BoundaryResult b = recorder_.MarkBoundary();
-    if (b.profile_ready) finalize_due_ = true;
+    if (b.profile_ready) {
+      finalize_due_ = true;
+      from_departure_ = b.from_departure;
+    } else if (recorder_.tracker().keeping_iteration() && !recorder_.tracker().recording_next()) {
+      RecycleTimedLocked();  // the ended iteration is not the reference: its times go
+    }
     if (b.completed) NoteIterationStartLocked();
     if (b.departed) NoteDepartureLocked();
     FinalizeIfDueLocked();
@@ -235,10 +244,10 @@ class Profiler::Impl {
     if (!plan_line_.empty()) lines.push_back(plan_line_);
     if (pilot_.has_value()) lines.push_back(pilot_->SummaryLine());
     if (config_.mode == pooch::RunMode::kPlanned) {
-      lines.push_back(absl::StrFormat("plan_cache: hits %lld misses %lld entries %zu",
+      lines.push_back(absl::StrFormat("plan_cache: hits %lld misses %lld entries %zu switches %lld",
                                       static_cast<long long>(plan_cache_.hits()),
                                       static_cast<long long>(plan_cache_.misses()),
-                                      plan_cache_.size()));
+                                      plan_cache_.size(), static_cast<long long>(plan_switches_)));
     }
     if (!actions_.has_value()) return lines;
     // What the plans' actions did since the first plan began: the safety net's hits are the
@@ -321,6 +330,8 @@ class Profiler::Impl {
     if (step.departed) NoteDepartureLocked();
     // The auto marker's iteration starts (a marker's come through SyncMarker).
     if (step.iteration_start && pilot_.has_value()) pilot_->pilot().IterationStart();
+    // After the iteration start: a re-plan made there is the old reference's.
+    if (step.switched) SwitchPlanLocked(step.switched_to, step.position);
   }
 
   // Note [Measured iteration time]: an iteration's time is the device time between timing
@@ -382,6 +393,14 @@ class Profiler::Impl {
     first_iteration_ms_ = -1;
   }
 
+  void RecycleTimedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const Timed& t : timed_) {
+      spare_.push_back(t.start);
+      spare_.push_back(t.end);
+    }
+    timed_.clear();
+  }
+
   void ResolveIterationPairsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (!iteration_pairs_.empty()) {
       const Timed& t = iteration_pairs_.front();
@@ -414,6 +433,14 @@ class Profiler::Impl {
     iteration_mark_due_ = false;
     if (last_mark_ != 0) spare_.push_back(last_mark_);
     last_mark_ = 0;
+    // Note [Departed references] (iteration_tracker.h): with an explicit marker, under a plan,
+    // each departed iteration from the next one on is profiled and planned at its end.
+    if (config_.iteration_marker != pooch::IterationMarker::kAuto &&
+        config_.mode == pooch::RunMode::kPlanned && actions_.has_value() && !take_departed_) {
+      take_departed_ = true;
+      recorder_.SetTakeDeparted(true);
+    }
+    if (take_departed_) return;
     if (++departures_since_profile_ >= config_.reprofile_after) {
       POOCH_LOG_AT(kInfo, "%d iterations departed from the profile; profiling again",
                    departures_since_profile_);
@@ -431,6 +458,7 @@ class Profiler::Impl {
   void FinalizeIfDueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!finalize_due_) return;
     finalize_due_ = false;
+    const bool from_departure = std::exchange(from_departure_, false);
     for (const Timed& t : timed_) {
       if (device_.SynchronizeEvent(t.end).ok()) {
         if (absl::StatusOr<double> us = device_.ElapsedMicroseconds(t.start, t.end); us.ok()) {
@@ -447,18 +475,22 @@ class Profiler::Impl {
     recorder_.DropKept();
     if (!recorded.ok()) {
       NoProfileLocked(recorded.status());
+      if (!swap_all_pass_) NoActionsLocked();  // the pass's reference is the same events
       return;
     }
     absl::StatusOr<pooch::BuiltProfile> built =
         pooch::BuildProfile(*recorded, {.name = "measured", .granularity = manager_.granularity()});
     if (!built.ok()) {
       NoProfileLocked(built.status());
+      if (!swap_all_pass_) NoActionsLocked();
       return;
     }
-    copy_times_.Take(manager_);
-    copy_times_.Attribute(*built);
-    machine_ = copy_times_.Machine(manager_.memory_limit(), &machine_assumed_);
-    copy_times_.Clear();
+    if (!from_departure) {  // a departed iteration's copies are not timed: the machine stays
+      copy_times_.Take(manager_);
+      copy_times_.Attribute(*built);
+      machine_ = copy_times_.Machine(manager_.memory_limit(), &machine_assumed_);
+      copy_times_.Clear();
+    }
     // Note [Plan cache]: a reference planned before is carried out with its plan at once, with
     // no swap-all pass and no planning.
     const pooch::PlanCache::Entry* cached = nullptr;
@@ -466,33 +498,108 @@ class Profiler::Impl {
       cache_key_ = pooch::PlanCache::Key(recorder_.tracker().Reference());
       cached = plan_cache_.Find(cache_key_);
     }
-    if (cached == nullptr && StartSwapAllPassLocked(*built, positions)) return;
+    if (from_departure) profiled_under_ = "departure";
+    if (cached == nullptr && !from_departure && StartSwapAllPassLocked(*built, positions)) {
+      return;
+    }
     manager_.SetTimeCopies(false);  // Note [Copy times]
-    built_ = *std::move(built);
-    positions_ = std::move(positions);
+    built_ = std::make_shared<const pooch::BuiltProfile>(*std::move(built));
+    positions_ = std::make_shared<const pooch::OpStreamRecorder::Positions>(std::move(positions));
     if (cached != nullptr) {
       headroom_ = cached->headroom_bytes;
       replans_ = cached->replans;
       plan_line_ = cached->plan_line;
       profiled_under_ = "cache";
       if (trace_ != nullptr) trace_->OnRuntime("plan from the cache", {});
-      ActionsLocked(*built_, positions_, cached->plan);
+      ActionsLocked(*built_, *positions_, cached->plan ? &*cached->plan : nullptr);
       iterations_under_plan_ = 0;
       return;
     }
     WriteProfileLocked(built_->profile);
     std::optional<pooch::PlanResult> plan = PlanLocked(built_->profile);
     if (plan.has_value() && config_.mode == pooch::RunMode::kPlanned) {
-      ActionsLocked(*built_, positions_, *plan);
-      CacheLocked(*plan);
+      ActionsLocked(*built_, *positions_, &*plan);
+      CacheLocked(plan, /*new_reference=*/true);
       iterations_under_plan_ = 0;
+    } else if (actions_.has_value()) {
+      // No plan for this reference: another reference's actions must not run at its positions.
+      // Cached as planless, so that the shape is not planned again and a switch can find it.
+      ActionsLocked(*built_, *positions_, nullptr);
+      CacheLocked(std::nullopt, /*new_reference=*/true);
     }
   }
 
-  void CacheLocked(const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    plan_cache_.Put(
-        cache_key_,
-        {.plan = plan, .headroom_bytes = headroom_, .replans = replans_, .plan_line = plan_line_});
+  // `new_reference`: the tracker's reference is the one just planned, kept as the alternate of
+  // its key (Note [Switching references]); a re-plan's entry keeps its alternate (the tracker
+  // may already follow another reference when a re-plan is made at an iteration start).
+  void CacheLocked(const std::optional<pooch::PlanResult>& plan, bool new_reference)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (std::optional<uint64_t> dropped = plan_cache_.Put(cache_key_, {.plan = plan,
+                                                                       .headroom_bytes = headroom_,
+                                                                       .replans = replans_,
+                                                                       .plan_line = plan_line_,
+                                                                       .built = built_,
+                                                                       .positions = positions_})) {
+      recorder_.ForgetAlternate(*dropped);
+    }
+    if (new_reference) recorder_.KeepReferenceAs(cache_key_);
+  }
+
+  // Note [Switching references] (iteration_tracker.h): the iteration turned out, at `position`,
+  // to be the reference of another cached plan, whose actions are carried out from there on.
+  // The two references are the same events before `position`, so the allocations made so far
+  // are the same slots' in both: they keep their addresses. What the old plan did before
+  // (swap-outs, drops) and the new one's actions before `position` that did not happen are
+  // left to the safety nets, as with a wrong plan (Note [Carrying out the plan]): demand
+  // swapping, and the Recomputer's rebuild of a dropped map before anything touches it.
+  void SwitchPlanLocked(uint64_t key, int64_t position) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const pooch::PlanCache::Entry* entry = plan_cache_.Peek(key);
+    if (entry == nullptr || entry->built == nullptr || !actions_.has_value()) {
+      // The tracker's alternates are the cache's keys, so this is not expected; another plan's
+      // actions must not run against this reference's positions.
+      POOCH_LOG_AT(kWarn, "no cached plan for the reference switched to; profiling again");
+      recorder_.ForgetAlternate(key);
+      recorder_.Reprofile();
+      actions_.reset();
+      return;
+    }
+    PlanActions a = entry->plan.has_value()
+                        ? MakePlanActions(*entry->built, *entry->positions, *entry->plan)
+                        : PlanActions{};
+    BindPersistentLocked(a);
+    a.StartIteration();
+    for (const auto& [at, slot] : a.slot_at) {
+      if (at >= position) continue;
+      auto old = actions_->slot_at.find(at);
+      if (old == actions_->slot_at.end()) continue;
+      const DeviceAddress address = actions_->address[static_cast<size_t>(old->second)];
+      if (address == 0) continue;  // freed since
+      a.address[static_cast<size_t>(slot)] = address;
+      a.slot_of[address] = slot;
+    }
+    InstallActionsLocked(std::move(a));
+    built_ = entry->built;
+    positions_ = entry->positions;
+    cache_key_ = key;
+    headroom_ = entry->headroom_bytes;
+    replans_ = entry->replans;
+    plan_line_ = entry->plan_line;
+    iterations_under_plan_ = 0;  // a re-plan's evidence is a whole iteration under this plan
+    ++plan_switches_;
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {{"position", position}};
+      trace_->OnRuntime("plan switched", args);
+    }
+  }
+
+  // Tensors that outlive iterations keep their addresses: find them among the live ones.
+  void BindPersistentLocked(PlanActions& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (a.persistent.empty()) return;
+    absl::flat_hash_map<uint64_t, DeviceAddress> by_id;
+    for (const auto& [address, live] : live_) by_id[live.id] = address;
+    for (const PlanActions::Persistent& p : a.persistent) {
+      if (auto it = by_id.find(p.allocation); it != by_id.end()) a.fixed[p.slot] = it->second;
+    }
   }
 
   // Note [Swap-all profiling]
@@ -555,7 +662,7 @@ class Profiler::Impl {
     swap_all_pass_ = true;
     pass_was_first_plan_ = !actions_.has_value();
     recorder_.RecordNextIteration();
-    ActionsLocked(built, positions, *plan);
+    ActionsLocked(built, positions, &*plan);
     // The summary keeps showing the last plan made, if any (a re-profile's pass).
     if (plan_line_.empty()) {
       plan_line_ = "plan: none yet: profiling with every feature map swapped (POOCH_PROFILE_SWAP)";
@@ -583,7 +690,7 @@ class Profiler::Impl {
     if (iterations_under_plan_ >= 1) last_iteration_hits_ = demand_ins - demand_ins_mark_;
     demand_ins_mark_ = demand_ins;
     ++iterations_under_plan_;
-    if (iterations_under_plan_ < 3 || last_iteration_hits_ <= 0 || !built_.has_value() ||
+    if (iterations_under_plan_ < 3 || last_iteration_hits_ <= 0 || built_ == nullptr ||
         replans_ >= kMaxReplans || swap_all_pass_) {
       return;
     }
@@ -608,23 +715,19 @@ class Profiler::Impl {
                  "the safety net swapped in %lld times in an iteration: re-planned with "
                  "%lld bytes of headroom",
                  static_cast<long long>(last_iteration_hits_), static_cast<long long>(headroom_));
-    ActionsLocked(*built_, positions_, *plan);
-    CacheLocked(*plan);
+    ActionsLocked(*built_, *positions_, &*plan);
+    CacheLocked(plan, /*new_reference=*/false);
     iterations_under_plan_ = 1;  // the iteration starting now is the new plan's first
   }
 
   // Note [Carrying out the plan] (plan_actions.h): the plan becomes actions at positions.
+  // `plan` null: the reference has no plan, and no action is taken in it.
   void ActionsLocked(const pooch::BuiltProfile& built,
                      const pooch::OpStreamRecorder::Positions& positions,
-                     const pooch::PlanResult& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                     const pooch::PlanResult* plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RestartIterationTimesLocked();
-    PlanActions a = MakePlanActions(built, positions, plan);
-    // Tensors that outlive iterations keep their addresses: find them among the live ones.
-    for (const PlanActions::Persistent& p : a.persistent) {
-      for (const auto& [address, live] : live_) {
-        if (live.id == p.allocation) a.fixed[p.slot] = address;
-      }
-    }
+    PlanActions a = plan != nullptr ? MakePlanActions(built, positions, *plan) : PlanActions{};
+    BindPersistentLocked(a);
     a.StartIteration();
     // Note [Carried slots]: the iteration starting now frees the successors the reference made.
     if (!a.carried.empty()) {
@@ -637,12 +740,24 @@ class Profiler::Impl {
         }
       }
     }
-    // The plan_run: line counts from the first plan on, across re-profiles.
+    InstallActionsLocked(std::move(a));
+  }
+
+  // Makes `a` the actions carried out, with the counts the plan_run: line keeps from the first
+  // plan on, across re-profiles and switches.
+  void InstallActionsLocked(PlanActions a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
     a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;
     a.diverged_iterations = actions_.has_value() ? actions_->diverged_iterations : 0;
     a.drop_fallbacks = actions_.has_value() ? actions_->drop_fallbacks : 0;
     actions_ = std::move(a);
+  }
+
+  // A new reference that got no profile: the actions of the plan carried out before would run
+  // at positions of another iteration, so none run (a wrong action costs time only, but a
+  // whole plan's worth of them is not worth it).
+  void NoActionsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (actions_.has_value()) InstallActionsLocked(PlanActions{});
   }
 
   // Note [Diverged iterations] (plan_actions.h): the op at `position` touched these allocations
@@ -817,12 +932,13 @@ class Profiler::Impl {
   uint64_t previous_iteration_first_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::string plan_line_ ABSL_GUARDED_BY(mu_);
   // The profile planned last, kept for re-plans (Note [Headroom]).
-  std::optional<pooch::BuiltProfile> built_ ABSL_GUARDED_BY(mu_);
+  // Shared with its plan cache entry (Note [Switching references]).
+  std::shared_ptr<const pooch::BuiltProfile> built_ ABSL_GUARDED_BY(mu_);
   // Note [Swap-all profiling]: the swap-all iteration is under way; how the profile was taken.
   bool swap_all_pass_ ABSL_GUARDED_BY(mu_) = false;
   bool pass_was_first_plan_ ABSL_GUARDED_BY(mu_) = false;
   std::string profiled_under_ ABSL_GUARDED_BY(mu_) = "-";
-  pooch::OpStreamRecorder::Positions positions_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const pooch::OpStreamRecorder::Positions> positions_ ABSL_GUARDED_BY(mu_);
   pooch::MachineModel machine_ ABSL_GUARDED_BY(mu_);  // measured once per profile
   // Note [Copy times]: timings taken while profiling.
   CopyTimes copy_times_ ABSL_GUARDED_BY(mu_);
@@ -832,6 +948,11 @@ class Profiler::Impl {
   // Note [Plan cache]: plans by reference, and the key of the reference planned last.
   pooch::PlanCache plan_cache_ ABSL_GUARDED_BY(mu_);
   uint64_t cache_key_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t plan_switches_ ABSL_GUARDED_BY(mu_) = 0;  // Note [Switching references]
+  // Note [Departed references]: on after the first departure under a plan (explicit markers);
+  // the reference due to be finalized is a departed iteration.
+  bool take_departed_ ABSL_GUARDED_BY(mu_) = false;
+  bool from_departure_ ABSL_GUARDED_BY(mu_) = false;
   int iterations_under_plan_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t demand_ins_mark_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_iteration_hits_ ABSL_GUARDED_BY(mu_) = -1;

@@ -8,15 +8,19 @@
 // (core/profile/profile_builder.h), written to POOCH_PROFILE_OUT in the format `pooch plan
 // --profile` reads, and planned with the requested policy against the memory limit. Later
 // iterations are followed against the reference; an iteration that departs from it is counted,
-// and after POOCH_REPROFILE_AFTER departures the program is profiled again.
+// and after POOCH_REPROFILE_AFTER departures the program is profiled again. Each plan is kept
+// by its reference (Note [Plan cache]); an iteration that turns out to be a kept reference's
+// switches to that plan where it departs (Note [Switching references]), and with an explicit
+// marker a departed iteration is itself profiled and planned (Note [Departed references]).
+// Both in core/profile/iteration_tracker.h.
 //
 // Under a planner policy the plan's swaps are then carried out in each followed iteration
 // (Note [Carrying out the plan] in plan_actions.h); demand swapping stays underneath as the
-// safety net. While no plan is followed (a dynamic network's departed iterations), the pilot
-// model prefetches at each read-back what it predicts the next block touches (Note [Pilot
-// model]). A map the plan recomputes is dropped after its last forward use and rebuilt by
-// replay before its next use (core/exec/recomputer.h); its producer's recipe is taken at its
-// position.
+// safety net. While no plan that moves anything is followed (a dynamic network's departed
+// iterations, or a plan with nothing to do), the pilot model prefetches at each read-back what it
+// predicts the next block touches (Note [Pilot model]). A map the plan recomputes is dropped after
+// its last forward use and rebuilt by replay before its next use (core/exec/recomputer.h); its
+// producer's recipe is taken at its position.
 //
 //   Profiler profiler(device, manager, small, config, trace, recomputer);
 //   ProfiledOp op = profiler.OpBegin("cudnnConvolutionForward", stream, ranges, true);

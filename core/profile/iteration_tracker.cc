@@ -429,8 +429,8 @@ IterationTracker::Step IterationTracker::FollowAuto(const StreamEvent& e, Step s
     unmatched_in_iteration_ = 0;
   }
   TrackLive(e);
-  if (!SameEvent(e, reference_[position_]) && e.kind == StreamEvent::Kind::kOp &&
-      unmatched_in_iteration_ < MaxUnmatchedOps()) {
+  if (!SameEvent(e, reference_[position_]) && !TrySwitch(e, &step) &&
+      e.kind == StreamEvent::Kind::kOp && unmatched_in_iteration_ < MaxUnmatchedOps()) {
     // Note [Unmatched ops]: an op the reference does not have here is passed over (and left out
     // of a recorded window).
     if (record_next_ == RecordNext::kRecording) recording_skips_.push_back(step.seq);
@@ -491,16 +491,36 @@ IterationTracker::Step IterationTracker::FeedExplicit(const StreamEvent& e, Step
     next_first_ = step.seq;
     recording_skips_.clear();
   }
-  if (mode_ == Mode::kDeparted) return step;
-  if (position_ < reference_.size() && SameEvent(e, reference_[position_])) {
+  if (mode_ == Mode::kDeparted) {
+    if (collecting_) {
+      current_.push_back(e);
+      if (current_.size() > options_.max_detect_events) {
+        collecting_ = false;  // not an iteration we can hold
+        std::vector<StreamEvent>().swap(current_);
+      }
+    }
+    return step;
+  }
+  if ((position_ < reference_.size() && SameEvent(e, reference_[position_])) ||
+      TrySwitch(e, &step)) {
     step.position = static_cast<int64_t>(position_++);
     return step;
   }
   step.departed = true;
   ++departures_;
   mode_ = Mode::kDeparted;
+  Depart(&e);
   if (record_next_ == RecordNext::kRecording) record_next_ = RecordNext::kWaiting;
   return step;
+}
+
+void IterationTracker::Depart(const StreamEvent* e) {
+  collecting_ = take_departed_ && record_next_ == RecordNext::kNo &&
+                options_.marker != IterationMarker::kAuto;
+  if (!collecting_) return;
+  current_.assign(reference_.begin(), reference_.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                               position_, reference_.size())));
+  if (e != nullptr) current_.push_back(*e);
 }
 
 IterationTracker::BoundaryResult IterationTracker::MarkBoundary() {
@@ -547,6 +567,7 @@ IterationTracker::BoundaryResult IterationTracker::MarkBoundary() {
         if (record_next_ == RecordNext::kRecording) record_next_ = RecordNext::kWaiting;
         result.departed = true;
         ++departures_;
+        Depart(nullptr);
       }
       position_ = 0;
       break;
@@ -555,7 +576,50 @@ IterationTracker::BoundaryResult IterationTracker::MarkBoundary() {
       position_ = 0;
       break;
   }
+  // Note [Departed references]: the iteration that departed is the reference from here on.
+  if (collecting_) {
+    collecting_ = false;
+    if (!current_.empty()) {
+      reference_ = std::move(current_);
+      reference_window_ = {iteration_first_, next_seq_};
+      reference_skips_.clear();
+      ++profiles_made_;
+      result.profile_ready = true;
+      result.from_departure = true;
+    }
+    current_.clear();
+  }
+  iteration_first_ = next_seq_;
   return result;
+}
+
+bool IterationTracker::TrySwitch(const StreamEvent& e, Step* step) {
+  if (record_next_ != RecordNext::kNo || ready_pending_ || reference_carried_ != 0) return false;
+  const size_t p = position_;
+  for (auto it = alternates_.rbegin(); it != alternates_.rend(); ++it) {
+    if (it->carried != 0 || it->events.size() <= p || !SameEvent(it->events[p], e) ||
+        !std::equal(reference_.begin(), reference_.begin() + static_cast<std::ptrdiff_t>(p),
+                    it->events.begin(), SameEvent)) {
+      continue;
+    }
+    reference_ = it->events;
+    step->switched = true;
+    step->switched_to = it->key;
+    ++switches_;
+    std::rotate(std::prev(it.base()), it.base(), alternates_.end());  // now the most recent
+    return true;
+  }
+  return false;
+}
+
+void IterationTracker::KeepReferenceAs(uint64_t key) {
+  ForgetAlternate(key);
+  alternates_.push_back({key, reference_, reference_carried_});
+  if (alternates_.size() > kMaxAlternates) alternates_.erase(alternates_.begin());
+}
+
+void IterationTracker::ForgetAlternate(uint64_t key) {
+  std::erase_if(alternates_, [key](const Alternate& a) { return a.key == key; });
 }
 
 void IterationTracker::RecordNextIteration() {
@@ -573,6 +637,7 @@ void IterationTracker::TakeRecordedWindow(uint64_t end) {
 
 void IterationTracker::Reprofile() {
   record_next_ = RecordNext::kNo;
+  collecting_ = false;
   ready_pending_ = false;
   reference_.clear();
   reference_window_ = {0, 0};

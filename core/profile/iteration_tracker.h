@@ -112,6 +112,29 @@
 // program whose extra kernels come in every iteration, PyTorch's transformer under the swap-all
 // pass, under demand swapping until it re-profiled, again and again, and it never got its plan.)
 //
+// Note [Switching references]: a program whose iterations change between a few shapes (an
+// image size drawn per iteration, a skip pattern) departs from any one reference in most
+// iterations. The caller keeps the references it planned before as alternates
+// (KeepReferenceAs, under its own key for the plan). An event that does not match the reference
+// at position p, in an iteration followed from its start, switches to an alternate whose first
+// p events are the reference's (those this iteration matched) and whose event p is this one:
+// the alternate becomes the reference, the event gets position p and Step::switched says which
+// alternate, so the caller carries out that plan from p on. The most recently added or used
+// alternate that fits is taken. No switch while an iteration is recorded or awaited
+// (RecordNextIteration) or the reference is taken mid-iteration, nor to or from a reference
+// that carries allocations across its boundary (its carried slots would be another plan's);
+// an op that fits no alternate is passed over or departs as before. Comparing the prefix is
+// O(p) per alternate, once per iteration at most for each: a departure ends the following.
+//
+// Note [Departed references]: with explicit markers and SetTakeDeparted(true), an iteration that
+// departs (and fits no alternate) becomes the reference when its boundary comes: its events are
+// collected from its start (the reference's prefix it matched, then its own) and the boundary
+// reports profile_ready with from_departure set, so the caller profiles and plans the shape it
+// has just run instead of waiting for departures to pile up and profiling again. The caller
+// must then keep each iteration's events and times (keeping_iteration()). Not while an
+// iteration is recorded or awaited (RecordNextIteration), and not with the auto marker, whose
+// departed iterations have no known end.
+//
 // Known limit: a balanced repeat inside an iteration (e.g. an optimizer that allocates and
 // frees one same-size temporary per parameter) is taken as the period; following then departs
 // at the first event outside it, which the caller sees as departures (and may Reprofile).
@@ -184,14 +207,19 @@ class IterationTracker {
     bool profile_ready = false;    // auto: this event completes profiling (Reference() is set)
     bool departed = false;         // first event of an iteration that does not match the reference
     uint64_t signature = 0;        // the event's (Note [Event signatures] in op_stream_recorder.cc)
+    // Note [Switching references]: this event switched to the alternate kept under this key.
+    bool switched = false;
+    uint64_t switched_to = 0;
   };
 
   // What MarkBoundary says about the iteration it ends (explicit markers).
   struct BoundaryResult {
-    bool profile_ready = false;  // this boundary completes profiling (Reference() is set)
-    bool completed = false;      // a followed iteration matched the reference to its end
-    bool departed = false;       // the iteration departed here (ended early or late) and had
-                                 // not departed on an event before
+    bool profile_ready = false;   // this boundary completes profiling (Reference() is set)
+    bool completed = false;       // a followed iteration matched the reference to its end
+    bool departed = false;        // the iteration departed here (ended early or late) and had
+                                  // not departed on an event before
+    bool from_departure = false;  // profile_ready: the reference is the departed iteration that
+                                  // ended here (Note [Departed references])
   };
 
   explicit IterationTracker(IterationTrackerOptions options = {});
@@ -222,6 +250,17 @@ class IterationTracker {
   // iteration: core/exec/profiler.cc, Note [Swap-all profiling]). No-op unless following.
   void RecordNextIteration();
   bool recording_next() const { return record_next_ != RecordNext::kNo; }
+  // Note [Switching references]: keeps the reference's events as the alternate `key` (replacing
+  // one kept under the same key), dropping the oldest beyond kMaxAlternates; and forgets one.
+  static constexpr size_t kMaxAlternates = 16;
+  void KeepReferenceAs(uint64_t key);
+  void ForgetAlternate(uint64_t key);
+  size_t alternates() const { return alternates_.size(); }
+  // Note [Departed references]: explicit markers only.
+  void SetTakeDeparted(bool on) { take_departed_ = on; }
+  // The current iteration's events may become the reference at its end: the caller keeps them.
+  bool keeping_iteration() const { return take_departed_ && mode_ != Mode::kProfiling; }
+  uint64_t switches() const { return switches_; }
 
   Mode mode() const { return mode_; }
   uint64_t iterations_completed() const { return iterations_completed_; }  // followed to the end
@@ -304,6 +343,11 @@ class IterationTracker {
   void StartFollowing();
   void ClearDetection();
   void TrackLive(const StreamEvent& e);
+  // Note [Switching references]: `e` does not match the reference at position_; true when an
+  // alternate was made the reference (step says which).
+  bool TrySwitch(const StreamEvent& e, Step* step);
+  // Note [Departed references]: the iteration departs at position_ (after `e`, if any).
+  void Depart(const StreamEvent* e);
 
   IterationTrackerOptions options_;
   Mode mode_ = Mode::kProfiling;
@@ -355,6 +399,16 @@ class IterationTracker {
   RecordNext record_next_ = RecordNext::kNo;
   uint64_t next_first_ = 0;
   absl::flat_hash_set<uint64_t> live_since_start_;  // allocations of the current iteration
+
+  struct Alternate {
+    uint64_t key = 0;
+    std::vector<StreamEvent> events;
+    size_t carried = 0;
+  };
+  std::vector<Alternate> alternates_;  // the most recently added or used last
+  uint64_t switches_ = 0;
+  bool take_departed_ = false;  // Note [Departed references]
+  bool collecting_ = false;     // current_ holds the departed iteration's events so far
 
   uint64_t iterations_completed_ = 0;
   uint64_t departures_ = 0;

@@ -1135,5 +1135,152 @@ TEST(IterationTrackerTest, LargeIterationsPrintDetectionTime) {
   EXPECT_GT(t2.detect_work(), 0u);
 }
 
+// Note [Switching references], Note [Departed references]: with sync markers, an iteration of a
+// new shape becomes the reference at its end; one of a shape kept as an alternate switches to
+// it where it departs, with consecutive positions and no departure.
+TEST(IterationTrackerTest, DepartedIterationsBecomeReferencesAndAlternatesAreSwitchedTo) {
+  StreamBuilder b;
+  IterationTracker t({.marker = IterationMarker::kSync, .profile_iterations = 1});
+  auto feed_iteration = [&](uint64_t size) {
+    const size_t from = b.events().size();
+    SmallIteration(b, size);
+    return FeedAll(t, b.events(), from);
+  };
+  t.MarkBoundary();
+  feed_iteration(100);
+  ASSERT_TRUE(t.MarkBoundary().profile_ready);
+  t.KeepReferenceAs(1);
+
+  // Without SetTakeDeparted a departed iteration is not taken.
+  FeedLog log = feed_iteration(200);
+  EXPECT_EQ(log.departed, 1);
+  EXPECT_FALSE(t.keeping_iteration());
+  IterationTracker::BoundaryResult r = t.MarkBoundary();
+  EXPECT_FALSE(r.profile_ready);
+  EXPECT_EQ(t.Reference()[1].signature, 100u);
+
+  t.SetTakeDeparted(true);
+  EXPECT_TRUE(t.keeping_iteration());
+  const uint64_t from = b.events().size();
+  log = feed_iteration(200);
+  EXPECT_EQ(log.departed, 1);
+  EXPECT_TRUE(log.steps[1].departed);  // the allocation of another size
+  r = t.MarkBoundary();
+  EXPECT_TRUE(r.profile_ready);
+  EXPECT_TRUE(r.from_departure);
+  EXPECT_EQ(t.ReferenceWindow(), std::make_pair(from, from + kSmallIterationEvents));
+  ASSERT_EQ(t.Reference().size(), size_t{kSmallIterationEvents});
+  for (int i = 0; i < kSmallIterationEvents; ++i) {
+    EXPECT_TRUE(SameEvent(t.Reference()[i], b.events()[from + i])) << i;
+  }
+  t.KeepReferenceAs(2);
+  EXPECT_EQ(t.alternates(), 2u);
+
+  // Back to the first shape: it switches at the allocation, the first event that differs.
+  const uint64_t departures = t.departures();
+  log = feed_iteration(100);
+  EXPECT_EQ(log.departed, 0);
+  for (int i = 0; i < kSmallIterationEvents; ++i) {
+    EXPECT_EQ(log.steps[i].position, i);
+    EXPECT_EQ(log.steps[i].switched, i == 1) << i;
+  }
+  EXPECT_EQ(log.steps[1].switched_to, 1u);
+  r = t.MarkBoundary();
+  EXPECT_TRUE(r.completed);
+  EXPECT_FALSE(r.profile_ready);
+  EXPECT_EQ(t.Reference()[1].signature, 100u);
+  log = feed_iteration(200);
+  EXPECT_EQ(log.steps[1].switched_to, 2u);
+  EXPECT_TRUE(t.MarkBoundary().completed);
+  EXPECT_EQ(t.departures(), departures);
+  EXPECT_EQ(t.switches(), 2u);
+
+  // A shape seen for the first time departs and becomes the reference; a forgotten alternate is
+  // not switched to.
+  t.ForgetAlternate(1);
+  log = feed_iteration(100);
+  EXPECT_EQ(log.departed, 1);
+  r = t.MarkBoundary();
+  EXPECT_TRUE(r.from_departure);
+  EXPECT_EQ(t.Reference()[1].signature, 100u);
+  EXPECT_EQ(t.switches(), 2u);
+}
+
+// An alternate that holds the departing event but not the events matched before it is no
+// reference for this iteration: it departs.
+TEST(IterationTrackerTest, AnAlternateMustMatchTheWholePrefix) {
+  IterationTracker t({.marker = IterationMarker::kSync, .profile_iterations = 1});
+  auto feed_ops = [&](std::vector<uint64_t> ops) {
+    std::vector<IterationTracker::Step> steps;
+    for (uint64_t op : ops) steps.push_back(t.Feed({Kind::kOp, op, 0}));
+    return steps;
+  };
+  t.MarkBoundary();
+  feed_ops({1, 6, 8});
+  ASSERT_TRUE(t.MarkBoundary().profile_ready);
+  t.KeepReferenceAs(1);
+  t.SetTakeDeparted(true);
+  feed_ops({1, 5, 7});  // departs at 5 (no alternate has 1, 5) and becomes the reference
+  ASSERT_TRUE(t.MarkBoundary().from_departure);
+  t.KeepReferenceAs(2);
+  std::vector<IterationTracker::Step> steps = feed_ops({1, 5, 8});  // 8 is 1's, after 6
+  EXPECT_FALSE(steps[2].switched);
+  EXPECT_TRUE(steps[2].departed);
+  EXPECT_EQ(t.switches(), 0u);
+  IterationTracker::BoundaryResult r = t.MarkBoundary();
+  ASSERT_TRUE(r.from_departure);  // {1, 5, 8}
+  t.KeepReferenceAs(3);
+  // Switched to 2 at 7, it departs at 9, past 2's end, and becomes a reference of its own.
+  steps = feed_ops({1, 5, 7, 9});
+  EXPECT_EQ(steps[2].switched_to, 2u);
+  EXPECT_TRUE(steps[3].departed);
+  ASSERT_TRUE(t.MarkBoundary().from_departure);
+  t.KeepReferenceAs(4);
+  steps = feed_ops({1, 5, 8});
+  EXPECT_EQ(steps[2].switched_to, 3u);
+  EXPECT_TRUE(t.MarkBoundary().completed);
+  // 2 and 4 both fit at 7: the more recently kept or used one, 4, is taken, and fits to the end.
+  steps = feed_ops({1, 5, 7, 9});
+  EXPECT_EQ(steps[2].switched_to, 4u);
+  EXPECT_EQ(steps[3].position, 3);
+  EXPECT_TRUE(t.MarkBoundary().completed);
+  EXPECT_EQ(t.switches(), 3u);
+}
+
+// The automatic marker switches too (no departed references: a departed iteration has no
+// known end there).
+TEST(IterationTrackerTest, TheAutoMarkerSwitchesToAnAlternate) {
+  StreamBuilder b;
+  for (int i = 0; i < 3; ++i) SmallIteration(b, 100);
+  IterationTracker t;
+  FeedLog log = FeedAll(t, b.events());
+  ASSERT_TRUE(log.ready_seq.has_value());
+  t.KeepReferenceAs(1);
+  t.Reprofile();
+  size_t from = b.events().size();
+  for (int i = 0; i < 3; ++i) SmallIteration(b, 200);
+  log = FeedAll(t, b.events(), from);
+  ASSERT_TRUE(log.ready_seq.has_value());
+  EXPECT_EQ(t.Reference()[1].signature, 200u);
+  t.KeepReferenceAs(2);
+  t.SetTakeDeparted(true);  // no effect with the auto marker
+  from = b.events().size();
+  SmallIteration(b, 100);
+  SmallIteration(b, 200);
+  log = FeedAll(t, b.events(), from);
+  EXPECT_EQ(log.departed, 0);
+  for (int i = 0; i < 2 * kSmallIterationEvents; ++i) {
+    EXPECT_EQ(log.steps[i].position, i % kSmallIterationEvents) << i;
+  }
+  EXPECT_EQ(log.steps[1].switched_to, 1u);
+  EXPECT_EQ(log.steps[kSmallIterationEvents + 1].switched_to, 2u);
+  EXPECT_EQ(t.switches(), 2u);
+  from = b.events().size();
+  SmallIteration(b, 300);
+  log = FeedAll(t, b.events(), from);
+  EXPECT_EQ(log.departed, 1);
+  EXPECT_EQ(t.Reference()[1].signature, 200u);  // not taken
+}
+
 }  // namespace
 }  // namespace pooch

@@ -97,14 +97,20 @@ std::optional<IterationTracker::Step> OpStreamRecorder::Free(uint64_t allocation
 }
 
 IterationTracker::BoundaryResult OpStreamRecorder::MarkBoundary() {
-  return tracker_.MarkBoundary();
+  const IterationTracker::BoundaryResult result = tracker_.MarkBoundary();
+  // Note [Departed references]: the iteration that ended is not the reference; its events go.
+  if (tracker_.keeping_iteration() && !result.profile_ready && !tracker_.recording_next()) {
+    DropKept();
+  }
+  return result;
 }
 
 void OpStreamRecorder::Keep(Kept k) {
   // Only profiling needs the events (following compares signatures inside the tracker): keep
-  // them until the reference iteration has ended.
+  // them until the reference iteration has ended, or while the iteration under way may become
+  // the reference (Note [Departed references] in iteration_tracker.h).
   if (!tracker_.Reference().empty() && !tracker_.recording_next() &&
-      k.seq >= tracker_.ReferenceWindow().second) {
+      !tracker_.keeping_iteration() && k.seq >= tracker_.ReferenceWindow().second) {
     return;
   }
   kept_.push_back(std::move(k));

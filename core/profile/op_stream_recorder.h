@@ -84,6 +84,11 @@ class OpStreamRecorder {
   // window (IterationTracker::RecordNextIteration): the same reference, measured again.
   void RecordNextIteration();
 
+  // The tracker's alternates (Note [Switching references] in iteration_tracker.h).
+  void KeepReferenceAs(uint64_t key) { tracker_.KeepReferenceAs(key); }
+  void ForgetAlternate(uint64_t key) { tracker_.ForgetAlternate(key); }
+  void SetTakeDeparted(bool on) { tracker_.SetTakeDeparted(on); }
+
   const IterationTracker& tracker() const { return tracker_; }
   // Events kept for the reference (for tests of the bound).
   size_t kept() const { return kept_.size(); }

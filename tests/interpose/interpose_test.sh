@@ -785,6 +785,53 @@ policies)
   echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"
   ;;
 
+plan_switching)
+  # Note [Departed references] and Note [Switching references] (core/profile/
+  # iteration_tracker.h): args POOCH CNN_TRAIN MODEL. 12 iterations of a dynamic workload
+  # (skipnet's gate patterns, tiny-vary's image sides) under pooch, at 40 % of the in-core peak
+  # with the hazard checker at error. A shape first met in a departed iteration is planned from
+  # that iteration, and a later iteration of a planned shape switches to its plan where it parts
+  # from the one followed: the summary counts the switches (at least 2) and plans (at least 2),
+  # the trace has a "plan switched" instant for each, and the parameters and every iteration's
+  # choices and loss are in-core's. skipnet's shapes part at a gate, mid-forward, so its
+  # switches come after position 0 and carry the slots of the iteration's allocations so far.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  model=${6:-skipnet}
+  case $model in
+    skipnet) set -- --model skipnet --batch 64 --iters 12 --nvtx ;;
+    tiny-vary) set -- --model tiny --batch 64 --vary-image 32,44 --iters 12 --nvtx ;;
+    *) fail "unknown model $model" ;;
+  esac
+  incore_reference "$@"
+  choices_of incore
+  SIMGPU_MEMORY=$((peak * 40 / 100))
+  POOCH_ITERATION_MARKER=nvtx
+  POOCH_TRACE=$work/trace.json
+  export SIMGPU_MEMORY POOCH_ITERATION_MARKER POOCH_TRACE
+  run pooch "$pooch" run --policy pooch -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "pooch: exit $rc: $(tail -3 "$work/pooch.err")"
+  same_checksum pooch
+  choices_of pooch
+  cmp -s "$work/incore.choices" "$work/pooch.choices" ||
+    fail "pooch: iterations differ from in-core: $(diff "$work/incore.choices" "$work/pooch.choices" | head -4)"
+  line=$(grep '^pooch: plan_cache:' "$work/pooch.err") || fail "no plan_cache: line"
+  switches=$(echo "$line" | awk '{ for (i = 3; i < NF; i++) if ($i == "switches") print $(i + 1) }')
+  entries=$(echo "$line" | awk '{ for (i = 3; i < NF; i++) if ($i == "entries") print $(i + 1) }')
+  [ "${switches:-0}" -ge 2 ] || fail "fewer than 2 plan switches: $line"
+  [ "${entries:-0}" -ge 2 ] || fail "fewer than 2 plans: $line"
+  positions=$(grep -o '"name":"plan switched"[^}]*"args":{"position":[0-9]*' "$work/trace.json" |
+    sed 's/.*"position"://')
+  [ "$(echo "$positions" | grep -c .)" -eq "$switches" ] ||
+    fail "the trace has $(echo "$positions" | grep -c .) plan switched instants, the summary $switches"
+  if [ "$model" = skipnet ]; then
+    echo "$positions" | awk '$1 > 0 { found = 1 } END { exit !found }' ||
+      fail "skipnet: no switch mid-iteration (positions: $(echo "$positions" | tr '\n' ' '))"
+  fi
+  echo "ok: $model at 40 % ($SIMGPU_MEMORY bytes), checksum $sum; $line; switched at $(echo "$positions" | tr '\n' ' ')"
+  ;;
+
 model_state)
   # Issue 12: model state that does not fit. vgg16 (b2, 32x32, 10 classes) holds 403.7 MB of
   # parameters, gradients and momentum against a 406.3 MB in-core peak; at 60 % of that peak
