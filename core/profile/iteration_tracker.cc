@@ -597,7 +597,7 @@ bool IterationTracker::TrySwitch(const StreamEvent& e, Step* step) {
   if (record_next_ != RecordNext::kNo || ready_pending_ || reference_carried_ != 0) return false;
   const size_t p = position_;
   for (auto it = alternates_.rbegin(); it != alternates_.rend(); ++it) {
-    if (it->carried != 0 || it->events.size() <= p || !SameEvent(it->events[p], e) ||
+    if (it->events.size() <= p || !SameEvent(it->events[p], e) ||
         !std::equal(reference_.begin(), reference_.begin() + static_cast<std::ptrdiff_t>(p),
                     it->events.begin(), SameEvent)) {
       continue;
@@ -614,7 +614,8 @@ bool IterationTracker::TrySwitch(const StreamEvent& e, Step* step) {
 
 void IterationTracker::KeepReferenceAs(uint64_t key) {
   ForgetAlternate(key);
-  alternates_.push_back({key, reference_, reference_carried_});
+  if (reference_carried_ != 0) return;  // never switched to (Note [Switching references])
+  alternates_.push_back({key, reference_});
   if (alternates_.size() > kMaxAlternates) alternates_.erase(alternates_.begin());
 }
 

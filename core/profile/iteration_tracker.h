@@ -124,7 +124,8 @@
 // (RecordNextIteration) or the reference is taken mid-iteration, nor to or from a reference
 // that carries allocations across its boundary (its carried slots would be another plan's);
 // an op that fits no alternate is passed over or departs as before. Comparing the prefix is
-// O(p) per alternate, once per iteration at most for each: a departure ends the following.
+// O(p) per alternate tried; an iteration switches to each alternate at most once (one left
+// behind differs from the new reference before the point it was left at).
 //
 // Note [Departed references]: with explicit markers and SetTakeDeparted(true), an iteration that
 // departs (and fits no alternate) becomes the reference when its boundary comes: its events are
@@ -251,7 +252,8 @@ class IterationTracker {
   void RecordNextIteration();
   bool recording_next() const { return record_next_ != RecordNext::kNo; }
   // Note [Switching references]: keeps the reference's events as the alternate `key` (replacing
-  // one kept under the same key), dropping the oldest beyond kMaxAlternates; and forgets one.
+  // one kept under the same key; none for a reference that carries allocations), dropping the
+  // oldest beyond kMaxAlternates; and forgets one.
   static constexpr size_t kMaxAlternates = 16;
   void KeepReferenceAs(uint64_t key);
   void ForgetAlternate(uint64_t key);
@@ -403,7 +405,6 @@ class IterationTracker {
   struct Alternate {
     uint64_t key = 0;
     std::vector<StreamEvent> events;
-    size_t carried = 0;
   };
   std::vector<Alternate> alternates_;  // the most recently added or used last
   uint64_t switches_ = 0;
