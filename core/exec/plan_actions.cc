@@ -106,7 +106,9 @@ PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::P
     return it->second;
   };
   absl::flat_hash_set<TensorId> maps;
-  for (const Candidate& c : candidates) maps.insert(c.tensor);
+  for (const Candidate& c : candidates) {
+    if (!c.tail) maps.insert(c.tensor);  // a tensor with a tail only is still a transient's
+  }
   std::vector<OpIndex> first_writer(built.profile.tensors.size(), -1);
   for (size_t op = built.profile.ops.size(); op-- > 0;) {
     for (TensorId t : built.profile.ops[op].writes) {

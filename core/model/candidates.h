@@ -19,10 +19,15 @@ namespace pooch {
 struct Candidate {
   TensorId tensor = 0;
   OpIndex open = 0;   // the use after which it may leave (swap-out issued, or dropped)
-  OpIndex close = 0;  // the next use, which needs it back (in the next iteration when wraps)
+  // The next use, which needs it back (in the next iteration when wraps); for a tail, the op
+  // after which the program frees it.
+  OpIndex close = 0;
   // The interval runs from the tensor's last use in the iteration to its first use in the next
   // one (a persistent tensor: weights, optimizer state). Then close < open.
   bool wraps = false;
+  // Note [Tails]: the interval runs from the tensor's last use to the program's free of it, after
+  // op `close` (Tensor::free_after); nothing needs it back (a replay that reads it, if any).
+  bool tail = false;
   // The op whose replay rebuilds the tensor's value in this interval (its only writer), or -1.
   OpIndex producer = -1;
   // Replaying `producer` right before `close` is sound (Note [Sound replays]). Whether every

@@ -16,7 +16,7 @@ namespace pooch {
 // gtest prints a Candidate by its fields (ADL finds it here, in Candidate's namespace).
 static void PrintTo(const Candidate& c, std::ostream* os) {
   *os << "{tensor " << c.tensor << ", open " << c.open << ", close " << c.close
-      << (c.wraps ? ", wraps" : "") << ", producer " << c.producer
+      << (c.wraps ? ", wraps" : "") << (c.tail ? ", tail" : "") << ", producer " << c.producer
       << (c.recomputable ? ", recomputable" : "") << "}";
 }
 
@@ -48,6 +48,9 @@ Candidate C(TensorId tensor, OpIndex open, OpIndex close, OpIndex producer = -1,
 }
 Candidate Wrap(TensorId tensor, OpIndex open, OpIndex close) {
   return {.tensor = tensor, .open = open, .close = close, .wraps = true};
+}
+Candidate Tail(TensorId tensor, OpIndex open, OpIndex close) {
+  return {.tensor = tensor, .open = open, .close = close, .tail = true};
 }
 
 // Seven ops; x (100 B) is used at ops 0, 1, 3 and 6, the persistent w (10 B) at 0 and 3, b
@@ -85,6 +88,34 @@ TEST(CandidatesTest, IntervalsBetweenConsecutiveUses) {
   // w, its only input, is never written.
   EXPECT_THAT(FindCandidates(s.profile), ElementsAre(C(s.w, 0, 3), C(s.x, 1, 3, 0, true),
                                                      C(s.x, 3, 6, 0, true), Wrap(s.w, 3, 0)));
+}
+
+// Note [Tails]: x is read last at op 1; held by the program through op 3, it has a tail from
+// op 1 to its free after op 3, when memory is short in it. In-core bytes per op with the tail:
+// 100, 100, 1100, 1100.
+TEST(CandidatesTest, ATensorHeldAfterItsLastUseHasATail) {
+  ProfileBuilder pb("tail");
+  const TensorId x = pb.Tensor("x", 100);
+  const TensorId y = pb.Tensor("y", 1000);
+  pb.Op("make_x", OpKind::kOther, Phase::kForward, 1, {}, {x});  // 0
+  pb.Op("read_x", OpKind::kOther, Phase::kForward, 1, {x}, {});  // 1
+  pb.Op("make_y", OpKind::kOther, Phase::kForward, 1, {}, {y});  // 2
+  pb.Op("read_y", OpKind::kOther, Phase::kForward, 1, {y}, {});  // 3
+  Profile p = pb.Finish();
+  EXPECT_THAT(FindCandidates(p), IsEmpty());  // freed at its last use: no tail
+  p.tensors[x].free_after = 3;
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  EXPECT_THAT(FindCandidates(p), ElementsAre(Tail(x, 1, 3)));
+  EXPECT_THAT(FindCandidates(p, nullptr, /*min_bytes=*/101), IsEmpty());
+  // On a machine, tails come with the short intervals (Note [Short intervals]), when memory is
+  // short in them: ops 2 and 3 exceed 1000, no op exceeds 1100.
+  for (int64_t capacity : {1000, 1100}) {
+    const MachineModel m = TestMachine(capacity);
+    EXPECT_THAT(FindCandidates(p, &m, 0), IsEmpty());
+    EXPECT_EQ(FindCandidates(p, &m, 0, /*long_only=*/false),
+              capacity == 1000 ? std::vector<Candidate>{Tail(x, 1, 3)} : std::vector<Candidate>{})
+        << capacity;
+  }
 }
 
 TEST(CandidatesTest, InCoreBytesPerOp) {

@@ -338,6 +338,7 @@ std::string PlanToJson(const Plan& plan, const Profile& profile,
                            {"open", k.open},
                            {"close", k.close},
                            {"wraps", k.wraps},
+                           {"tail", k.tail},
                            {"decision", DecisionName(DecisionOf(plan, c))}});
     }
     doc["decisions"] = std::move(decisions);

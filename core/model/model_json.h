@@ -42,7 +42,8 @@ std::string ProfileToJson(const Profile& profile, int indent = 1);
 // with its decision:
 //   {"format": "pooch-plan", "version": 2, "policy": "pooch", "schedule": "when-memory-allows",
 //    "decisions": [{"candidate": 0, "tensor": 3, "name": "conv1.out", "bytes": 123, "open": 4,
-//                   "close": 90, "wraps": false, "decision": "swap"}],
+//                   "close": 90, "wraps": false, "tail": false, "decision": "swap"}],
+//    (a tail's "close" is the op after which the program frees the tensor: Note [Tails])
 //    "swap_ins": [{"candidate": 0, "name": "conv1.out", "issue_at": 40}],
 //    "counts": {"keep": 10, "swap": 4, "recompute": 2}}
 std::string PlanToJson(const Plan& plan, const Profile& profile,

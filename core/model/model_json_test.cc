@@ -208,6 +208,7 @@ TEST(ModelJsonTest, Plan) {
     EXPECT_EQ(d["open"], cands[c].open);
     EXPECT_EQ(d["close"], cands[c].close);
     EXPECT_EQ(d["wraps"], cands[c].wraps);
+    EXPECT_EQ(d["tail"], cands[c].tail);
     EXPECT_EQ(d["decision"], "swap");
   }
   EXPECT_EQ(plan["counts"]["swap"], cands.size());

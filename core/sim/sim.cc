@@ -449,7 +449,9 @@ bool Simulator::Impl::PrepareNeeds() {
   const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
   bool any_recompute = false;
   for (CandidateId c = 0; c < candidate_count; ++c) {
-    first_need_[c] = decisions_[c] == Decision::kKeep ? kNever : candidates_[c].close;
+    // Note [Tails]: a tail is needed back only by a replay that reads it.
+    first_need_[c] =
+        decisions_[c] == Decision::kKeep || candidates_[c].tail ? kNever : candidates_[c].close;
     any_recompute |= decisions_[c] == Decision::kRecompute;
   }
   replay_keys_.clear();
@@ -582,7 +584,7 @@ void Simulator::Impl::BuildSwapInQueue(SwapInSchedule schedule) {
   swap_in_queue_.clear();
   issue_at_.assign(candidate_count, kNever);
   for (CandidateId c = 0; c < candidate_count; ++c) {
-    if (decisions_[c] != Decision::kSwap) continue;
+    if (decisions_[c] != Decision::kSwap || first_need_[c] == kNever) continue;  // a tail
     swap_in_queue_.push_back(c);
     const OpIndex need = first_need_[c];
     OpIndex at = need - 1;
@@ -622,7 +624,9 @@ void Simulator::Impl::BuildBase() {
   for (CandidateId c = 0; c < static_cast<CandidateId>(candidates_.size()); ++c) {
     if (decisions_[c] == Decision::kKeep) continue;
     const Candidate& k = candidates_[c];
-    add(earliest_[c], first_need_[c] - 1, -candidate_bytes_[c]);
+    // A tail not needed back is off the device until the program frees it (Note [Tails]).
+    add(earliest_[c], first_need_[c] == kNever ? k.close : first_need_[c] - 1,
+        -candidate_bytes_[c]);
     if (k.wraps) add(k.open + 1, n - 1, -candidate_bytes_[c]);
   }
   for (const Replay& r : replays_) add(r.at, r.at, r.transient_bytes);
@@ -830,6 +834,13 @@ void Simulator::Impl::FinishOp(OpIndex j, double end) {
   Advance(end);
   bytes_in_use_ -= profile_.ops[j].workspace_bytes;
   for (int32_t f = free_begin_[j]; f < free_begin_[j + 1]; ++f) {
+    // Note [Tails]: a tail swapped out and not needed back left (or leaves, when its swap-out
+    // completes) through its pending free.
+    const CandidateId tail = HoleAt(free_list_[f], j);
+    if (tail >= 0 && candidates_[tail].tail && decisions_[tail] == Decision::kSwap &&
+        first_need_[tail] == kNever) {
+      continue;
+    }
     bytes_in_use_ -= DeviceBytes(profile_.tensors[free_list_[f]]);
   }
   for (int32_t k = open_begin_[j]; k < open_begin_[j + 1]; ++k) {

@@ -553,21 +553,73 @@ TEST(SimTest, RecomputesChainsRecursively) {
   EXPECT_NEAR(r.iteration_us, TotalDuration(p) + r.recompute_us, kEps);
 }
 
+// Note [Tails]: x (1 MiB) is written at op 0 and read at op 1, and the program holds it to its
+// free after op 3; y (2 MiB) is made at op 2 and read at op 3. In core ops 2 and 3 hold 3 MiB.
+// With 2.5 MiB, swapping x's tail fits: op 2's allocation waits for x's swap-out, x never comes
+// back, and its free releases nothing more (the iteration ends with nothing in use).
+TEST(SimTest, ASwappedTailLeavesForGood) {
+  ProfileBuilder pb("tail");
+  const TensorId x = pb.Tensor("x", 1 << 20);
+  const TensorId y = pb.Tensor("y", 2 << 20);
+  pb.Op("make_x", OpKind::kOther, Phase::kForward, 10, {}, {x});  // 0
+  pb.Op("read_x", OpKind::kOther, Phase::kForward, 10, {x}, {});  // 1
+  pb.Op("make_y", OpKind::kOther, Phase::kForward, 10, {}, {y});  // 2
+  pb.Op("read_y", OpKind::kOther, Phase::kForward, 10, {y}, {});  // 3
+  Profile p = pb.Finish();
+  p.tensors[x].free_after = 3;
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  const MachineModel m = TestMachine(5 << 19);
+  const std::vector<Candidate> cands = FindCandidates(p);
+  ASSERT_EQ(cands.size(), 1u);
+  ASSERT_TRUE(cands[0].tail);
+  EXPECT_FALSE(Sim(p, m, KeepAllPlan(1)).feasible);
+  for (SwapInSchedule s : {SwapInSchedule::kWithPreviousOp, SwapInSchedule::kWithPreviousConv,
+                           SwapInSchedule::kWhenMemoryAllows}) {
+    Plan plan = KeepAllPlan(1);
+    plan.decisions[0] = Decision::kSwap;
+    plan.schedule = s;
+    const SimResult r = Sim(p, m, plan);
+    ASSERT_TRUE(r.feasible) << r.failure;
+    EXPECT_EQ(r.swapped_out_bytes, 1 << 20);
+    EXPECT_EQ(r.swapped_in_bytes, 0);
+    EXPECT_TRUE(r.swap_ins.empty());
+    EXPECT_EQ(r.peak_bytes, 2 << 20);
+    ASSERT_FALSE(r.memory.empty());
+    EXPECT_EQ(r.memory.back().bytes, 0);
+    EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
+  }
+}
+
+// The program holds each non-persistent tensor of a random iteration up to two ops past its last
+// use (Note [Tails]).
+Profile WithTails(Profile p, std::mt19937_64& rng) {
+  const OpIndex last = static_cast<OpIndex>(p.ops.size()) - 1;
+  for (Tensor& t : p.tensors) {
+    if (t.free_after == kAfterIteration) continue;
+    t.free_after = std::min<OpIndex>(last, t.free_after + static_cast<OpIndex>(rng() % 3));
+  }
+  return p;
+}
+
 // The rules hold on random iterations, random plans, random schedules and random capacities;
-// a plan called feasible never exceeds capacity.
+// a plan called feasible never exceeds capacity. Every other iteration holds its tensors past
+// their last use (Note [Tails]).
 TEST(SimTest, RandomPlansRespectDependenciesAndCapacity) {
   std::mt19937_64 rng(42);
-  const CandidateFilter k_every_or_matter[] = {kEveryInterval, CandidateFilter{}};
-  int feasible = 0, infeasible = 0;
+  // Every interval, those that matter on the machine (the planner's first view) and those with
+  // the short intervals and tails (its second, Note [Short intervals]).
+  const CandidateFilter filters[] = {kEveryInterval, CandidateFilter{},
+                                     CandidateFilter{.long_only = false}};
+  int feasible = 0, infeasible = 0, tails = 0;
   for (uint64_t seed = 100; seed < 400; ++seed) {
-    const Profile p = RandomProfile(seed);
+    const Profile p = seed % 4 < 2 ? RandomProfile(seed) : WithTails(RandomProfile(seed), rng);
     ASSERT_TRUE(p.Validate().ok()) << p.Validate();
     const int64_t in_core = Sim(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0)).peak_bytes;
     const double fraction = std::uniform_real_distribution<double>(0.3, 1.1)(rng);
     const MachineModel m =
         TestMachine(static_cast<int64_t>(in_core * fraction), /*duplex=*/rng() % 4 != 0);
-    // Every interval, and those that matter on this machine (the planner's view).
-    Simulator sim(p, m, k_every_or_matter[seed % 2]);
+    Simulator sim(p, m, filters[seed % 3]);
+    for (const Candidate& c : sim.candidates()) tails += c.tail;
     for (int k = 0; k < 4; ++k) {
       const Plan plan = RandomPlan(sim.candidates(), rng);
       const SimResult& r = sim.Run(plan);
@@ -582,14 +634,15 @@ TEST(SimTest, RandomPlansRespectDependenciesAndCapacity) {
       // The fast path predicts the same.
       SimOptions fast;
       fast.record = false;
-      const SimResult quick = Simulate(p, m, plan, fast, k_every_or_matter[seed % 2]);
+      const SimResult quick = Simulate(p, m, plan, fast, filters[seed % 3]);
       EXPECT_EQ(quick.iteration_us, r.iteration_us);
       EXPECT_EQ(quick.peak_bytes, r.peak_bytes);
     }
   }
-  // The generator must exercise both outcomes.
+  // The generator must exercise both outcomes, and tails.
   EXPECT_GT(feasible, 100);
   EXPECT_GT(infeasible, 50);
+  EXPECT_GT(tails, 100);
 }
 
 }  // namespace
