@@ -21,6 +21,7 @@
 #include "core/base/log.h"
 #include "core/base/mutex.h"
 #include "core/exec/copy_times.h"
+#include "core/exec/measured_choice.h"
 #include "core/exec/pilot_actions.h"
 #include "core/exec/plan_actions.h"
 #include "core/exec/plan_cache.h"
@@ -250,6 +251,7 @@ class Profiler::Impl {
                                       plan_cache_.size(), static_cast<long long>(plan_switches_)));
     }
     if (!actions_.has_value()) return lines;
+    lines.push_back(choice_.SummaryLine(set_aside_iterations_));
     // What the plans' actions did since the first plan began: the safety net's hits are the
     // demand swap-ins since then (the swaps: line counts those of the profiling too).
     const ResidencyStats s = manager_.Stats();
@@ -298,6 +300,10 @@ class Profiler::Impl {
     uint64_t seq = 0;
     EventHandle start = 0;
     EventHandle end = 0;
+    // An iteration's pair (Note [Measured choice]): its plan, and its mode as a sample (-1: none,
+    // the first iteration of a plan or after a change of mode).
+    uint64_t plan_key = 0;
+    int sample_mode = -1;
   };
 
   // The live allocation (base, Live) that holds `address`, or null.
@@ -325,6 +331,7 @@ class Profiler::Impl {
     if (step.profile_ready) finalize_due_ = true;
     if (actions_.has_value() && (step.iteration_start || step.departed)) {
       actions_->StartIteration();
+      if (step.iteration_start) ChooseModeLocked();
     }
     if (step.iteration_start) NoteIterationStartLocked();
     if (step.departed) NoteDepartureLocked();
@@ -358,7 +365,7 @@ class Profiler::Impl {
     if (last_mark_ != 0) {
       std::optional<EventHandle> end = EventLocked();
       if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
-        iteration_pairs_.push_back({0, last_mark_, *end});
+        iteration_pairs_.push_back({0, last_mark_, *end, ended_key_, ended_sample_mode_});
       } else {
         spare_.push_back(last_mark_);
         if (end.has_value()) spare_.push_back(*end);
@@ -407,7 +414,10 @@ class Profiler::Impl {
       absl::StatusOr<bool> done = device_.QueryEvent(t.end);
       if (!done.ok() || !*done) return;
       if (absl::StatusOr<double> us = device_.ElapsedMicroseconds(t.start, t.end); us.ok()) {
-        if (first_iteration_ms_ < 0) {
+        if (t.sample_mode >= 0) SampleModeLocked(t.plan_key, t.sample_mode, *us / 1000.0);
+        if (t.sample_mode == static_cast<int>(MeasuredChoice::Mode::kSetAside)) {
+          // Not the plan's time: the summary compares measured_iteration_ms with its prediction.
+        } else if (first_iteration_ms_ < 0) {
           first_iteration_ms_ = *us / 1000.0;
         } else {
           iteration_ms_sum_ += *us / 1000.0;
@@ -746,6 +756,9 @@ class Profiler::Impl {
   // Makes `a` the actions carried out, with the counts the plan_run: line keeps from the first
   // plan on, across re-profiles and switches.
   void InstallActionsLocked(PlanActions a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // Note [Measured choice]: the iteration under way starts from another plan's residency.
+    iteration_mode_ = MeasuredChoice::Mode::kFollow;
+    mode_changed_ = true;
     a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
     a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;
     a.diverged_iterations = actions_.has_value() ? actions_->diverged_iterations : 0;
@@ -773,11 +786,41 @@ class Profiler::Impl {
       }
       actions_->diverged = true;
       ++actions_->diverged_iterations;
+      choice_.Diverged(cache_key_);  // Note [Measured choice]
       if (trace_ != nullptr) {
         const pooch::TraceArg args[] = {{"position", position}};
         trace_->OnRuntime("diverged", args);
       }
       return;
+    }
+  }
+
+  // Note [Measured choice]: at the first op of an iteration under a plan, the ended iteration's
+  // sample is noted for its timing pair, and the plan is followed or set aside in this one.
+  void ChooseModeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ended_key_ = iteration_key_;
+    ended_sample_mode_ = mode_changed_ ? -1 : static_cast<int>(iteration_mode_);
+    const MeasuredChoice::Mode mode = choice_.ModeFor(cache_key_);
+    mode_changed_ = mode != iteration_mode_ || cache_key_ != iteration_key_;
+    iteration_mode_ = mode;
+    iteration_key_ = cache_key_;
+    if (mode != MeasuredChoice::Mode::kSetAside) return;
+    actions_->diverged = true;  // no action of the plan in this iteration
+    ++set_aside_iterations_;
+    if (trace_ != nullptr) trace_->OnRuntime("plan set aside", {});
+  }
+
+  void SampleModeLocked(uint64_t key, int mode, double ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const std::optional<MeasuredChoice::Mode> verdict =
+        choice_.Sample(key, static_cast<MeasuredChoice::Mode>(mode), ms);
+    if (!verdict.has_value()) return;
+    const bool aside = *verdict == MeasuredChoice::Mode::kSetAside;
+    POOCH_LOG_AT(kInfo, "a plan whose iterations diverge is %s (measured)",
+                 aside ? "set aside: demand swapping and the pilot run its iterations"
+                       : "kept: it is faster than demand swapping");
+    if (trace_ != nullptr) {
+      const pooch::TraceArg args[] = {{"verdict", aside ? "set aside" : "follow"}};
+      trace_->OnRuntime("measured choice", args);
     }
   }
 
@@ -957,6 +1000,15 @@ class Profiler::Impl {
   int64_t demand_ins_mark_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_iteration_hits_ ABSL_GUARDED_BY(mu_) = -1;
   std::optional<PlanActions> actions_ ABSL_GUARDED_BY(mu_);
+  // Note [Measured choice]: the trials, the mode and plan of the iteration under way, and those
+  // of the iteration that ended at its start (for its timing pair).
+  MeasuredChoice choice_ ABSL_GUARDED_BY(mu_);
+  MeasuredChoice::Mode iteration_mode_ ABSL_GUARDED_BY(mu_) = MeasuredChoice::Mode::kFollow;
+  uint64_t iteration_key_ ABSL_GUARDED_BY(mu_) = 0;
+  bool mode_changed_ ABSL_GUARDED_BY(mu_) = true;
+  uint64_t ended_key_ ABSL_GUARDED_BY(mu_) = 0;
+  int ended_sample_mode_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t set_aside_iterations_ ABSL_GUARDED_BY(mu_) = 0;
   bool plot_failed_ ABSL_GUARDED_BY(mu_) = false;  // POOCH_PLOT could not be drawn
   // Note [Pilot model]: under a planner policy unless POOCH_PILOT=off.
   std::optional<pooch::PilotActions> pilot_ ABSL_GUARDED_BY(mu_);

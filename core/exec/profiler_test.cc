@@ -294,7 +294,7 @@ TEST_F(ProfilerTest, AnIterationThatReadsAnotherWeightDivergesFromThePlan) {
     c.pilot = PilotMode::kOff;
     Start(/*limit_granules=*/10, c);
     const std::vector<DeviceAddress> weights = Weights(3);
-    for (int i = 0; i < 12; ++i) {
+    for (int i = 0; i < 24; ++i) {
       Iteration(static_cast<uint8_t>(10 * i), /*layers=*/3);
       const int chosen = routed ? i % 3 : 0;
       const DeviceAddress out = Alloc(2 * kG);
@@ -307,8 +307,16 @@ TEST_F(ProfilerTest, AnIterationThatReadsAnotherWeightDivergesFromThePlan) {
     EXPECT_THAT(summary, HasSubstr("carried out"));
     if (routed) {
       EXPECT_THAT(summary, ::testing::ContainsRegex("diverged_iterations [1-9]")) << summary;
+      // Note [Measured choice]: the plan was tried, set aside for its samples (every byte still
+      // right), and a verdict reached.
+      EXPECT_THAT(summary, ::testing::ContainsRegex("choice: tried 1 set_aside [01] followed [01] "
+                                                    "set_aside_iterations ([2-9]|[1-9][0-9])\n"))
+          << summary;
+      EXPECT_THAT(summary, ::testing::Not(HasSubstr("set_aside 0 followed 0")));
     } else {
       EXPECT_THAT(summary, HasSubstr("diverged_iterations 0"));
+      EXPECT_THAT(summary,
+                  HasSubstr("choice: tried 0 set_aside 0 followed 0 set_aside_iterations 0"));
     }
     TearDown();
   }
