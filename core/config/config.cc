@@ -47,7 +47,7 @@ constexpr Choice<PilotMode> kPilotModes[] = {
     {"on", PilotMode::kOn},
     {"off", PilotMode::kOff},
     {"ngram", PilotMode::kNgram},
-    {"linear", PilotMode::kLinear},
+    {"stump", PilotMode::kStump},
 };
 
 constexpr Choice<IterationMarker> kMarkers[] = {
@@ -272,11 +272,11 @@ const Variable kVariables[] = {
        c.lineage_out = std::string(value);
        return absl::OkStatus();
      }},
-    {{"POOCH_PILOT", "on", "on, off, ngram, linear",
+    {{"POOCH_PILOT", "on", "on, off, ngram, stump",
       "Under a planner policy, the pilot model of dynamic networks: at each small synchronous "
       "read-back to the host it predicts what the next block of ops touches and prefetches it, "
       "while no plan that moves anything is followed. on: the better of its two models so far; "
-      "ngram, linear: that "
+      "ngram, stump: that "
       "model; off: no pilot."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<PilotMode> m = ParseChoice(name, value, kPilotModes);

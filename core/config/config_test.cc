@@ -187,7 +187,7 @@ TEST(ConfigTest, ChoiceErrors) {
   EXPECT_EQ(ErrorOf({{"POOCH_ITERATION_MARKER", "step"}}),
             "POOCH_ITERATION_MARKER='step': unknown value (use auto, sync, nvtx)");
   EXPECT_EQ(ErrorOf({{"POOCH_PILOT", "yes"}}),
-            "POOCH_PILOT='yes': unknown value (use on, off, ngram, linear)");
+            "POOCH_PILOT='yes': unknown value (use on, off, ngram, stump)");
   EXPECT_EQ(ErrorOf({{"POOCH_PROFILE_SWAP", "some"}}),
             "POOCH_PROFILE_SWAP='some': unknown value (use all, demand)");
   EXPECT_THAT(ErrorOf({{"POOCH_SUMMARY", "maybe"}}),

@@ -206,8 +206,10 @@ class Profiler::Impl {
     // and never in a recorded profiling pass (its copies would be the profile's).
     const bool following = actions_.has_value() && last_position_ >= 0 && !actions_->diverged &&
                            actions_->swapped + actions_->recomputed > 0;
+    // Note [Measured choice]: a plan set aside for demand swapping alone keeps the pilot quiet.
+    const bool quiet = actions_.has_value() && iteration_mode_ == MeasuredChoice::Mode::kSetAside;
     pilot_->ReadBack({static_cast<const uint8_t*>(host), bytes},
-                     !following && !recorder_.tracker().recording_next());
+                     !following && !quiet && !recorder_.tracker().recording_next());
   }
 
   void SyncMarker() {
@@ -415,7 +417,8 @@ class Profiler::Impl {
       if (!done.ok() || !*done) return;
       if (absl::StatusOr<double> us = device_.ElapsedMicroseconds(t.start, t.end); us.ok()) {
         if (t.sample_mode >= 0) SampleModeLocked(t.plan_key, t.sample_mode, *us / 1000.0);
-        if (t.sample_mode == static_cast<int>(MeasuredChoice::Mode::kSetAside)) {
+        if (t.sample_mode != static_cast<int>(MeasuredChoice::Mode::kFollow) &&
+            t.sample_mode >= 0) {
           // Not the plan's time: the summary compares measured_iteration_ms with its prediction.
         } else if (first_iteration_ms_ < 0) {
           first_iteration_ms_ = *us / 1000.0;
@@ -804,7 +807,7 @@ class Profiler::Impl {
     mode_changed_ = mode != iteration_mode_ || cache_key_ != iteration_key_;
     iteration_mode_ = mode;
     iteration_key_ = cache_key_;
-    if (mode != MeasuredChoice::Mode::kSetAside) return;
+    if (mode == MeasuredChoice::Mode::kFollow) return;
     actions_->diverged = true;  // no action of the plan in this iteration
     ++set_aside_iterations_;
     if (trace_ != nullptr) trace_->OnRuntime("plan set aside", {});
@@ -814,12 +817,16 @@ class Profiler::Impl {
     const std::optional<MeasuredChoice::Mode> verdict =
         choice_.Sample(key, static_cast<MeasuredChoice::Mode>(mode), ms);
     if (!verdict.has_value()) return;
-    const bool aside = *verdict == MeasuredChoice::Mode::kSetAside;
-    POOCH_LOG_AT(kInfo, "a plan whose iterations diverge is %s (measured)",
-                 aside ? "set aside: demand swapping and the pilot run its iterations"
-                       : "kept: it is faster than demand swapping");
+    static constexpr const char* kVerdicts[] = {"follow", "set aside", "set aside, pilot"};
+    const char* name = kVerdicts[static_cast<int>(*verdict)];
+    POOCH_LOG_AT(kInfo, "a plan whose iterations diverge: measured, its iterations are now %s",
+                 *verdict == MeasuredChoice::Mode::kFollow
+                     ? "followed"
+                     : (*verdict == MeasuredChoice::Mode::kSetAside
+                            ? "run with the plan set aside, under demand swapping"
+                            : "run with the plan set aside, under demand swapping and the pilot"));
     if (trace_ != nullptr) {
-      const pooch::TraceArg args[] = {{"verdict", aside ? "set aside" : "follow"}};
+      const pooch::TraceArg args[] = {{"verdict", name}};
       trace_->OnRuntime("measured choice", args);
     }
   }
@@ -1002,7 +1009,8 @@ class Profiler::Impl {
   std::optional<PlanActions> actions_ ABSL_GUARDED_BY(mu_);
   // Note [Measured choice]: the trials, the mode and plan of the iteration under way, and those
   // of the iteration that ended at its start (for its timing pair).
-  MeasuredChoice choice_ ABSL_GUARDED_BY(mu_);
+  MeasuredChoice choice_ ABSL_GUARDED_BY(mu_){config_.mode == pooch::RunMode::kPlanned &&
+                                              config_.pilot != pooch::PilotMode::kOff};
   MeasuredChoice::Mode iteration_mode_ ABSL_GUARDED_BY(mu_) = MeasuredChoice::Mode::kFollow;
   uint64_t iteration_key_ ABSL_GUARDED_BY(mu_) = 0;
   bool mode_changed_ ABSL_GUARDED_BY(mu_) = true;

@@ -309,14 +309,15 @@ TEST_F(ProfilerTest, AnIterationThatReadsAnotherWeightDivergesFromThePlan) {
       EXPECT_THAT(summary, ::testing::ContainsRegex("diverged_iterations [1-9]")) << summary;
       // Note [Measured choice]: the plan was tried, set aside for its samples (every byte still
       // right), and a verdict reached.
-      EXPECT_THAT(summary, ::testing::ContainsRegex("choice: tried 1 set_aside [01] followed [01] "
-                                                    "set_aside_iterations ([2-9]|[1-9][0-9])\n"))
+      EXPECT_THAT(summary, ::testing::ContainsRegex(
+                               "choice: tried 1 followed [01] set_aside [01] set_aside_pilot 0 "
+                               "set_aside_iterations ([2-9]|[1-9][0-9])\n"))
           << summary;
-      EXPECT_THAT(summary, ::testing::Not(HasSubstr("set_aside 0 followed 0")));
+      EXPECT_THAT(summary, ::testing::Not(HasSubstr("followed 0 set_aside 0")));
     } else {
       EXPECT_THAT(summary, HasSubstr("diverged_iterations 0"));
-      EXPECT_THAT(summary,
-                  HasSubstr("choice: tried 0 set_aside 0 followed 0 set_aside_iterations 0"));
+      EXPECT_THAT(summary, HasSubstr("choice: tried 0 followed 0 set_aside 0 set_aside_pilot 0 "
+                                     "set_aside_iterations 0"));
     }
     TearDown();
   }
@@ -341,14 +342,14 @@ TEST_F(ProfilerTest, ProfileOutAloneCarriesNothingOut) {
 // back six scores, and runs the best-scoring expert, whose op count differs per expert: each
 // expert's iterations get a plan of their own (Note [Departed references]), which has nothing to
 // move (two weights fit), and iterations switch between them; the pilot acts as when no plan is
-// followed, the weights being left to demand swapping. The pilot (linear) learns the
+// followed, the weights being left to demand swapping. The pilot (stump) learns the
 // routing from the bytes and prefetches the chosen expert at the read-back, pushing out the
 // least likely ones: its demand swap-ins fall below those of the same run without it, and every
 // byte the experts read is right. (Shown by this test, not a tuning target: the routing is an
 // argmax of six uniform scores, a shape the pilot's unit tests do not use.)
 TEST_F(ProfilerTest, ThePilotPrefetchesTheExpertTheReadBackChooses) {
   int64_t demand_ins[2] = {0, 0};
-  for (PilotMode mode : {PilotMode::kOff, PilotMode::kLinear}) {
+  for (PilotMode mode : {PilotMode::kOff, PilotMode::kStump}) {
     Config c;
     c.mode = RunMode::kPlanned;
     c.planned_policy = Policy::kPooch;
@@ -377,9 +378,9 @@ TEST_F(ProfilerTest, ThePilotPrefetchesTheExpertTheReadBackChooses) {
     }
     EXPECT_EQ(wrong_bytes_, 0);
     demand_ins[mode == PilotMode::kOff ? 0 : 1] = manager_->Stats().demand_swap_ins;
-    if (mode == PilotMode::kLinear) {
+    if (mode == PilotMode::kStump) {
       const std::string summary = Summary();
-      EXPECT_THAT(summary, HasSubstr("pilot: mode linear blocks 200"));
+      EXPECT_THAT(summary, HasSubstr("pilot: mode stump blocks 200"));
       EXPECT_GT(manager_->Stats().prefetches, 20) << summary;
     } else {
       EXPECT_THAT(Summary(), ::testing::Not(HasSubstr("pilot:")));

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <numeric>
 
 #include "absl/hash/hash.h"
@@ -18,6 +19,10 @@ constexpr int kMaxOrdinal = 1024;
 // How fast the centring follows the read-back values: about the last four boundaries count.
 constexpr float kCentringRate = 0.25f;
 constexpr float kMaxFeature = 2.0f;
+// Boundaries kept per context to learn a new candidate's past from (Pilot::CloseBlock).
+constexpr size_t kPastBoundaries = 32;
+// The running means whose deviations are ranked, besides the words themselves.
+constexpr std::array<float, 3> kRankRates = {0.5f, 0.25f, 0.125f};
 
 double MicrosecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
@@ -31,11 +36,11 @@ double Pilot::ModelStats::Accuracy() const {
   return all == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(all);
 }
 
-const char* Pilot::ModelName(int model) { return model == 0 ? "ngram" : "linear"; }
+const char* Pilot::ModelName(int model) { return model == 0 ? "ngram" : "stump"; }
 
 Pilot::Pilot(PilotMode mode) : mode_(mode) {
   models_[0] = std::make_unique<FrequencyModel>();
-  models_[1] = std::make_unique<LinearModel>();
+  models_[1] = std::make_unique<StumpModel>();
 }
 
 void Pilot::Allocated(PilotKey key) { born_[key] = boundaries_; }
@@ -70,35 +75,58 @@ void Pilot::IterationStart() {
 std::vector<float> Pilot::Features(uint64_t context, absl::Span<const uint8_t> bytes) {
   std::vector<float> x;
   if (bytes.size() % sizeof(float) == 0) {
-    for (size_t i = 0; i < bytes.size() && x.size() < LinearModel::kMaxWords; i += sizeof(float)) {
+    for (size_t i = 0; i < bytes.size() && x.size() < StumpModel::kMaxWords; i += sizeof(float)) {
       float f;
       std::memcpy(&f, bytes.data() + i, sizeof f);
       x.push_back(std::isfinite(f) ? f : 0.0f);
     }
   } else {
-    for (size_t i = 0; i < bytes.size() && x.size() < LinearModel::kMaxWords; ++i) {
+    for (size_t i = 0; i < bytes.size() && x.size() < StumpModel::kMaxWords; ++i) {
       x.push_back(static_cast<float>(bytes[i]));
     }
   }
   // Centred and scaled per position by running statistics of this context, so that a decision
   // the program takes against its own running mean (a centred score) is a sign here.
+  const size_t n = x.size();
   Centring& c = centring_[context];
-  if (!c.seen || c.mean.size() != x.size()) {
+  if (!c.seen || c.mean.size() != n) {
     c.mean = x;
-    c.spread.assign(x.size(), 0.0f);
+    c.spread.assign(n, 0.0f);
+    c.fast.assign(kRankRates.size() * n, 0.0f);
+    for (size_t r = 0; r < kRankRates.size(); ++r) {
+      std::copy(x.begin(), x.end(), c.fast.begin() + static_cast<std::ptrdiff_t>(r * n));
+    }
     c.seen = true;
   }
-  // Then each word's rank among the read-back's words, in [-1, 1]: a choice of the k largest
-  // (a top-k routing) is a threshold on it.
-  std::vector<float> z(2 * x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
+  std::vector<float> z((3 + kRankRates.size()) * n);
+  for (size_t i = 0; i < n; ++i) {
     const float d = x[i] - c.mean[i];
     z[i] = c.spread[i] > 0 ? std::clamp(d / c.spread[i], -kMaxFeature, kMaxFeature) : 0.0f;
     c.mean[i] += kCentringRate * d;
     c.spread[i] += kCentringRate * (std::fabs(d) - c.spread[i]);
-    if (x.size() > 1) {
-      const auto below = std::count_if(x.begin(), x.end(), [&](float v) { return v < x[i]; });
-      z[x.size() + i] = 2.0f * static_cast<float>(below) / static_cast<float>(x.size() - 1) - 1.0f;
+  }
+  // Then the words themselves (a gate's "score > 0" is a threshold on one), and each word's rank
+  // among the read-back's words, in [-1, 1], of the words themselves and
+  // of their deviations from running means at a few rates: a choice of the k largest (a top-k
+  // routing), of the words or of the words against the program's own running means, is a
+  // threshold on one of them.
+  std::vector<float> v(n);
+  for (size_t view = 0; view <= kRankRates.size(); ++view) {
+    for (size_t i = 0; i < n; ++i) {
+      if (view == 0) {
+        v[i] = x[i];
+        continue;
+      }
+      float& m = c.fast[(view - 1) * n + i];
+      v[i] = x[i] - m;
+      m += kRankRates[view - 1] * v[i];
+    }
+    if (view == 0) std::copy(v.begin(), v.end(), z.begin() + static_cast<std::ptrdiff_t>(n));
+    if (n < 2) continue;
+    float* ranks = z.data() + (2 + view) * n;
+    for (size_t i = 0; i < n; ++i) {
+      const auto below = std::count_if(v.begin(), v.end(), [&](float u) { return u < v[i]; });
+      ranks[i] = 2.0f * static_cast<float>(below) / static_cast<float>(n - 1) - 1.0f;
     }
   }
   return z;
@@ -106,7 +134,7 @@ std::vector<float> Pilot::Features(uint64_t context, absl::Span<const uint8_t> b
 
 int Pilot::ActingModel(uint64_t context) const {
   if (mode_ == PilotMode::kNgram) return 0;
-  if (mode_ == PilotMode::kLinear) return 1;
+  if (mode_ == PilotMode::kStump) return 1;
   auto it = by_context_.find(context);
   if (it == by_context_.end()) return 0;
   auto margin = [](const ModelStats& s) { return s.hits - s.misses - s.wasted; };
@@ -158,6 +186,22 @@ void Pilot::CloseBlock() {
       alive.push_back(keys[i]);
       alive_touched.push_back(touched[i]);
     }
+    // A key that becomes a candidate now was alive, and not touched, at the earlier boundaries
+    // of this context since its birth: those are learnt first, from the kept boundaries, so that
+    // one touch does not make it likely everywhere.
+    std::deque<Past>& past = past_[open_.boundary.bytes_context];
+    for (size_t i = predicted_count; i < keys.size(); ++i) {
+      auto b = born_.find(keys[i]);
+      if (b == born_.end()) continue;
+      const PilotKey key[1] = {keys[i]};
+      const std::vector<bool> untouched(1, false);
+      for (const Past& p : past) {
+        if (p.index <= b->second) continue;
+        for (auto& model : models_) model->Learn(p.boundary, key, untouched);
+      }
+    }
+    past.push_back(Past{open_.index, open_.boundary});
+    if (past.size() > kPastBoundaries) past.pop_front();
     for (auto& model : models_) model->Learn(open_.boundary, alive, alive_touched);
     absl::btree_set<PilotKey>& candidates = candidates_[open_.boundary.bytes_context];
     const std::pair<uint64_t, uint64_t> where{open_.boundary.history_context,
@@ -222,7 +266,7 @@ Pilot::Prediction Pilot::ReadBack(absl::Span<const uint8_t> bytes) {
 std::string Pilot::SummaryLine() const {
   std::string line = absl::StrFormat(
       "pilot: mode %s blocks %lld empty_queries %lld",
-      mode_ == PilotMode::kOn ? "on" : ModelName(mode_ == PilotMode::kLinear ? 1 : 0),
+      mode_ == PilotMode::kOn ? "on" : ModelName(mode_ == PilotMode::kStump ? 1 : 0),
       static_cast<long long>(stats_.blocks), static_cast<long long>(stats_.empty_queries));
   for (int m = 0; m < kModels; ++m) {
     const ModelStats& s = stats_.models[m];

@@ -1,36 +1,10 @@
 #include "core/pilot/pilot_models.h"
 
 #include <algorithm>
-#include <cmath>
+#include <limits>
 #include <utility>
 
 namespace pooch {
-namespace {
-
-// One SGD step's size for the logistic loss. The inputs are centred and scaled to about unit
-// size (Pilot::Features), so a step of this order moves a score across 1/2 within a few blocks.
-constexpr float kLearningRate = 0.5f;
-
-float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-
-// A score for prediction only: above 1/2 exactly when the logit is above 0, and in the logit's
-// order, as the logistic is, without its exp (the query's cost: Note [Pilot model]).
-float Squash(float x) { return 0.5f + 0.5f * x / (1.0f + std::fabs(x)); }
-
-// w . x plus the bias w.back(), in four independent partial sums: one running sum is a chain of
-// dependent adds, and the dot products are most of a query's host time.
-float Dot(const std::vector<float>& w, const std::vector<float>& x) {
-  const size_t n = std::min(w.size() - 1, x.size());
-  float s[4] = {w.back(), 0.0f, 0.0f, 0.0f};
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (size_t j = 0; j < 4; ++j) s[j] += w[i + j] * x[i + j];
-  }
-  for (; i < n; ++i) s[0] += w[i] * x[i];
-  return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
-}  // namespace
 
 std::vector<float> FrequencyModel::Score(const PilotBoundary& b, absl::Span<const PilotKey> keys) {
   std::vector<float> scores;
@@ -58,32 +32,82 @@ void FrequencyModel::Forget(const PilotBoundary& b, PilotKey key) {
   counts_.erase({b.history_context, key});
 }
 
-std::vector<float> LinearModel::Score(const PilotBoundary& b, absl::Span<const PilotKey> keys) {
+std::vector<float> StumpModel::Score(const PilotBoundary& b, absl::Span<const PilotKey> keys) {
   std::vector<float> scores;
   scores.reserve(keys.size());
   for (PilotKey k : keys) {
-    auto it = weights_.find({b.bytes_context, k});
-    scores.push_back(it == weights_.end() ? 0.5f : Squash(Dot(it->second, b.values)));
+    auto it = stumps_.find({b.bytes_context, k});
+    if (it == stumps_.end()) {
+      scores.push_back(0.0f);
+      continue;
+    }
+    const Stumps& s = it->second;
+    // One class seen: a key touched after every boundary (twice at least) is likely, one never
+    // touched is not.
+    if (s.touched == 0 || s.touched == s.seen) {
+      scores.push_back(s.touched > 0 && s.seen >= 2 ? 1.0f : 0.0f);
+      continue;
+    }
+    // Each consistent stump votes, its threshold halfway between the classes. Until the blocks
+    // rule out the rules that fit by chance, they outvote the right one: a key is predicted only
+    // when most of what the data allows says so.
+    int votes = 0;
+    int voters = 0;
+    for (int j : s.consistent) {
+      const size_t f = static_cast<size_t>(j / 2);
+      if (f >= b.values.size()) continue;
+      const float x = b.values[f];
+      const bool above = j % 2 == 0;
+      votes += above ? x > 0.5f * (s.touched_min[f] + s.untouched_max[f])
+                     : x < 0.5f * (s.touched_max[f] + s.untouched_min[f]);
+      ++voters;
+    }
+    scores.push_back(voters == 0 ? 0.0f : static_cast<float>(votes) / static_cast<float>(voters));
   }
   return scores;
 }
 
-void LinearModel::Learn(const PilotBoundary& b, absl::Span<const PilotKey> keys,
-                        const std::vector<bool>& touched) {
-  const size_t n = b.values.size();  // at most 2 x kMaxWords (Pilot::Features)
+void StumpModel::Learn(const PilotBoundary& b, absl::Span<const PilotKey> keys,
+                       const std::vector<bool>& touched) {
   for (size_t i = 0; i < keys.size(); ++i) {
-    std::vector<float>& w = weights_[{b.bytes_context, keys[i]}];
-    if (w.empty()) w.assign(n + 1, 0.0f);
-    // d(log loss)/d(logit) = score - label.
-    const float g = kLearningRate * (Sigmoid(Dot(w, b.values)) - (touched[i] ? 1.0f : 0.0f));
-    const size_t m = std::min(w.size() - 1, b.values.size());
-    for (size_t j = 0; j < m; ++j) w[j] -= g * b.values[j];
-    w.back() -= g;
+    Stumps& s = stumps_[{b.bytes_context, keys[i]}];
+    Add(s, b.values, touched[i]);
+    // No rule is left: what came before (a first iteration whose values all tied, a phase of
+    // the program that chose otherwise) is forgotten, and the key is learnt again from here.
+    if (s.consistent.empty() && s.touched > 0 && s.touched < s.seen) {
+      s = Stumps{};
+      Add(s, b.values, touched[i]);
+    }
   }
 }
 
-void LinearModel::Forget(const PilotBoundary& b, PilotKey key) {
-  weights_.erase({b.bytes_context, key});
+void StumpModel::Add(Stumps& s, const std::vector<float>& values, bool touched) {
+  const size_t n = values.size();
+  if (s.touched_min.size() != n) {  // new, or the features changed shape: start again
+    s = Stumps{};
+    s.touched_min.assign(n, std::numeric_limits<float>::infinity());
+    s.untouched_min.assign(n, std::numeric_limits<float>::infinity());
+    s.touched_max.assign(n, -std::numeric_limits<float>::infinity());
+    s.untouched_max.assign(n, -std::numeric_limits<float>::infinity());
+  }
+  ++s.seen;
+  std::vector<float>& lo = touched ? s.touched_min : s.untouched_min;
+  std::vector<float>& hi = touched ? s.touched_max : s.untouched_max;
+  if (touched) ++s.touched;
+  for (size_t f = 0; f < n; ++f) {
+    lo[f] = std::min(lo[f], values[f]);
+    hi[f] = std::max(hi[f], values[f]);
+  }
+  s.consistent.clear();
+  if (s.touched == 0 || s.touched == s.seen) return;
+  for (size_t f = 0; f < n; ++f) {
+    if (s.touched_min[f] > s.untouched_max[f]) s.consistent.push_back(static_cast<int>(2 * f));
+    if (s.touched_max[f] < s.untouched_min[f]) s.consistent.push_back(static_cast<int>(2 * f + 1));
+  }
+}
+
+void StumpModel::Forget(const PilotBoundary& b, PilotKey key) {
+  stumps_.erase({b.bytes_context, key});
 }
 
 }  // namespace pooch

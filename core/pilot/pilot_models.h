@@ -5,11 +5,15 @@
 //   FrequencyModel  an n-gram over block signatures: the context is the boundary's ordinal in
 //                   the iteration and the signatures of the two blocks before it; the score is
 //                   how often the candidate was touched after that context.
-//   LinearModel     a logistic regression per (context, candidate) over the bytes the program
-//                   read back at the boundary, taken as float words (Pilot::Features: each
-//                   word centred by its running mean, and its rank among the words);
-//                   trained online by one SGD step per block. Its context is the ordinal and
-//                   the read-back's length only, so that what varies is left to the bytes.
+//   StumpModel      decision stumps per (context, candidate) over the bytes the program read
+//                   back at the boundary, taken as float words (Pilot::Features: each word
+//                   centred by its running mean, and its rank among the words, raw and
+//                   against running means at a few rates). A stump says "touched when feature
+//                   f is above (or below) a threshold"; the model keeps every stump that no
+//                   block so far contradicts (the version space of one-feature rules) and
+//                   scores a candidate by the share of them that vote for it. Its context is
+//                   the ordinal and the read-back's length only, so that what varies is left to
+//                   the bytes.
 //
 // A score is in [0, 1]; a candidate is predicted when its score is above 1/2. Neither model
 // knows what the program is: the keys are allocation base addresses, the contexts hashes.
@@ -67,21 +71,30 @@ class FrequencyModel final : public PilotModel {
   absl::flat_hash_map<std::pair<uint64_t, PilotKey>, Count> counts_;
 };
 
-class LinearModel final : public PilotModel {
+class StumpModel final : public PilotModel {
  public:
   // Words of a read-back beyond this are ignored (a read-back of many words is data, not a
   // decision; the first ones still carry it when it is a header).
   static constexpr int kMaxWords = 32;
 
-  absl::string_view name() const override { return "linear"; }
+  absl::string_view name() const override { return "stump"; }
   std::vector<float> Score(const PilotBoundary& b, absl::Span<const PilotKey> keys) override;
   void Learn(const PilotBoundary& b, absl::Span<const PilotKey> keys,
              const std::vector<bool>& touched) override;
   void Forget(const PilotBoundary& b, PilotKey key) override;
 
  private:
-  // Weights for values[0..n) then the bias; none yet: every weight 0 (score 1/2, not predicted).
-  absl::flat_hash_map<std::pair<uint64_t, PilotKey>, std::vector<float>> weights_;
+  // What a key's blocks showed of each feature: its range over the blocks that touched the key
+  // and over those that did not.
+  struct Stumps {
+    int seen = 0;
+    int touched = 0;
+    std::vector<float> touched_min, touched_max, untouched_min, untouched_max;
+    // The stumps no block contradicts: feature index times 2, plus 1 for "touched below".
+    std::vector<int> consistent;
+  };
+  static void Add(Stumps& s, const std::vector<float>& values, bool touched);
+  absl::flat_hash_map<std::pair<uint64_t, PilotKey>, Stumps> stumps_;
 };
 
 }  // namespace pooch

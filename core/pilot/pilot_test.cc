@@ -55,7 +55,7 @@ class Mixture {
   std::vector<int> chosen_;
 };
 
-TEST(PilotTest, TheLinearModelLearnsARoutingFromTheReadBackBytes) {
+TEST(PilotTest, TheStumpModelLearnsARoutingFromTheReadBackBytes) {
   Pilot pilot(PilotMode::kOn);
   Mixture moe(8, 2);
   moe.Start(pilot);
@@ -80,6 +80,63 @@ TEST(PilotTest, TheLinearModelLearnsARoutingFromTheReadBackBytes) {
   EXPECT_EQ(moe.last().model, 1);
   EXPECT_GT(after.acted[1] - before.acted[1], 190);
   EXPECT_GT(after.models[1].queries, 400);
+}
+
+// A router that chooses against its own running mean of each score (a calibration or a
+// load-balancing bias), as moe's does, but at another rate and with other sizes: 12 scores, each
+// with a fixed offset so that the raw top-k would be the same experts every time, the top 3 of
+// s - m chosen, m <- m + (s - m) / 4. The stumps find the rank of the right deviation; the
+// n-gram can only guess the commonest experts.
+TEST(PilotTest, TheStumpsLearnAChoiceAgainstTheProgramsRunningMean) {
+  constexpr int kExperts = 12;
+  constexpr int kChosen = 3;
+  Pilot pilot(PilotMode::kOn);
+  for (int e = 0; e < kExperts; ++e) pilot.Allocated(100 + e);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> mean(kExperts, 0.0f);
+  Pilot::Stats before;
+  for (int i = 0; i < 250; ++i) {
+    if (i == 150) before = pilot.stats();
+    pilot.IterationStart();
+    std::vector<float> scores(kExperts), centred(kExperts);
+    for (int e = 0; e < kExperts; ++e) {
+      scores[e] = static_cast<float>(e) + normal(rng);
+      if (i == 0) mean[e] = scores[e];
+      centred[e] = scores[e] - mean[e];
+      mean[e] += 0.25f * centred[e];
+    }
+    pilot.ReadBack(Bytes(scores));
+    std::vector<int> order(kExperts);
+    for (int e = 0; e < kExperts; ++e) order[e] = e;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return centred[a] > centred[b]; });
+    for (int k = 0; k < kChosen; ++k) pilot.Op(2, {static_cast<PilotKey>(100 + order[k])});
+  }
+  pilot.ReadBack(Bytes(std::vector<float>(kExperts, 0.0f)));  // closes the last block
+  auto accuracy = [&](int m) {
+    Pilot::ModelStats s;
+    s.hits = pilot.stats().models[m].hits - before.models[m].hits;
+    s.misses = pilot.stats().models[m].misses - before.models[m].misses;
+    s.wasted = pilot.stats().models[m].wasted - before.models[m].wasted;
+    return s.Accuracy();
+  };
+  EXPECT_GT(accuracy(1), 0.8);
+  EXPECT_LT(accuracy(0), 0.4);
+}
+
+// A key that becomes a candidate is taught the boundaries it lived through untouched: here the
+// block touches it only when the read-back word is 10 or more. Without its past (0 to 9,
+// untouched), one touch at 10 and one miss at 3 would leave "above 6.5" a consistent rule, and
+// 8 would predict it.
+TEST(PilotTest, ACandidateIsTaughtItsPastBeforeItsFirstTouch) {
+  Pilot pilot(PilotMode::kStump);
+  pilot.Allocated(1);
+  for (float v : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 3}) {
+    pilot.ReadBack(Bytes({v}));
+    if (v >= 10) pilot.Op(1, {1});
+  }
+  EXPECT_FALSE(Has(pilot.ReadBack(Bytes({8.0f})).likely, 1));
+  EXPECT_TRUE(Has(pilot.ReadBack(Bytes({11.0f})).likely, 1));
 }
 
 TEST(PilotTest, TheNgramLearnsASequenceTheBytesDoNotCarry) {

@@ -767,7 +767,7 @@ policies)
   if [ -n "$dynamic" ]; then
     # pooch above ran with its pilot model on (Note [Pilot model]); each of its two models must
     # leave the parameters and the choices as in-core too, and the summary shows its line.
-    for pilot in ngram linear; do
+    for pilot in ngram stump; do
       POOCH_PILOT=$pilot
       export POOCH_PILOT
       run "pilot-$pilot" "$pooch" run --policy pooch -- "$bin" "$@"
@@ -780,7 +780,7 @@ policies)
         fail "pilot $pilot: no pilot line with blocks: $(grep 'pilot:' "$work/pilot-$pilot.err")"
     done
     grep -q '^pooch: pilot: mode on ' "$work/pooch.err" || fail "pooch: no pilot line"
-    report="$report $(awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "accuracy") printf "%s,", $(i + 1) }' "$work/pilot-linear.err")"
+    report="$report $(awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "accuracy") printf "%s,", $(i + 1) }' "$work/pilot-stump.err")"
   fi
   echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"
   ;;
