@@ -106,10 +106,9 @@ std::vector<float> Pilot::Features(uint64_t context, absl::Span<const uint8_t> b
     c.spread[i] += kCentringRate * (std::fabs(d) - c.spread[i]);
   }
   // Then the words themselves (a gate's "score > 0" is a threshold on one), and each word's rank
-  // among the read-back's words, in [-1, 1], of the words themselves and
-  // of their deviations from running means at a few rates: a choice of the k largest (a top-k
-  // routing), of the words or of the words against the program's own running means, is a
-  // threshold on one of them.
+  // among the read-back's words, in [-1, 1], of the words themselves and of their deviations
+  // from running means at a few rates: a choice of the k largest (a top-k routing), of the words
+  // or of the words against the program's own running means, is a threshold on one of them.
   std::vector<float> v(n);
   for (size_t view = 0; view <= kRankRates.size(); ++view) {
     for (size_t i = 0; i < n; ++i) {
@@ -195,9 +194,14 @@ void Pilot::CloseBlock() {
       if (b == born_.end()) continue;
       const PilotKey key[1] = {keys[i]};
       const std::vector<bool> untouched(1, false);
+      std::vector<std::pair<uint64_t, uint64_t>>& in = learnt_in_[keys[i]];
       for (const Past& p : past) {
         if (p.index <= b->second) continue;
         for (auto& model : models_) model->Learn(p.boundary, key, untouched);
+        // Forgotten with the rest when the key is freed.
+        const std::pair<uint64_t, uint64_t> where{p.boundary.history_context,
+                                                  p.boundary.bytes_context};
+        if (std::find(in.begin(), in.end(), where) == in.end()) in.push_back(where);
       }
     }
     past.push_back(Past{open_.index, open_.boundary});

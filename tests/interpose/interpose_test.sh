@@ -832,6 +832,38 @@ plan_switching)
   echo "ok: $model at 40 % ($SIMGPU_MEMORY bytes), checksum $sum; $line; switched at $(echo "$positions" | tr '\n' ' ')"
   ;;
 
+measured_choice)
+  # Note [Measured choice] (core/exec/measured_choice.h): args POOCH CNN_TRAIN. moe (top 2 of 16)
+  # at 40 % of the in-core peak, 30 iterations under pooch with the hazard checker at error: its
+  # plan diverges at the chosen experts, is tried followed, set aside and set aside with the pilot
+  # acting, and one mode is kept; every iteration's choices and loss and the parameters are
+  # in-core's, and the trace marks the set-aside iterations and the verdict.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  set -- --model moe --batch 16 --experts 16 --top-k 2 --iters 30 --nvtx
+  incore_reference "$@"
+  choices_of incore
+  SIMGPU_MEMORY=$((peak * 40 / 100))
+  POOCH_ITERATION_MARKER=nvtx
+  POOCH_TRACE=$work/trace.json
+  export SIMGPU_MEMORY POOCH_ITERATION_MARKER POOCH_TRACE
+  run pooch "$pooch" run --policy pooch -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "pooch: exit $rc: $(tail -3 "$work/pooch.err")"
+  same_checksum pooch
+  choices_of pooch
+  cmp -s "$work/incore.choices" "$work/pooch.choices" ||
+    fail "pooch: iterations differ from in-core: $(diff "$work/incore.choices" "$work/pooch.choices" | head -4)"
+  line=$(grep '^pooch: choice:' "$work/pooch.err") || fail "no choice: line"
+  echo "$line" | awk '{ if ($4 != 1 || $6 + $8 + $10 != 1 || $12 < 6) exit 1 }' ||
+    fail "the plan was not tried through its three modes to a verdict: $line"
+  aside=$(grep -o '"name":"plan set aside"' "$work/trace.json" | grep -c .)
+  [ "$aside" -eq "$(echo "$line" | awk '{ print $12 }')" ] ||
+    fail "the trace has $aside plan set aside instants: $line"
+  grep -q '"name":"measured choice"' "$work/trace.json" || fail "no measured choice instant"
+  echo "ok: moe top-2 at 40 % ($SIMGPU_MEMORY bytes), checksum $sum; $line"
+  ;;
+
 model_state)
   # Issue 12: model state that does not fit. vgg16 (b2, 32x32, 10 classes) holds 403.7 MB of
   # parameters, gradients and momentum against a 406.3 MB in-core peak; at 60 % of that peak
