@@ -55,6 +55,24 @@ choices_of() {
   sed -n 's/^\(iter [0-9]* loss [^ ]*\) ms [^ ]* img_per_s [^ ]*/\1/p' "$work/$1.out" >"$work/$1.choices"
 }
 
+# pooch_at_40_like_incore ARGS...: cnn_train ($bin) in core, then under `$pooch run --policy
+# pooch` with NVTX iterations and a trace ($work/trace.json) on 40 % of the in-core peak; the
+# parameters and every iteration's choices and loss must be in-core's.
+pooch_at_40_like_incore() {
+  incore_reference "$@"
+  choices_of incore
+  SIMGPU_MEMORY=$((peak * 40 / 100))
+  POOCH_ITERATION_MARKER=nvtx
+  POOCH_TRACE=$work/trace.json
+  export SIMGPU_MEMORY POOCH_ITERATION_MARKER POOCH_TRACE
+  run pooch "$pooch" run --policy pooch -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "pooch: exit $rc: $(tail -3 "$work/pooch.err")"
+  same_checksum pooch
+  choices_of pooch
+  cmp -s "$work/incore.choices" "$work/pooch.choices" ||
+    fail "pooch: iterations differ from in-core: $(diff "$work/incore.choices" "$work/pooch.choices" | head -4)"
+}
+
 # check_recompute NAME: if run NAME's plan recomputes maps, the recompute: line shows maps
 # dropped and rebuilt by replay, and no replay failed; prints the line's counts.
 check_recompute() {
@@ -804,18 +822,7 @@ plan_switching)
     tiny-vary) set -- --model tiny --batch 64 --vary-image 32,44 --iters 12 --nvtx ;;
     *) fail "unknown model $model" ;;
   esac
-  incore_reference "$@"
-  choices_of incore
-  SIMGPU_MEMORY=$((peak * 40 / 100))
-  POOCH_ITERATION_MARKER=nvtx
-  POOCH_TRACE=$work/trace.json
-  export SIMGPU_MEMORY POOCH_ITERATION_MARKER POOCH_TRACE
-  run pooch "$pooch" run --policy pooch -- "$bin" "$@"
-  [ "$rc" -eq 0 ] || fail "pooch: exit $rc: $(tail -3 "$work/pooch.err")"
-  same_checksum pooch
-  choices_of pooch
-  cmp -s "$work/incore.choices" "$work/pooch.choices" ||
-    fail "pooch: iterations differ from in-core: $(diff "$work/incore.choices" "$work/pooch.choices" | head -4)"
+  pooch_at_40_like_incore "$@"
   line=$(grep '^pooch: plan_cache:' "$work/pooch.err") || fail "no plan_cache: line"
   switches=$(echo "$line" | awk '{ for (i = 3; i < NF; i++) if ($i == "switches") print $(i + 1) }')
   entries=$(echo "$line" | awk '{ for (i = 3; i < NF; i++) if ($i == "entries") print $(i + 1) }')
@@ -842,18 +849,7 @@ measured_choice)
   pooch=$arg
   bin=$5
   set -- --model moe --batch 16 --experts 16 --top-k 2 --iters 30 --nvtx
-  incore_reference "$@"
-  choices_of incore
-  SIMGPU_MEMORY=$((peak * 40 / 100))
-  POOCH_ITERATION_MARKER=nvtx
-  POOCH_TRACE=$work/trace.json
-  export SIMGPU_MEMORY POOCH_ITERATION_MARKER POOCH_TRACE
-  run pooch "$pooch" run --policy pooch -- "$bin" "$@"
-  [ "$rc" -eq 0 ] || fail "pooch: exit $rc: $(tail -3 "$work/pooch.err")"
-  same_checksum pooch
-  choices_of pooch
-  cmp -s "$work/incore.choices" "$work/pooch.choices" ||
-    fail "pooch: iterations differ from in-core: $(diff "$work/incore.choices" "$work/pooch.choices" | head -4)"
+  pooch_at_40_like_incore "$@"
   line=$(grep '^pooch: choice:' "$work/pooch.err") || fail "no choice: line"
   echo "$line" | awk '{ if ($4 != 1 || $6 + $8 + $10 != 1 || $12 < 6) exit 1 }' ||
     fail "the plan was not tried through its three modes to a verdict: $line"
