@@ -222,8 +222,11 @@ class Profiler::Impl {
     } else if (recorder_.tracker().keeping_iteration() && !recorder_.tracker().recording_next()) {
       RecycleTimedLocked();  // the ended iteration is not the reference: its times go
     }
-    if (b.completed) NoteIterationStartLocked();
     if (b.departed) NoteDepartureLocked();
+    // The next iteration's start is noted at its first event (HandleStepLocked), whose step says
+    // so under every marker: noting it here as well counted each iteration twice (two
+    // `iteration` trace instants, safety_net_last_iteration always 0, a re-plan's wait of three
+    // iterations halved, and Note [Diverged iterations]' previous iteration taken as this one).
     FinalizeIfDueLocked();
   }
 
@@ -337,7 +340,6 @@ class Profiler::Impl {
     }
     if (step.iteration_start) NoteIterationStartLocked();
     if (step.departed) NoteDepartureLocked();
-    // The auto marker's iteration starts (a marker's come through SyncMarker).
     if (step.iteration_start && pilot_.has_value()) pilot_->pilot().IterationStart();
     // After the iteration start: a re-plan made there is the old reference's.
     if (step.switched) SwitchPlanLocked(step.switched_to, step.position);
