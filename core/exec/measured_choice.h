@@ -7,16 +7,16 @@
 // there (Note [Diverged iterations] in plan_actions.h). What the plan did before that point may
 // have cost more than it saved: a mixture of experts planned on one choice of experts swaps the
 // reference's experts out and back in every iteration, whichever experts run (cnn_train moe
-// top-2 of 16 on simgpu v100-pcie3 at 40 % of its peak: 1.766 ms followed, 1.518 ms with every
-// iteration left to demand swapping), while another network's plan gains before its divergence
-// (top-8 of 16: 6.797 ms followed, 7.065 ms set aside). No model of the plan says which: the
-// profiler measures it. A plan whose iterations diverged is tried: its next kSamples timed
-// iterations are followed, then kSamples are run with the plan set aside (its actions off from
-// the iteration's start, as after a divergence) under demand swapping alone, then, with a pilot
-// model, kSamples with the pilot acting at each read-back as well; the mode with the lowest mean
-// time is kept for that plan from then on (a tie keeps the earlier mode). Whether the pilot's
-// prefetches pay is measured too: on moe top-8 of 16 at 40 %, with the plan set aside from the
-// start, they did not (7.364 ms with the pilot acting, 7.074 ms without; 40 iterations). The
+// top-2 of 16 on simgpu v100-pcie3 at 40 % of its peak, iterations 25-40 of 40: 1.575 ms
+// followed, 1.338 ms with every iteration left to demand swapping), while another network's plan
+// gains before its divergence (top-8 of 16: 6.797 ms followed, 7.074 ms under demand). No model of
+// the plan says which: the profiler measures it. A plan whose iterations diverged is tried: its
+// next kSamples timed iterations are followed, then kSamples are run with the plan set aside (its
+// actions off from the iteration's start, as after a divergence) under demand swapping alone, then,
+// with a pilot model, kSamples with the pilot acting at each read-back as well; the mode with the
+// lowest mean time is kept for that plan from then on (a tie keeps the earlier mode). Whether the
+// pilot's prefetches pay is measured too: on moe top-8 of 16 at 40 %, with the plan set aside from
+// the start, they did not (7.364 ms with the pilot acting, 7.074 ms without; 40 iterations). The
 // first iteration after a change of mode (or of plan) starts from the other mode's residency and
 // is not a sample. A plan that never diverges is never tried: its iterations are what it was
 // made from.
