@@ -276,8 +276,7 @@ const Variable kVariables[] = {
       "Under a planner policy, the pilot model of dynamic networks: at each small synchronous "
       "read-back to the host it predicts what the next block of ops touches and prefetches it, "
       "while no plan that moves anything is followed. on: the better of its two models so far; "
-      "ngram, stump: that "
-      "model; off: no pilot."},
+      "ngram, stump: that model; off: no pilot."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<PilotMode> m = ParseChoice(name, value, kPilotModes);
        if (!m.ok()) return m.status();

@@ -37,6 +37,11 @@
 namespace pooch {
 namespace {
 
+// Note [Pilot model]: a pilot runs under a planner policy unless POOCH_PILOT=off.
+bool PilotWanted(const pooch::Config& c) {
+  return c.mode == pooch::RunMode::kPlanned && c.pilot != pooch::PilotMode::kOff;
+}
+
 // The most ops whose timing events are kept while profiling (two events each).
 constexpr size_t kMaxTimedOps = size_t{1} << 16;
 
@@ -67,7 +72,7 @@ class Profiler::Impl {
         recorder_({.marker = config.iteration_marker,
                    .profile_iterations = config.profile_iters,
                    .max_detect_events = size_t{1} << 18}) {
-    if (config.mode == pooch::RunMode::kPlanned && config.pilot != pooch::PilotMode::kOff) {
+    if (PilotWanted(config)) {
       pilot_.emplace(config.pilot, manager, trace);
     }
   }
@@ -214,6 +219,8 @@ class Profiler::Impl {
 
   void SyncMarker() {
     pooch::MutexLock lock(&mu_);
+    // Here too for the iterations the tracker is still profiling, whose events have no
+    // iteration_start step (IterationStart is idempotent).
     if (pilot_.has_value()) pilot_->pilot().IterationStart();
     const IterationTracker::BoundaryResult b = recorder_.MarkBoundary();
     if (b.profile_ready) {
@@ -418,14 +425,15 @@ class Profiler::Impl {
       absl::StatusOr<bool> done = device_.QueryEvent(t.end);
       if (!done.ok() || !*done) return;
       if (absl::StatusOr<double> us = device_.ElapsedMicroseconds(t.start, t.end); us.ok()) {
-        if (t.sample_mode >= 0) SampleModeLocked(t.plan_key, t.sample_mode, *us / 1000.0);
-        if (t.sample_mode != static_cast<int>(MeasuredChoice::Mode::kFollow) &&
-            t.sample_mode >= 0) {
-          // Not the plan's time: the summary compares measured_iteration_ms with its prediction.
-        } else if (first_iteration_ms_ < 0) {
-          first_iteration_ms_ = *us / 1000.0;
-        } else {
-          iteration_ms_sum_ += *us / 1000.0;
+        const double ms = *us / 1000.0;
+        if (t.sample_mode >= 0) SampleModeLocked(t.plan_key, t.sample_mode, ms);
+        // A set-aside iteration's time is not the plan's: the summary compares
+        // measured_iteration_ms with the plan's prediction.
+        const bool plans = t.sample_mode <= static_cast<int>(MeasuredChoice::Mode::kFollow);
+        if (plans && first_iteration_ms_ < 0) {
+          first_iteration_ms_ = ms;
+        } else if (plans) {
+          iteration_ms_sum_ += ms;
           ++iterations_timed_;
         }
       }
@@ -819,16 +827,19 @@ class Profiler::Impl {
     const std::optional<MeasuredChoice::Mode> verdict =
         choice_.Sample(key, static_cast<MeasuredChoice::Mode>(mode), ms);
     if (!verdict.has_value()) return;
-    static constexpr const char* kVerdicts[] = {"follow", "set aside", "set aside, pilot"};
-    const char* name = kVerdicts[static_cast<int>(*verdict)];
+    struct Verdict {
+      const char* trace;
+      const char* log;
+    };
+    static constexpr Verdict kVerdicts[] = {
+        {"follow", "followed"},
+        {"set aside", "run with the plan set aside, under demand swapping"},
+        {"set aside, pilot", "run with the plan set aside, under demand swapping and the pilot"}};
+    const Verdict& v = kVerdicts[static_cast<int>(*verdict)];
     POOCH_LOG_AT(kInfo, "a plan whose iterations diverge: measured, its iterations are now %s",
-                 *verdict == MeasuredChoice::Mode::kFollow
-                     ? "followed"
-                     : (*verdict == MeasuredChoice::Mode::kSetAside
-                            ? "run with the plan set aside, under demand swapping"
-                            : "run with the plan set aside, under demand swapping and the pilot"));
+                 v.log);
     if (trace_ != nullptr) {
-      const pooch::TraceArg args[] = {{"verdict", name}};
+      const pooch::TraceArg args[] = {{"verdict", v.trace}};
       trace_->OnRuntime("measured choice", args);
     }
   }
@@ -1011,8 +1022,7 @@ class Profiler::Impl {
   std::optional<PlanActions> actions_ ABSL_GUARDED_BY(mu_);
   // Note [Measured choice]: the trials, the mode and plan of the iteration under way, and those
   // of the iteration that ended at its start (for its timing pair).
-  MeasuredChoice choice_ ABSL_GUARDED_BY(mu_){config_.mode == pooch::RunMode::kPlanned &&
-                                              config_.pilot != pooch::PilotMode::kOff};
+  MeasuredChoice choice_ ABSL_GUARDED_BY(mu_){PilotWanted(config_)};
   MeasuredChoice::Mode iteration_mode_ ABSL_GUARDED_BY(mu_) = MeasuredChoice::Mode::kFollow;
   uint64_t iteration_key_ ABSL_GUARDED_BY(mu_) = 0;
   bool mode_changed_ ABSL_GUARDED_BY(mu_) = true;

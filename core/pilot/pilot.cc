@@ -111,16 +111,16 @@ std::vector<float> Pilot::Features(uint64_t context, absl::Span<const uint8_t> b
   // or of the words against the program's own running means, is a threshold on one of them.
   std::vector<float> v(n);
   for (size_t view = 0; view <= kRankRates.size(); ++view) {
-    for (size_t i = 0; i < n; ++i) {
-      if (view == 0) {
-        v[i] = x[i];
-        continue;
+    if (view == 0) {
+      v = x;
+      std::copy(x.begin(), x.end(), z.begin() + static_cast<std::ptrdiff_t>(n));
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        float& m = c.fast[(view - 1) * n + i];
+        v[i] = x[i] - m;
+        m += kRankRates[view - 1] * v[i];
       }
-      float& m = c.fast[(view - 1) * n + i];
-      v[i] = x[i] - m;
-      m += kRankRates[view - 1] * v[i];
     }
-    if (view == 0) std::copy(v.begin(), v.end(), z.begin() + static_cast<std::ptrdiff_t>(n));
     if (n < 2) continue;
     float* ranks = z.data() + (2 + view) * n;
     for (size_t i = 0; i < n; ++i) {
