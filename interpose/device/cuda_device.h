@@ -28,6 +28,9 @@ class CudaDevice final : public pooch::Device {
   // The context and device the memory lives on.
   CUcontext context() const { return context_; }
   CUdevice device() const { return device_; }
+  // Makes context_ current on the calling thread if no context is (checked once per thread). A
+  // thread that has not yet called the runtime has none: the runtime binds its context lazily.
+  absl::Status EnsureContext() const;
 
   int64_t Granularity() const override { return granularity_; }
   absl::StatusOr<DeviceMemoryInfo> MemoryInfo() override;
@@ -57,8 +60,6 @@ class CudaDevice final : public pooch::Device {
  private:
   CudaDevice(CUcontext context, CUdevice device, int64_t granularity)
       : context_(context), device_(device), granularity_(granularity) {}
-  // Makes context_ current on the calling thread if no context is.
-  absl::Status EnsureContext() const;
   CUmemAllocationProp Prop() const;
 
   // Constant after construction.

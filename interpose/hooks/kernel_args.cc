@@ -1,7 +1,10 @@
 #include "interpose/hooks/kernel_args.h"
 
+#include <cstdio>
 #include <cstring>
 
+#include "interpose/device/cuda_device.h"
+#include "interpose/process/process.h"
 #include "interpose/symbols/errors.h"
 #include "interpose/symbols/hook_table.h"
 
@@ -9,6 +12,17 @@ namespace pooch::interpose {
 namespace {
 
 constexpr size_t kMaxParams = 1024;
+
+// Why the calling thread's last scan found no layout (UnknownLayoutReason), and the error code
+// of its last failed layout query.
+thread_local char t_why[160] = "";
+thread_local int t_code = 0;
+
+template <typename... Args>
+std::nullopt_t Unknown(const char* format, Args... args) {
+  std::snprintf(t_why, sizeof(t_why), format, args...);
+  return std::nullopt;
+}
 
 // Runs `body` with the program's pending runtime error kept: a query past the last parameter
 // leaves an error behind that the program must not see (Note [Last error]).
@@ -24,15 +38,36 @@ auto KeepingLastError(Body&& body) {
 
 ParamLookup FromRuntime(cudaError_t e) {
   if (e == cudaSuccess) return ParamLookup::kFound;
+  t_code = static_cast<int>(e);
   return e == cudaErrorInvalidValue ? ParamLookup::kPastEnd : ParamLookup::kUnknown;
+}
+
+// Note [Queries on a thread without a context]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The driver's parameter queries need a current context. A thread that has not yet called the
+// runtime has none, and the launch being scanned is what would bind the runtime's context to it:
+// PyTorch's autograd thread launches its first kernel (a fill of the gradients) so, and on an
+// H200 (driver 580.159.04) cuKernelGetParamInfo answered CUDA_ERROR_INVALID_CONTEXT there, which
+// made that launch opaque. Such a query is asked again with pooch's context (the runtime's primary
+// one, CudaDevice::EnsureContext) made current, as the launch itself would make it.
+template <typename Query>
+CUresult WithContext(Query&& query) {
+  CUresult e = query();
+  if (e != CUDA_ERROR_INVALID_CONTEXT) return e;
+  const CudaDevice* device = Process::Get().device();
+  if (device == nullptr || !device->EnsureContext().ok()) return e;
+  return query();
 }
 
 ParamLookup FromDriver(CUresult e) {
   if (e == CUDA_SUCCESS) return ParamLookup::kFound;
+  t_code = static_cast<int>(e);
   return e == CUDA_ERROR_INVALID_VALUE ? ParamLookup::kPastEnd : ParamLookup::kUnknown;
 }
 
 }  // namespace
+
+const char* UnknownLayoutReason() { return t_why; }
 
 void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes,
                Ranges* out) {
@@ -59,21 +94,24 @@ std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* c
       case ParamLookup::kPastEnd:
         return ranges;
       case ParamLookup::kUnknown:
-        return std::nullopt;
+        return Unknown("the query for parameter %zu's size failed (error %d)", i, t_code);
       case ParamLookup::kFound:
-        if (params == nullptr || params[i] == nullptr) return std::nullopt;
+        if (params == nullptr || params[i] == nullptr) {
+          return Unknown("parameter %zu has a size but no argument pointer", i);
+        }
         ScanWords(manager, params[i], size, &ranges);
         break;
     }
   }
-  return std::nullopt;  // more parameters than any kernel has: not a layout to trust
+  // More parameters than any kernel has: not a layout to trust.
+  return Unknown("over %zu parameters", kMaxParams);
 }
 
 std::optional<Ranges> RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* func,
                                           void** args) {
   if (manager == nullptr) return Ranges{};
   const auto param_info = real::cudaFuncGetParamInfo();
-  if (param_info == nullptr) return std::nullopt;
+  if (param_info == nullptr) return Unknown("the runtime has no cudaFuncGetParamInfo");
   return KeepingLastError([&] {
     return ScanParams(manager, args, [&](size_t i, size_t* offset, size_t* size) {
       return FromRuntime(param_info(func, i, offset, size));
@@ -85,9 +123,10 @@ std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
                                          cudaKernel_t kernel, void** args) {
   if (manager == nullptr) return Ranges{};
   const auto param_info = real::cuKernelGetParamInfo();
-  if (param_info == nullptr) return std::nullopt;
+  if (param_info == nullptr) return Unknown("the driver has no cuKernelGetParamInfo");
   return ScanParams(manager, args, [&](size_t i, size_t* offset, size_t* size) {
-    return FromDriver(param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size));
+    return FromDriver(WithContext(
+        [&] { return param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size); }));
   });
 }
 
@@ -96,9 +135,9 @@ std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager,
   if (manager == nullptr) return Ranges{};
   if (kernel_params != nullptr || extra == nullptr) {
     const auto param_info = real::cuFuncGetParamInfo();
-    if (param_info == nullptr) return std::nullopt;
+    if (param_info == nullptr) return Unknown("the driver has no cuFuncGetParamInfo");
     return ScanParams(manager, kernel_params, [&](size_t i, size_t* offset, size_t* size) {
-      return FromDriver(param_info(f, i, offset, size));
+      return FromDriver(WithContext([&] { return param_info(f, i, offset, size); }));
     });
   }
   Ranges ranges;
@@ -112,7 +151,7 @@ std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager,
       sized = true;
     }
   }
-  if (buffer != nullptr && !sized) return std::nullopt;
+  if (buffer != nullptr && !sized) return Unknown("an argument buffer without its size");
   ScanWords(manager, buffer, size, &ranges);
   return ranges;
 }

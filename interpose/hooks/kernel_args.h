@@ -44,6 +44,10 @@ std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
 std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager, CUfunction f,
                                          void** kernel_params, void** extra);
 
+// Why the calling thread's last call above that returned nullopt found no layout (for the
+// message that names an opaque kernel); "" before any.
+const char* UnknownLayoutReason();
+
 // The 8-byte-aligned words of the `bytes` bytes at `data` that point into one of `manager`'s
 // allocations, added to `out` (a trailing partial word is not a pointer).
 void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes, Ranges* out);

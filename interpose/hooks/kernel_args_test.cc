@@ -9,10 +9,13 @@
 
 #include "core/device/fake_device.h"
 #include "core/residency/residency.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace pooch::interpose {
 namespace {
+
+using ::testing::HasSubstr;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
@@ -119,9 +122,12 @@ TEST_F(KernelArgsTest, ScanParamsUnknownLayoutIsOpaque) {
   uintptr_t x = a_;
   void* params[] = {&x};
   EXPECT_FALSE(ScanParams(manager_.get(), params, FakeLayout{{}, ParamLookup::kUnknown}));
+  EXPECT_THAT(UnknownLayoutReason(), HasSubstr("parameter 0's size failed"));
   EXPECT_FALSE(ScanParams(manager_.get(), params, FakeLayout{{8}, ParamLookup::kUnknown}));
+  EXPECT_THAT(UnknownLayoutReason(), HasSubstr("parameter 1's size failed"));
   // Parameters but no argument array: nothing to scan, so opaque too.
   EXPECT_FALSE(ScanParams(manager_.get(), nullptr, FakeLayout{{8}}));
+  EXPECT_THAT(UnknownLayoutReason(), HasSubstr("parameter 0 has a size but no argument pointer"));
 }
 
 }  // namespace

@@ -21,6 +21,11 @@
 // kernels (PyTorch's ReLU and residual additions between its convolutions). Kernels that
 // follow pointers stored in device memory are outside this rule, for residency and
 // recomputation alike (README, "Kernel launches").
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "core/base/log.h"
+#include "core/base/mutex.h"
 #include "interpose/hooks/kernel_args.h"
 #include "interpose/hooks/kernel_names.h"
 #include "interpose/hooks/streams.h"
@@ -51,6 +56,20 @@ class OpNameScope {
   const char* saved_;
 };
 
+// Says once per kernel which kernel is opaque and why: the refusal of an opaque call names only
+// the entry point, which thousands of kernels share.
+void NoteOpaqueKernel(const char* entry, const char* name) {
+  static pooch::Mutex mu;
+  static auto* said = new absl::flat_hash_set<std::string>;  // never destroyed: hooks run at exit
+  const std::string kernel = name != nullptr ? name : "(unnamed)";
+  {
+    pooch::MutexLock lock(&mu);
+    if (!said->insert(kernel).second) return;
+  }
+  LogLine("%s: kernel %s: %s, so pooch cannot see which memory it touches: an opaque call", entry,
+          kernel.c_str(), UnknownLayoutReason());
+}
+
 // One launch of the kernel `name` (null: unknown): its scanned ranges, or everything when they
 // are unknown.
 template <typename Ret, typename Forward>
@@ -58,8 +77,9 @@ Ret Launch(const char* name, uintptr_t stream, const std::optional<Ranges>& rang
            Forward&& forward) {
   const OpNameScope op_name(name);
   if (!ranges.has_value()) {
-    return RunOpaque<Ret>(kFunctions[Index(HookScope::Current())].name, stream,
-                          /*stream_known=*/true, std::forward<Forward>(forward));
+    const char* entry = kFunctions[Index(HookScope::Current())].name;
+    NoteOpaqueKernel(entry, name);
+    return RunOpaque<Ret>(entry, stream, /*stream_known=*/true, std::forward<Forward>(forward));
   }
   // Note [Kernel writes]: what its words point into is all it touches.
   return RunOp<Ret>(stream, *ranges, std::forward<Forward>(forward), {.scanned = true});

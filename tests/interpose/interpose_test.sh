@@ -387,6 +387,21 @@ graph_pool)
   echo "ok"
   ;;
 
+fresh_thread)
+  # Note [Queries on a thread without a context] (interpose/hooks/kernel_args.cc): a launch from
+  # a thread that has no current context yet is scanned like any other.
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run pooch env LD_PRELOAD="$libpooch" SIMGPU_COMPUTE=timing POOCH_POLICY=demand \
+    POOCH_MEMORY_LIMIT=64MiB "$arg"
+  [ "$rc" -eq 0 ] || fail "exit $rc: $(head -5 "$work/pooch.err")"
+  grep -q '^fresh_thread ok$' "$work/pooch.out" || fail "no 'fresh_thread ok'"
+  grep -q '^pooch: opaque: calls 0 ' "$work/pooch.err" ||
+    fail "the launch was opaque: $(grep '^pooch: .*opaque' "$work/pooch.err")"
+  echo "ok"
+  ;;
+
 torch)
   # A small PyTorch MLP under `simgpu-run pooch run` at a limit below its peak: args
   # SIMGPU_RUN POOCH PYTHON SCRIPT.
@@ -402,6 +417,10 @@ torch)
     fail "torch: nothing swapped out: $(grep 'swaps:' "$work/torch.err")"
   [ "$(top_calls "$work/torch.err" __cudaLaunchKernel)" -gt 0 ] || fail "torch: no __cudaLaunchKernel hooked"
   [ "$(top_calls "$work/torch.err" cudaMallocAsync)" -gt 0 ] || fail "torch: no cudaMallocAsync"
+  # Note [Queries on a thread without a context] (kernel_args.cc): the autograd thread's first
+  # launch is scanned like any other, not made opaque.
+  grep -q '^pooch: opaque: calls 0 ' "$work/torch.err" ||
+    fail "torch: opaque calls: $(grep '^pooch: \(opaque: \|.*kernel .*opaque call\)' "$work/torch.err")"
   # torch.cuda.max_memory_allocated() is pooch's peak (Note [Memory pools]).
   peak=$(awk '$2 == "memory:" { for (i = 3; i < NF; i++) if ($i == "peak_device_bytes") print $(i + 1) }' "$work/torch.err")
   [ "$(awk '$1 == "max_memory_allocated" { print $2 }' "$work/torch.out")" = "$peak" ] ||

@@ -676,6 +676,9 @@ SIMGPU_EXPORT CUresult cuKernelGetName(const char** name, CUkernel kernel) {
 SIMGPU_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t* offset,
                                             size_t* size) {
   SIMGPU_DRIVER_ENTER();
+  // As seen on an H200 (driver 580.159.04): on a thread with no current context the query fails,
+  // although a CUkernel belongs to no context (PyTorch's autograd thread before its first launch).
+  if (simgpu::driver::CurrentContext() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   return ParamInfo(FindFunction(kernel), index, offset, size);
 }
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/simgpu/driver/isolated.h"
@@ -352,6 +353,32 @@ TEST(KernelLaunch, FunctionAttributesAndParameterInfo) {
     CHECK_OR_RETURN(blocks > 0 && blocks <= per_sm / 256);
     CUDA_OK(cudaFuncSetCacheConfig(KernelCopy(), cudaFuncCachePreferShared));
     return std::string();
+  }));
+}
+
+// A thread that has not called the runtime has no current context, and the driver's parameter
+// query fails there (as on an H200, driver 580.159.04); the runtime's own launch binds the
+// context first and works.
+TEST(KernelLaunch, KernelParameterInfoNeedsACurrentContext) {
+  ExpectPassed(RunIsolated(kTiming, [] {
+    cudaKernel_t k = nullptr;
+    CUDA_OK(cudaGetKernel(&k, KernelBig()));
+    CUcontext primary = nullptr;
+    CU_OK(cuCtxGetCurrent(&primary));
+    CHECK_OR_RETURN(primary != nullptr);
+    std::string failure;
+    std::thread([&] {
+      size_t off = 0, size = 0;
+      const CUkernel ck = reinterpret_cast<CUkernel>(k);
+      if (cuKernelGetParamInfo(ck, 0, &off, &size) != CUDA_ERROR_INVALID_CONTEXT) {
+        failure = "the query on a thread without a context did not fail";
+      } else if (cuCtxSetCurrent(primary) != CUDA_SUCCESS ||
+                 cuKernelGetParamInfo(ck, 0, &off, &size) != CUDA_SUCCESS ||
+                 size != sizeof(BigArg)) {
+        failure = "the query with the context made current failed";
+      }
+    }).join();
+    return failure;
   }));
 }
 

@@ -2,6 +2,7 @@
 // registration] in runtime_kernels.h) and the __cudaRegister* entry points that fill it.
 #include "tests/simgpu/driver/runtime_kernels.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -30,6 +31,7 @@ struct RtKernel {
   std::once_flag found;
   CUkernel kernel = nullptr;
   CUresult result = CUDA_SUCCESS;
+  std::atomic<bool> loaded{false};  // `found` ran and gave `kernel`
 };
 
 struct RtVar {
@@ -173,9 +175,6 @@ cudaError_t KernelError(CUresult r) {
 }
 
 cudaError_t KernelOf(const void* host_fun, CUkernel* out) {
-  cudaError_t err = cudaSuccess;
-  const KernelDriverTable* t = KernelDriver(&err);
-  if (t == nullptr) return err;
   RtKernel* k = nullptr;
   {
     Registry& r = Reg();
@@ -183,6 +182,17 @@ cudaError_t KernelOf(const void* host_fun, CUkernel* out) {
     auto it = r.kernels.find(host_fun);
     if (it != r.kernels.end()) k = it->second;
   }
+  // A kernel already loaded is answered without the driver, so without making the context
+  // current on the calling thread: NVIDIA's runtime leaves that to the launch (on an H200, driver
+  // 580.159.04, PyTorch's autograd thread reached __cudaLaunchKernel, after the stub's
+  // __cudaGetKernel, with no current context).
+  if (k != nullptr && k->loaded.load(std::memory_order_acquire)) {
+    *out = k->kernel;
+    return cudaSuccess;
+  }
+  cudaError_t err = cudaSuccess;
+  const KernelDriverTable* t = KernelDriver(&err);
+  if (t == nullptr) return err;
   if (k == nullptr) {
     // A cudaKernel_t where a host function was expected (cudaLaunchKernel accepts both).
     if (host_fun == nullptr) return cudaErrorInvalidDeviceFunction;
@@ -198,6 +208,7 @@ cudaError_t KernelOf(const void* host_fun, CUkernel* out) {
     if (k->result == CUDA_SUCCESS) {
       k->result = t->cuLibraryGetKernel(&k->kernel, k->module->library, k->name);
     }
+    k->loaded.store(k->result == CUDA_SUCCESS, std::memory_order_release);
   });
   if (k->result != CUDA_SUCCESS) return KernelError(k->result);
   *out = k->kernel;
