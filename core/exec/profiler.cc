@@ -136,28 +136,35 @@ class Profiler::Impl {
     return op;
   }
 
+  // Note [Op brackets] (profiler.h): the end event, as soon as the real call returned.
+  void OpRan(ProfiledOp* op, uintptr_t stream) {
+    pooch::MutexLock lock(&mu_);
+    std::optional<EventHandle> end = EventLocked();
+    if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
+      op->end = *end;
+    } else if (end.has_value()) {
+      spare_.push_back(*end);
+    }
+  }
+
   void OpEnd(const ProfiledOp& op, uintptr_t stream) {
     pooch::MutexLock lock(&mu_);
     if (actions_.has_value() && op.position >= 0 && !actions_->diverged) {
       DropAfterLocked(op.position);
       OffloadAfterLocked(op.position);
     }
-    if (op.start != 0) {
-      std::optional<EventHandle> end = EventLocked();
-      if (end.has_value() && device_.RecordEvent(*end, stream).ok()) {
-        timed_.push_back({op.seq, op.start, *end});
-        // A stream that never repeats (or threads interleaving) stays in profiling: keep only
-        // the latest ops' events, enough for any iteration the recorder can hold, and reuse the
-        // rest (re-recording an event whose record is pending is allowed).
-        while (timed_.size() > kMaxTimedOps) {
-          spare_.push_back(timed_.front().start);
-          spare_.push_back(timed_.front().end);
-          timed_.pop_front();
-        }
-      } else {
-        spare_.push_back(op.start);
-        if (end.has_value()) spare_.push_back(*end);
+    if (op.start != 0 && op.end != 0) {
+      timed_.push_back({op.seq, op.start, op.end});
+      // A stream that never repeats (or threads interleaving) stays in profiling: keep only the
+      // latest ops' events, enough for any iteration the recorder can hold, and reuse the rest
+      // (re-recording an event whose record is pending is allowed).
+      while (timed_.size() > kMaxTimedOps) {
+        spare_.push_back(timed_.front().start);
+        spare_.push_back(timed_.front().end);
+        timed_.pop_front();
       }
+    } else if (op.start != 0) {
+      spare_.push_back(op.start);
     }
     FinalizeIfDueLocked();
   }
@@ -1053,6 +1060,10 @@ ProfiledOp Profiler::OpBegin(const char* name, uintptr_t stream,
 
 void Profiler::OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe) {
   impl_->OfferRecipe(op, std::move(recipe));
+}
+
+void Profiler::OpRan(ProfiledOp* op, uintptr_t stream) {
+  if (op->active && op->start != 0) impl_->OpRan(op, stream);
 }
 
 void Profiler::OpEnd(const ProfiledOp& op, uintptr_t stream) {

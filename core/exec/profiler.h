@@ -25,7 +25,22 @@
 //   Profiler profiler(device, manager, small, config, trace, recomputer);
 //   ProfiledOp op = profiler.OpBegin("cudnnConvolutionForward", stream, ranges, true);
 //   ... the real call ...
+//   profiler.OpRan(&op, stream);
+//   ... the manager's AfterOp ...
 //   profiler.OpEnd(op, stream);
+//
+// Note [Op brackets]
+// ~~~~~~~~~~~~~~~~~~
+// A timed op's events bracket the real call alone: OpBegin records the start after the op's
+// memory was made resident, OpRan the end as soon as the call returns, before the manager's
+// AfterOp and the plan's drops and swap-outs (OpEnd). On a GPU an event's time is when the stream
+// reaches it, so host work done before the end event is recorded counts as the op's time whenever
+// the stream has run dry meanwhile. Pinning a new host buffer for a swap-out is such work (about
+// 5 GB/s). On an H200, ResNet-50's swap-all profile (cnn_train, batch 64), taken with the end
+// recorded after the swap-outs, summed to 1599 ms of op time against 103 ms profiled without
+// memory pressure: 19 ms of one residual add was the pinning of its input's host buffer. The plan
+// then believed compute hid any copy. simgpu's virtual clock does not advance with host work, so
+// only a GPU shows it.
 //
 // Thread safety: every method may be called from any thread; one lock serialises the recorder.
 // The hooks of a program that runs ops from several threads at once interleave, and such a
@@ -57,6 +72,7 @@ struct ProfiledOp {
   uint64_t seq = 0;
   int64_t position = -1;  // in the reference iteration while following it; else -1
   EventHandle start = 0;  // 0: the op is not timed
+  EventHandle end = 0;    // recorded by OpRan (Note [Op brackets]); 0: not yet
   // The plan recomputes this op's output, at this address: the hook hands its recipe to
   // OfferRecipe. 0: none.
   uintptr_t record_output = 0;
@@ -77,15 +93,17 @@ class Profiler {
   // Whether `config` asks for profiling: a planner policy, or POOCH_PROFILE_OUT.
   static bool WantedBy(const Config& config);
 
-  // Around an intercepted op: Begin after its memory was made resident, End after the real call
-  // and the manager's AfterOp. `name` outlives the process. `replay_capable`: the hook could give
-  // a replay recipe (the profile's replay_capable flag). `exact_accesses` false: `ranges` were
-  // guessed (OpStreamRecorder::Op).
+  // Around an intercepted op: Begin after its memory was made resident, Ran right after the real
+  // call, End after the manager's AfterOp. `name` outlives the process. `replay_capable`: the hook
+  // could give a replay recipe (the profile's replay_capable flag). `exact_accesses` false:
+  // `ranges` were guessed (OpStreamRecorder::Op).
   ProfiledOp OpBegin(const char* name, uintptr_t stream, const std::vector<AccessRange>& ranges,
                      bool replay_capable, bool exact_accesses = true);
   // The recipe of an op whose ProfiledOp::record_output was set (nullopt: it could not be made,
   // and the map is swapped instead of dropped).
   void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe);
+  // Right after the real call returned: ends a timed op's bracket (Note [Op brackets]).
+  void OpRan(ProfiledOp* op, uintptr_t stream);
   void OpEnd(const ProfiledOp& op, uintptr_t stream);
   // After a successful allocation, and before a free.
   void Alloc(uintptr_t address, int64_t bytes, bool managed);

@@ -6,7 +6,10 @@
 #include "core/exec/profiler.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,7 +95,7 @@ class ProfilerTest : public ::testing::Test {
     const std::vector<AccessRange> ranges = {{in, 2 * kG, Mode::kRead}, {out, 2 * kG, out_mode}};
     absl::StatusOr<OpTicket> ticket = manager_->BeforeOp(stream_, ranges);
     ASSERT_TRUE(ticket.ok()) << ticket.status();
-    const ProfiledOp op = profiler_->OpBegin(name, stream_, ranges, /*replay_capable=*/false);
+    ProfiledOp op = profiler_->OpBegin(name, stream_, ranges, /*replay_capable=*/false);
     int* wrong = &wrong_bytes_;
     ASSERT_TRUE(device_
                     ->Launch(stream_, {{in, 2 * kG}, {out, 2 * kG}},
@@ -107,6 +110,7 @@ class ProfilerTest : public ::testing::Test {
                                m.Write(out, data.data(), 2 * kG).IgnoreError();
                              })
                     .ok());
+    profiler_->OpRan(&op, stream_);
     ASSERT_TRUE(manager_->AfterOp(*std::move(ticket)).ok());
     profiler_->OpEnd(op, stream_);
   }
@@ -141,7 +145,7 @@ class ProfilerTest : public ::testing::Test {
       const std::vector<AccessRange> ranges = {{input, 2 * kG, Mode::kWrite}};
       absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, ranges);
       ASSERT_TRUE(t.ok());
-      const ProfiledOp op = profiler_->OpBegin("memcpy", stream_, ranges, false);
+      ProfiledOp op = profiler_->OpBegin("memcpy", stream_, ranges, false);
       ASSERT_TRUE(device_
                       ->Launch(stream_, {{input, 2 * kG}},
                                [input, seed](FakeDevice::Memory& m) {
@@ -149,6 +153,7 @@ class ProfilerTest : public ::testing::Test {
                                  m.Write(input, data.data(), 2 * kG).IgnoreError();
                                })
                       .ok());
+      profiler_->OpRan(&op, stream_);
       ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
       profiler_->OpEnd(op, stream_);
     }
@@ -339,6 +344,39 @@ TEST_F(ProfilerTest, ProfileOutAloneCarriesNothingOut) {
   EXPECT_THAT(summary, HasSubstr("not carried out (not a planner policy)"));
   EXPECT_THAT(summary, ::testing::Not(HasSubstr("plan_run:")));
   EXPECT_EQ(manager_->Stats().planned_swap_outs, 0);
+}
+
+// Note [Op brackets]: an op's profiled time is its call's alone. The fake device runs every
+// stream's work in one queue and only copies take time, so a swap-out issued after an op (the
+// swap-all pass's, at each map's last forward use) lands inside the op's bracket when the end
+// event is recorded after it, and outside when it is recorded as the call returns.
+TEST_F(ProfilerTest, AnOpsTimeLeavesOutTheSwapOutsIssuedAfterIt) {
+  Config c;
+  c.mode = RunMode::kPlanned;
+  c.planned_policy = Policy::kSwapAll;
+  c.profile_out = ::testing::TempDir() + "/profiler_test_brackets.json";
+  Start(/*limit_granules=*/8, c);
+  for (int i = 0; i < 6; ++i) Iteration(static_cast<uint8_t>(10 * i));
+  EXPECT_EQ(wrong_bytes_, 0);
+  EXPECT_THAT(Summary(), HasSubstr("profiled_under swap-all"));
+  std::ifstream in(c.profile_out);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::regex number(R"re("(duration_us|swap_out_us)": ([0-9.e+-]+))re");
+  int ops = 0;
+  double op_us = 0, swap_out_us = 0;
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), number);
+       it != std::sregex_iterator(); ++it) {
+    const double v = std::stod((*it)[2].str());
+    if ((*it)[1] == "duration_us") {
+      ++ops;
+      op_us += v;
+    } else {
+      swap_out_us += v;
+    }
+  }
+  EXPECT_GT(ops, 0);
+  EXPECT_GT(swap_out_us, 0) << "the pass swapped nothing out: the test shows nothing";
+  EXPECT_EQ(op_us, 0) << "swap-outs were counted as op time";
 }
 
 // Note [Pilot model]: a mixture of experts whose routing is read back. Each expert is a

@@ -185,7 +185,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
     }
   }
   Profiler* profiler = process.profiler();
-  const ProfiledOp profiled =
+  ProfiledOp profiled =
       profiler == nullptr
           ? ProfiledOp{}
           : profiler->OpBegin(HookScope::CurrentName(), stream, ranges.get(),
@@ -196,6 +196,8 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
                         WritesSwappable(*manager, ranges);
   const pooch::EventHandle produced_start = produces ? recomputer->BeginProduced(stream) : 0;
   const Ret result = forward();
+  // Note [Op brackets] (core/exec/profiler.h): before anything else is done on the host.
+  if (profiled.start != 0) profiler->OpRan(&profiled, stream);
   NoteResult(result);  // Note [Sticky errors] in interpose/symbols/errors.h
   if (absl::Status s = manager->AfterOp(*std::move(ticket)); !s.ok()) {
     POOCH_LOG_AT(kError, "after an op: %.*s", static_cast<int>(s.message().size()),
