@@ -15,15 +15,22 @@
 # the check finds them in the NVIDIA wheels beside torch (site-packages/nvidia/*/lib).
 #
 # The checks, each at POOCH_MEMORY_LIMIT = 40 % of the in-core run's peak:
-#   1. cnn_train --model resnet50 (batch CNN_BATCH): params_checksum under pooch equals in-core;
+#   1. cnn_train --model resnet50 (batch CNN_BATCH): params_checksum under pooch, swap-all and
+#      superneurons equals in-core (issue 5, point 5), with each one's throughput;
 #   2. torchvision ResNet-50 and a TransformerEncoder (tests/gpu/torch_train.py; deterministic
 #      algorithms, TF32 off): the parameters' sha256 under pooch equals in-core; throughput of
 #      in-core, pooch, torch.utils.checkpoint on every block and save_on_cpu(pin_memory=True),
 #      all at the same batch;
 #   3. the transformer of tests/simgpu/torch/transformer_loop.py: max_memory_allocated, to
-#      compare with simgpu's figure (README, "Unmodified PyTorch on simgpu").
+#      compare with simgpu's figure (README, "Unmodified PyTorch on simgpu");
+#   4. the dynamic networks of bench_dynamic.sh (skipnet, moe top 2, tiny with --vary-image,
+#      ITERS_DYNAMIC iterations, NVTX iteration marks): params_checksum under pooch (its pilot
+#      on) and under pooch with POOCH_PILOT=off equals in-core.
+# Each run is stopped after RUN_TIMEOUT seconds (a hang is reported as exit 124, not waited on).
 # Environment: PYTHON (default python3), CNN_BATCH (64), TORCH_RESNET_BATCH (64),
-#              TRANSFORMER_BATCH (32), ITERS (6), REPORT (default DIR/gpu-check.md).
+#              TRANSFORMER_BATCH (32), ITERS (12), ITERS_DYNAMIC (20), RUN_TIMEOUT (300),
+#              REPORT (default DIR/gpu-check.md), WORK (a folder that keeps every run's output;
+#              default a temporary one, removed at exit).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -46,7 +53,7 @@ if [ -z "$dir" ]; then
 fi
 python=${PYTHON:-python3}
 report=${REPORT:-$dir/gpu-check.md}
-iters=${ITERS:-6}
+iters=${ITERS:-12}
 for f in bin/pooch lib/libpooch.so bin/cnn_train; do
   [ -x "$dir/$f" ] || [ -f "$dir/$f" ] || { echo "gpu-check: $dir/$f is missing" >&2; exit 2; }
 done
@@ -64,9 +71,15 @@ print(":".join(dirs))
 PY
 )
 export LD_LIBRARY_PATH="$nvlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${WORK:-}" ]; then
+  work=$WORK
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 pooch="$dir/bin/pooch"
+run_timeout=${RUN_TIMEOUT:-300}
 
 # value FILE KEY: the value after KEY on the last line that starts with it.
 value() { awk -v k="$2" '$1 == k { v = $2 } END { print v }' "$1"; }
@@ -84,31 +97,61 @@ cnn_value() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) v = $(i + 1
 } >"$report"
 status=0
 
+# profile_line PROFILE INCORE_MS: the profile's op times against the in-core iteration's time
+# (a plan is only as good as its op times).
+profile_line() {
+  "$python" - "$1" "$2" 2>/dev/null <<'PY'
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops"]
+total = sum(o["duration_us"] for o in ops) / 1000
+print(f"\nProfile: {len(ops)} ops; their device times sum to {total:.3f} ms; "
+      f"the in-core iteration took {sys.argv[2]} ms.")
+PY
+}
+
+# cnn_case TITLE POLICIES ARGS...: cnn_train ARGS in-core, then under each of POLICIES at 40 %
+# of the in-core peak (a policy's name with -nopilot: that policy with POOCH_PILOT=off, as in
+# bench_dynamic.sh); one table of img/s and params_checksum against in-core's.
+cnn_case() {
+  local name=${1// /_} policies=$2 peak limit a b p pilot verdict rc
+  shift 2
+  timeout "$run_timeout" "$dir/bin/cnn_train" "$@" >"$work/$name-incore.out" 2>&1
+  peak=$(value "$work/$name-incore.out" peak_device_bytes)
+  limit=$((${peak:-0} * 40 / 100))
+  a=$(value "$work/$name-incore.out" params_checksum)
+  {
+    echo "## cnn_train $*: limit 40 % of ${peak:-?} bytes"
+    echo
+    echo "| run | exit | img/s | params_checksum | verdict |"
+    echo "|---|---|---|---|---|"
+    echo "| in-core | - | $(cnn_value "$work/$name-incore.out" img_per_s) | $a | |"
+  } >>"$report"
+  for p in $policies; do
+    pilot=on; [ "${p%-nopilot}" = "$p" ] || pilot=off
+    POOCH_MEMORY_LIMIT=$limit POOCH_PILOT=$pilot POOCH_PROFILE_OUT="$work/$name-$p.profile.json" \
+      timeout "$run_timeout" "$pooch" run --policy "${p%-nopilot}" -- \
+      "$dir/bin/cnn_train" "$@" >"$work/$name-$p.out" 2>"$work/$name-$p.err"
+    rc=$?
+    b=$(value "$work/$name-$p.out" params_checksum)
+    verdict=same; [ -n "$a" ] && [ "$a" = "$b" ] || { verdict="**DIFFERENT**"; status=1; }
+    echo "| $p | $rc | $(cnn_value "$work/$name-$p.out" img_per_s) | $b | $verdict |" >>"$report"
+  done
+  profile_line "$work/$name-${policies%% *}.profile.json" "$(cnn_value "$work/$name-incore.out" ms)" \
+    >>"$report"
+  {
+    echo
+    echo "pooch's summary (policy ${policies%% *}):"
+    echo
+    echo '```'
+    grep '^pooch: ' "$work/$name-${policies%% *}.err" | grep -v '^pooch: calls:' | head -24
+    echo '```'
+    echo
+  } >>"$report"
+}
+
 # 1. cnn_train ResNet-50.
-cnn_batch=${CNN_BATCH:-64}
-"$dir/bin/cnn_train" --model resnet50 --batch "$cnn_batch" --iters "$iters" >"$work/cnn-incore.out" 2>&1
-peak=$(value "$work/cnn-incore.out" peak_device_bytes)
-limit=$((peak * 40 / 100))
-POOCH_MEMORY_LIMIT=$limit "$pooch" run -- "$dir/bin/cnn_train" --model resnet50 --batch "$cnn_batch" \
-  --iters "$iters" >"$work/cnn-pooch.out" 2>"$work/cnn-pooch.err"
-a=$(value "$work/cnn-incore.out" params_checksum)
-b=$(value "$work/cnn-pooch.out" params_checksum)
-verdict=same; [ -n "$a" ] && [ "$a" = "$b" ] || { verdict="DIFFERENT"; status=1; }
-{
-  echo "## cnn_train --model resnet50, batch $cnn_batch, limit 40 % of $peak bytes"
-  echo
-  echo "| run | img/s | params_checksum |"
-  echo "|---|---|---|"
-  echo "| in-core | $(cnn_value "$work/cnn-incore.out" img_per_s) | $a |"
-  echo "| pooch | $(cnn_value "$work/cnn-pooch.out" img_per_s) | $b |"
-  echo
-  echo "Parameters: **$verdict**. pooch's summary:"
-  echo
-  echo '```'
-  grep '^pooch: ' "$work/cnn-pooch.err" | grep -v '^pooch: calls:' | head -20
-  echo '```'
-  echo
-} >>"$report"
+cnn_case "cnn resnet50" "pooch swap-all superneurons" \
+  --model resnet50 --batch "${CNN_BATCH:-64}" --iters "$iters"
 
 # 2. The torch models.
 for spec in "resnet50 ${TORCH_RESNET_BATCH:-64}" "transformer ${TRANSFORMER_BATCH:-32}"; do
@@ -117,13 +160,14 @@ for spec in "resnet50 ${TORCH_RESNET_BATCH:-64}" "transformer ${TRANSFORMER_BATC
   run_mode() {  # name, then the command's prefix
     local name=$1
     shift
-    "$@" "$python" tests/gpu/torch_train.py "$model" "${mode:-incore}" "$batch" "$iters" \
+    timeout "$run_timeout" "$@" "$python" tests/gpu/torch_train.py "$model" "${mode:-incore}" "$batch" "$iters" \
       >"$work/$model-$name.out" 2>"$work/$model-$name.err"
   }
   mode=incore run_mode incore env
   peak=$(value "$work/$model-incore.out" max_memory_allocated)
   limit=$((${peak:-0} * 40 / 100))
-  mode=incore run_mode pooch env POOCH_MEMORY_LIMIT=$limit "$pooch" run --
+  mode=incore run_mode pooch env POOCH_MEMORY_LIMIT=$limit \
+    POOCH_PROFILE_OUT="$work/$model-pooch.profile.json" "$pooch" run --
   mode=checkpoint run_mode checkpoint env
   mode=save_on_cpu run_mode save_on_cpu env
   a=$(value "$work/$model-incore.out" params_sha256)
@@ -139,6 +183,8 @@ for spec in "resnet50 ${TORCH_RESNET_BATCH:-64}" "transformer ${TRANSFORMER_BATC
       echo "| $name | $(value "$f" img_per_s) | $(value "$f" max_memory_allocated) | $(value "$f" params_sha256 | cut -c1-16) |"
     done
     echo
+    profile_line "$work/$model-pooch.profile.json" "$(cnn_value "$work/$model-incore.out" ms)"
+    echo
     echo "Parameters under pooch: **$verdict**. pooch's summary:"
     echo
     echo '```'
@@ -150,12 +196,25 @@ for spec in "resnet50 ${TORCH_RESNET_BATCH:-64}" "transformer ${TRANSFORMER_BATC
 done
 
 # 3. simgpu's transformer figure against the GPU's.
-"$python" tests/simgpu/torch/transformer_loop.py 5 >"$work/transformer-loop.out" 2>&1
+timeout "$run_timeout" "$python" tests/simgpu/torch/transformer_loop.py 5 >"$work/transformer-loop.out" 2>&1
 {
   echo "## tests/simgpu/torch/transformer_loop.py 5"
   echo
   echo "max_memory_allocated on this GPU: $(value "$work/transformer-loop.out" max_memory_allocated) bytes (simgpu: see README)"
 } >>"$report"
+
+# 4. The dynamic networks (issue 16), iterations marked by NVTX ranges as in bench_dynamic.sh.
+dyn="--iters ${ITERS_DYNAMIC:-20} --nvtx"
+export POOCH_ITERATION_MARKER=nvtx
+# shellcheck disable=SC2086
+cnn_case "cnn skipnet" "pooch pooch-nopilot" --model skipnet --batch 64 $dyn
+# shellcheck disable=SC2086
+cnn_case "cnn moe top2" "pooch pooch-nopilot" --model moe --batch 16 --experts 16 \
+  --top-k 2 $dyn
+# shellcheck disable=SC2086
+cnn_case "cnn tiny vary" "pooch pooch-nopilot" --model tiny --batch 64 \
+  --vary-image 32,44 $dyn
+unset POOCH_ITERATION_MARKER
 
 cat "$report"
 exit $status

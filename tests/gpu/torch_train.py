@@ -23,15 +23,14 @@ import torch.nn.functional as F
 import torch.utils.checkpoint as cp
 
 
-class Checkpointed(torch.nn.Module):
-    """A block whose activations are recomputed in backward instead of kept."""
-
-    def __init__(self, block):
-        super().__init__()
-        self.block = block
-
-    def forward(self, *args, **kwargs):
-        return cp.checkpoint(self.block, *args, use_reentrant=False, **kwargs)
+def checkpoint_each(blocks):
+    """Recomputes each block's activations in backward instead of keeping them. Each block's own
+    forward is wrapped, not the block replaced: TransformerEncoder reads attributes of its first
+    layer (self_attn) that a wrapping module would hide."""
+    for block in blocks:
+        forward = block.forward
+        block.forward = lambda *args, forward=forward, **kwargs: cp.checkpoint(
+            forward, *args, use_reentrant=False, **kwargs)
 
 
 def resnet50(batch, checkpoint):
@@ -39,10 +38,8 @@ def resnet50(batch, checkpoint):
 
     model = torchvision.models.resnet50().cuda()
     if checkpoint:
-        for name in ("layer1", "layer2", "layer3", "layer4"):
-            layer = getattr(model, name)
-            for i in range(len(layer)):
-                layer[i] = Checkpointed(layer[i])
+        checkpoint_each(block for name in ("layer1", "layer2", "layer3", "layer4")
+                        for block in getattr(model, name))
     x = torch.randn(batch, 3, 224, 224, device="cuda")
     y = torch.randint(0, 1000, (batch,), device="cuda")
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -56,8 +53,7 @@ def transformer(batch, checkpoint):
                                              batch_first=True)
     encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False).cuda()
     if checkpoint:
-        for i in range(len(encoder.layers)):
-            encoder.layers[i] = Checkpointed(encoder.layers[i])
+        checkpoint_each(encoder.layers)
     head = torch.nn.Linear(d_model, vocab).cuda()
     model = torch.nn.ModuleList([embed, encoder, head])
     tokens = torch.randint(0, vocab, (batch, seq), device="cuda")
