@@ -53,13 +53,11 @@ std::vector<float> StumpModel::Score(const PilotBoundary& b, absl::Span<const Pi
     // when most of what the data allows says so.
     int votes = 0;
     int voters = 0;
-    for (int j : s.consistent) {
-      const size_t f = static_cast<size_t>(j / 2);
-      if (f >= b.values.size()) continue;
-      const float x = b.values[f];
-      const bool above = j % 2 == 0;
-      votes += above ? x > 0.5f * (s.touched_min[f] + s.untouched_max[f])
-                     : x < 0.5f * (s.touched_max[f] + s.untouched_min[f]);
+    const size_t n = b.values.size();
+    for (const Rule& r : s.consistent) {
+      if (r.feature >= n) continue;
+      const float x = b.values[r.feature];
+      votes += r.above ? x > r.threshold : x < r.threshold;
       ++voters;
     }
     scores.push_back(voters == 0 ? 0.0f : static_cast<float>(votes) / static_cast<float>(voters));
@@ -101,8 +99,13 @@ void StumpModel::Add(Stumps& s, const std::vector<float>& values, bool touched) 
   s.consistent.clear();
   if (s.touched == 0 || s.touched == s.seen) return;
   for (size_t f = 0; f < n; ++f) {
-    if (s.touched_min[f] > s.untouched_max[f]) s.consistent.push_back(static_cast<int>(2 * f));
-    if (s.touched_max[f] < s.untouched_min[f]) s.consistent.push_back(static_cast<int>(2 * f + 1));
+    const auto feature = static_cast<uint32_t>(f);
+    if (s.touched_min[f] > s.untouched_max[f]) {
+      s.consistent.push_back({feature, true, 0.5f * (s.touched_min[f] + s.untouched_max[f])});
+    }
+    if (s.touched_max[f] < s.untouched_min[f]) {
+      s.consistent.push_back({feature, false, 0.5f * (s.touched_max[f] + s.untouched_min[f])});
+    }
   }
 }
 

@@ -86,12 +86,19 @@ class StumpModel final : public PilotModel {
  private:
   // What a key's blocks showed of each feature: its range over the blocks that touched the key
   // and over those that did not.
+  // A stump no block contradicts: "touched when feature `feature` is above (or below)
+  // `threshold`", the threshold halfway between the classes. Kept whole, side by side, so that a
+  // query reads one array per key (Add remakes them whenever a range moves).
+  struct Rule {
+    uint32_t feature;
+    bool above;
+    float threshold;
+  };
   struct Stumps {
     int seen = 0;
     int touched = 0;
     std::vector<float> touched_min, touched_max, untouched_min, untouched_max;
-    // The stumps no block contradicts: feature index times 2, plus 1 for "touched below".
-    std::vector<int> consistent;
+    std::vector<Rule> consistent;
   };
   static void Add(Stumps& s, const std::vector<float>& values, bool touched);
   absl::flat_hash_map<std::pair<uint64_t, PilotKey>, Stumps> stumps_;
