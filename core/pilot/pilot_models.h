@@ -84,8 +84,6 @@ class StumpModel final : public PilotModel {
   void Forget(const PilotBoundary& b, PilotKey key) override;
 
  private:
-  // What a key's blocks showed of each feature: its range over the blocks that touched the key
-  // and over those that did not.
   // A stump no block contradicts: "touched when feature `feature` is above (or below)
   // `threshold`", the threshold halfway between the classes. Kept whole, side by side, so that a
   // query reads one array per key (Add remakes them whenever a range moves).
@@ -94,6 +92,8 @@ class StumpModel final : public PilotModel {
     bool above;
     float threshold;
   };
+  // What a key's blocks showed of each feature: its range over the blocks that touched the key
+  // and over those that did not, and the rules those ranges leave.
   struct Stumps {
     int seen = 0;
     int touched = 0;

@@ -88,6 +88,7 @@ void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t 
 std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* const* params,
                                  absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info) {
   Ranges ranges;
+  t_code = 0;
   for (size_t i = 0; i < kMaxParams; ++i) {
     size_t offset = 0, size = 0;
     switch (info(i, &offset, &size)) {

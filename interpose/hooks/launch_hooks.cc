@@ -59,12 +59,15 @@ class OpNameScope {
 // Says once per kernel which kernel is opaque and why: the refusal of an opaque call names only
 // the entry point, which thousands of kernels share.
 void NoteOpaqueKernel(const char* entry, const char* name) {
-  static pooch::Mutex mu;
-  static auto* said = new absl::flat_hash_set<std::string>;  // never destroyed: hooks run at exit
+  struct Said {
+    pooch::Mutex mu;
+    absl::flat_hash_set<std::string> kernels ABSL_GUARDED_BY(mu);
+  };
+  static Said* said = new Said;  // never destroyed: hooks run during exit
   const std::string kernel = name != nullptr ? name : "(unnamed)";
   {
-    pooch::MutexLock lock(&mu);
-    if (!said->insert(kernel).second) return;
+    pooch::MutexLock lock(&said->mu);
+    if (!said->kernels.insert(kernel).second) return;
   }
   LogLine("%s: kernel %s: %s, so pooch cannot see which memory it touches: an opaque call", entry,
           kernel.c_str(), UnknownLayoutReason());
