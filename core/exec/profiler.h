@@ -35,12 +35,13 @@
 // memory was made resident, OpRan the end as soon as the call returns, before the manager's
 // AfterOp and the plan's drops and swap-outs (OpEnd). On a GPU an event's time is when the stream
 // reaches it, so host work done before the end event is recorded counts as the op's time whenever
-// the stream has run dry meanwhile. Pinning a new host buffer for a swap-out is such work (about
-// 5 GB/s). On an H200, ResNet-50's swap-all profile (cnn_train, batch 64), taken with the end
-// recorded after the swap-outs, summed to 1599 ms of op time against 103 ms profiled without
-// memory pressure: 19 ms of one residual add was the pinning of its input's host buffer. The plan
-// then believed compute hid any copy. simgpu's virtual clock does not advance with host work, so
-// only a GPU shows it.
+// the stream has run dry meanwhile. On an H200, ResNet-50's swap-all profile (cnn_train, batch
+// 64), taken with the end recorded after the swap-outs, summed to 1599 ms of op time against 103
+// ms profiled without memory pressure (127 ms with the end recorded here). The excess sat in
+// forward ops (one convolution: 130 ms against 0.24 ms; residual adds: 18-36 ms against 0.05
+// ms), about 1 ms per 5 MB of the maps they wrote, a rate like that of pinning new host buffers
+// (the swap-all pass swaps every map out). The plan then believed compute hid any copy. simgpu's
+// virtual clock does not advance with host work, so only a GPU shows it.
 //
 // Thread safety: every method may be called from any thread; one lock serialises the recorder.
 // The hooks of a program that runs ops from several threads at once interleave, and such a
