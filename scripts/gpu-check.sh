@@ -30,7 +30,8 @@
 # Environment: PYTHON (default python3), CNN_BATCH (64), TORCH_RESNET_BATCH (64),
 #              TRANSFORMER_BATCH (32), ITERS (12), ITERS_DYNAMIC (20), RUN_TIMEOUT (300),
 #              REPORT (default DIR/gpu-check.md), WORK (a folder that keeps every run's output;
-#              default a temporary one, removed at exit).
+#              default a temporary one, removed at exit), TRACE_TORCH (set: each torch model once
+#              more under pooch with POOCH_TRACE, into WORK).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -168,6 +169,12 @@ for spec in "resnet50 ${TORCH_RESNET_BATCH:-64}" "transformer ${TRANSFORMER_BATC
   limit=$((${peak:-0} * 40 / 100))
   mode=incore run_mode pooch env POOCH_MEMORY_LIMIT=$limit \
     POOCH_PROFILE_OUT="$work/$model-pooch.profile.json" "$pooch" run --
+  # TRACE_TORCH=1: one more pooch run with POOCH_TRACE (kept in WORK, not in the table: the trace
+  # costs host time), to see on the host's clock when swaps were queued and seen complete.
+  if [ -n "${TRACE_TORCH:-}" ]; then
+    mode=incore run_mode pooch-trace env POOCH_MEMORY_LIMIT=$limit \
+      POOCH_TRACE="$work/$model-pooch.trace.json" "$pooch" run --
+  fi
   mode=checkpoint run_mode checkpoint env
   mode=save_on_cpu run_mode save_on_cpu env
   a=$(value "$work/$model-incore.out" params_sha256)

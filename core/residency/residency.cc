@@ -56,6 +56,7 @@ ResidencyManager::~ResidencyManager() {
     MutexLock lock(&mu_);
     closing_ = true;
     SpillCacheLocked(cached_bytes_);  // retires what is still in use
+    ReleaseSparesLocked(spare_bytes_).IgnoreError();
     std::vector<AllocationId> ids;
     table_.ForEach([&](Allocation& a) { ids.push_back(a.id); });
     for (AllocationId id : ids) {
@@ -97,7 +98,7 @@ ResidencyManager::~ResidencyManager() {
 // oldest, and so on: every op whose working set fits is served in order, none starves, and the
 // wait is bounded by options_.pinned_wait. An op that gave way keeps its number, so it only
 // grows older.
-absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op) {
+absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op, bool for_chunk) {
   const int64_t limit = options_.memory_limit;
   if (bytes > limit - external_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -124,6 +125,13 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op) {
   while (true) {
     if (absl::Status s = PollLocked(); !s.ok()) return s;
     if (device_bytes_ + bytes <= limit) return absl::OkStatus();
+    // Note [Spare chunks] (residency_swap.cc): a spare of the size is the room; other spares go
+    // first, released at once.
+    if (for_chunk && HasSpareLocked(bytes)) return absl::OkStatus();
+    if (!spare_.empty()) {
+      if (absl::Status s = ReleaseSparesLocked(device_bytes_ + bytes - limit); !s.ok()) return s;
+      continue;
+    }
     // Note [Reuse cache]: cached memory goes before anything is waited for or evicted.
     if (!cache_.empty()) {
       SpillCacheLocked(device_bytes_ + bytes - limit);
@@ -200,6 +208,21 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op) {
 
 absl::StatusOr<PhysicalHandle> ResidencyManager::MapChunkLocked(DeviceAddress address,
                                                                 int64_t mapped_bytes) {
+  // Note [Spare chunks] (residency_swap.cc): a spare of the size is already counted.
+  for (size_t i = 0; i < spare_.size(); ++i) {
+    if (spare_[i].bytes != mapped_bytes) continue;
+    const PhysicalHandle handle = spare_[i].handle;
+    spare_.erase(spare_.begin() + static_cast<ptrdiff_t>(i));
+    spare_bytes_ -= mapped_bytes;
+    if (absl::Status s = device_.Map(address, mapped_bytes, handle); !s.ok()) {
+      device_.ReleasePhysical(handle).IgnoreError();
+      device_bytes_ -= mapped_bytes;
+      NotifyMemoryLocked();
+      return s;
+    }
+    ++stats_.chunk_reuses;
+    return handle;
+  }
   absl::StatusOr<PhysicalHandle> chunk = device_.CreatePhysical(mapped_bytes);
   if (!chunk.ok()) return chunk.status();
   if (absl::Status s = device_.Map(address, mapped_bytes, *chunk); !s.ok()) {
@@ -256,12 +279,14 @@ absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes) {
   if (!address.ok()) return address.status();
 
   MutexLock lock(&mu_);
-  absl::Status s = MakeRoomLocked(mapped, /*op=*/0);
+  absl::Status s = MakeRoomLocked(mapped, /*op=*/0, /*for_chunk=*/true);
   absl::StatusOr<PhysicalHandle> chunk =
       s.ok() ? MapChunkLocked(*address, mapped) : absl::StatusOr<PhysicalHandle>(s);
-  if (s.ok() && !chunk.ok() && absl::IsResourceExhausted(chunk.status()) && !cache_.empty()) {
-    // The device itself is full (another process?): give the cache back and try once more.
-    // Spilling only lowers device_bytes_, so the room MakeRoomLocked made is still there.
+  if (s.ok() && !chunk.ok() && absl::IsResourceExhausted(chunk.status()) &&
+      (!cache_.empty() || !spare_.empty())) {
+    // The device itself is full (another process?): give the cache and the spares back and try
+    // once more. That only lowers device_bytes_, so the room MakeRoomLocked made is still there.
+    ReleaseSparesLocked(spare_bytes_).IgnoreError();
     SpillCacheLocked(cached_bytes_);
     s = PollLocked();
     chunk = s.ok() ? MapChunkLocked(*address, mapped) : absl::StatusOr<PhysicalHandle>(s);
@@ -328,9 +353,7 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
 absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
   absl::Status status;
   if (r.physical != 0) {
-    status.Update(device_.Unmap(r.address, r.mapped_bytes));
-    status.Update(device_.ReleasePhysical(r.physical));
-    device_bytes_ -= r.mapped_bytes;
+    status.Update(UnmapChunkLocked(r.address, r.mapped_bytes, r.physical));
     r.physical = 0;
   }
   if (r.host != nullptr) {
@@ -484,7 +507,7 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
     }
     if (a->state == ResidencyState::kSwappingOut) CancelSwapOutLocked(*a);
     if (a->state == ResidencyState::kOnHost) {
-      absl::Status s = MakeRoomLocked(a->mapped_bytes, op);
+      absl::Status s = MakeRoomLocked(a->mapped_bytes, op, /*for_chunk=*/true);
       // MakeRoomLocked may have dropped the lock: another op that touches `a` may have swapped
       // it in meanwhile.
       if (s.ok() && a->state == ResidencyState::kOnHost) {
@@ -559,7 +582,7 @@ void ResidencyManager::UnpinLocked(absl::Span<const AllocationId> ids) {
 
 absl::Status ResidencyManager::ChargeExternal(int64_t bytes) {
   MutexLock lock(&mu_);
-  if (absl::Status s = MakeRoomLocked(bytes, /*op=*/0); !s.ok()) {
+  if (absl::Status s = MakeRoomLocked(bytes, /*op=*/0, /*for_chunk=*/false); !s.ok()) {
     if (absl::IsResourceExhausted(s)) ++stats_.out_of_memory;
     return s;
   }
@@ -717,7 +740,7 @@ ResidencyStats ResidencyManager::Stats() const {
   MutexLock lock(&mu_);
   ResidencyStats s = stats_;
   s.device_bytes = device_bytes_;
-  s.cached_bytes = cached_bytes_;
+  s.cached_bytes = cached_bytes_ + spare_bytes_;
   s.host_bytes = host_pool_.in_use_bytes();
   return s;
 }
@@ -755,6 +778,11 @@ bool ResidencyManager::CacheLocked(Retired& r) {
   }
   cached_bytes_ += r.mapped_bytes;
   cache_.push_back(std::move(r));
+  // Note [Spare chunks] (residency_swap.cc): spares share the bound, and the spill above may
+  // have made some.
+  if (cached_bytes_ + spare_bytes_ > cache_limit_) {
+    ReleaseSparesLocked(cached_bytes_ + spare_bytes_ - cache_limit_).IgnoreError();
+  }
   unpinned_.SignalAll();  // a MakeRoomLocked waiting for pins can spill it
   return true;
 }

@@ -177,6 +177,9 @@ struct ResidencyStats {
   int64_t reuse_hits = 0;
   int64_t reuse_misses = 0;
   int64_t cached_bytes = 0;  // now; part of device_bytes (and of peak_device_bytes)
+  // Note [Spare chunks]: mappings served by a spare chunk instead of a new one (cached_bytes
+  // includes the spares' bytes: memory held for reuse, free to the program).
+  int64_t chunk_reuses = 0;
   absl::Duration swap_wait = absl::ZeroDuration();  // host time blocked in SynchronizeEvent
 };
 
@@ -360,13 +363,25 @@ class ResidencyManager {
   // the caller can create the chunk before anyone else takes the room. May drop mu_ while it
   // waits. `op`: the caller's op sequence number between BeforeOp and AfterOp, or 0 for a caller
   // that is no op; an op may be told to give way (Note [Waiting for pins]).
-  absl::Status MakeRoomLocked(int64_t bytes, uint64_t op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For a chunk (`for_chunk`: MapChunkLocked of `bytes` comes next, under the lock), a spare of
+  // that size is room too (Note [Spare chunks], residency_swap.cc).
+  absl::Status MakeRoomLocked(int64_t bytes, uint64_t op, bool for_chunk)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // BeforeOp's work once the op's allocations are pinned: each made resident on the op's stream.
   // A copy's source it cannot make resident may be read from its host copy instead (Note
   // [Reading the host copy]), recorded in `ticket`.
   absl::Status MakeResidentLocked(absl::Span<const AccessRange> touched, OpTicket& ticket,
                                   uint64_t op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Creates and maps a chunk at `address` and counts it. REQUIRES: room was made.
+  // Note [Spare chunks] (residency_swap.cc). UnmapChunkLocked unmaps `handle` from `address`
+  // and keeps it spare, or releases it (device_bytes_ drops) when the spares are full.
+  // HasSpareLocked: whether MapChunkLocked of `mapped_bytes` would take a spare, needing no room.
+  // ReleaseSparesLocked releases spares, oldest first, until `bytes` were released or none is left.
+  absl::Status UnmapChunkLocked(DeviceAddress address, int64_t mapped_bytes, PhysicalHandle handle)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasSpareLocked(int64_t mapped_bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReleaseSparesLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Maps a spare chunk of `mapped_bytes` at `address`, or creates, maps and counts a new one.
+  // REQUIRES: room was made (MakeRoomLocked for a chunk), or HasSpareLocked(mapped_bytes).
   absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FreeLocked(Allocation* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -472,6 +487,14 @@ class ResidencyManager {
   std::vector<Retired> retired_ ABSL_GUARDED_BY(mu_);
   std::vector<Retired> cache_ ABSL_GUARDED_BY(mu_);  // oldest first; Note [Reuse cache]
   int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Note [Spare chunks] (residency_swap.cc): unmapped physical chunks kept for the next mapping
+  // of their size, oldest first; counted in device_bytes_.
+  struct Spare {
+    int64_t bytes = 0;
+    PhysicalHandle handle = 0;
+  };
+  std::vector<Spare> spare_ ABSL_GUARDED_BY(mu_);
+  int64_t spare_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs: cache nothing
   absl::flat_hash_set<AllocationId> in_flight_ ABSL_GUARDED_BY(mu_);  // transfer != null
   // Resident allocations still holding the host buffer an op reads (Note [Reading the host

@@ -106,12 +106,20 @@ absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {
         break;
     }
     const int64_t limit = options_.memory_limit;
-    if (device_bytes_ + a.mapped_bytes > limit && !cache_.empty()) {
+    if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes) &&
+        !spare_.empty()) {
+      // Note [Spare chunks] (residency_swap.cc): spares of other sizes count as free.
+      if (absl::Status s = ReleaseSparesLocked(device_bytes_ + a.mapped_bytes - limit); !s.ok()) {
+        return s;
+      }
+    }
+    if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes) &&
+        !cache_.empty()) {
       // Note [Reuse cache]: cached memory counts as free; completed entries are released now.
       SpillCacheLocked(device_bytes_ + a.mapped_bytes - limit);
       if (absl::Status s = PollLocked(); !s.ok()) return s;
     }
-    if (device_bytes_ + a.mapped_bytes > limit) {
+    if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes)) {
       // Note [Prefetch in device order]: memory on its way out makes room once the device
       // gets there; wait for it rather than leave the swap-in to the op that needs it.
       EventRef pending_event;
@@ -150,7 +158,7 @@ absl::Status ResidencyManager::RestoreLocked(Allocation& a, StreamHandle stream,
     ++stats_.restores;
     return absl::OkStatus();
   }
-  if (absl::Status s = MakeRoomLocked(a.mapped_bytes, op); !s.ok()) return s;
+  if (absl::Status s = MakeRoomLocked(a.mapped_bytes, op, /*for_chunk=*/true); !s.ok()) return s;
   // MakeRoomLocked may have dropped the lock: another op that writes `a` may have restored it.
   if (a.state != ResidencyState::kDropped) return absl::OkStatus();
   absl::StatusOr<PhysicalHandle> chunk = MapChunkLocked(a.address, a.mapped_bytes);
@@ -183,9 +191,7 @@ absl::Status ResidencyManager::ReleaseDroppedLocked() {
       }
     }
     if (!done) continue;
-    status.Update(device_.Unmap(a->address, a->mapped_bytes));
-    status.Update(device_.ReleasePhysical(a->physical));
-    device_bytes_ -= a->mapped_bytes;
+    status.Update(UnmapChunkLocked(a->address, a->mapped_bytes, a->physical));
     a->physical = 0;
     a->last_uses.clear();
     if (a->host != nullptr) {  // left attached by a swap-out that could not be tracked

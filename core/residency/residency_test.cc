@@ -597,6 +597,67 @@ TEST_F(ResidencyTest, ReuseCacheWithPendingWorkIsWaitedForNotSwappedAround) {
   ASSERT_TRUE(manager_->Free(x).ok());
 }
 
+// Note [Spare chunks]: under demand swapping each eviction's chunk, once its copy completed,
+// serves the next mapping of its size: the swaps create no chunk, and every byte survives.
+TEST_F(ResidencyTest, ASwappedOutChunkServesTheNextMappingOfItsSize) {
+  reuse_cache_bytes_ = 2 * kG;
+  Init(2 * kG);
+  DeviceAddress a = *manager_->Allocate(kG);
+  DeviceAddress b = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());
+  ASSERT_TRUE(Fill(b, kG, 2).ok());
+  EXPECT_EQ(device_->create_physical_calls(), 2);
+  DeviceAddress c = *manager_->Allocate(kG);  // a goes out; its chunk is c's
+  ASSERT_TRUE(Fill(c, kG, 3).ok());
+  EXPECT_TRUE(Holds(a, kG, 1));  // b goes out; its chunk brings a back
+  EXPECT_TRUE(Holds(b, kG, 2));  // c goes out
+  EXPECT_TRUE(Holds(c, kG, 3));  // a goes out
+  ResidencyStats s = manager_->Stats();
+  EXPECT_EQ(s.swap_outs, 4);
+  EXPECT_EQ(s.swap_ins, 3);
+  EXPECT_EQ(s.chunk_reuses, 4);
+  EXPECT_EQ(device_->create_physical_calls(), 2);
+  EXPECT_LE(observer_.max_device, 2 * kG);
+  EXPECT_LE(device_->physical_bytes(), 2 * kG);
+  for (DeviceAddress x : {a, b, c}) ASSERT_TRUE(manager_->Free(x).ok());
+}
+
+// A spare of another size, or room asked for something that is no chunk (a small-allocation
+// slab), releases spares before anything is evicted: spares never cost a swap.
+TEST_F(ResidencyTest, SparesOfAnotherSizeAreReleasedBeforeAnyEviction) {
+  reuse_cache_bytes_ = 3 * kG;
+  Init(3 * kG);
+  DeviceAddress a = *manager_->Allocate(kG);
+  DeviceAddress b = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());
+  ASSERT_TRUE(Fill(b, kG, 2).ok());
+  DeviceAddress c = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(c, kG, 3).ok());
+  ASSERT_TRUE(manager_->Offload(a).ok());
+  ASSERT_TRUE(manager_->Poll().ok());
+  ASSERT_EQ(StateOf(a), ResidencyState::kOnHost);
+  EXPECT_EQ(manager_->Stats().cached_bytes, kG);  // a's chunk, spare: free to the program
+  EXPECT_EQ(manager_->Stats().device_bytes, 3 * kG);
+  ASSERT_TRUE(manager_->Offload(b).ok());
+  ASSERT_TRUE(manager_->Poll().ok());
+  EXPECT_EQ(manager_->Stats().cached_bytes, 2 * kG);
+  DeviceAddress d = *manager_->Allocate(2 * kG);  // both spares released, c stays
+  EXPECT_EQ(StateOf(c), ResidencyState::kResident);
+  EXPECT_EQ(manager_->Stats().swap_outs, 2);
+  EXPECT_EQ(manager_->Stats().chunk_reuses, 0);
+  ASSERT_TRUE(manager_->Free(d).ok());  // into the reuse cache
+  ASSERT_TRUE(manager_->Offload(c).ok());
+  ASSERT_TRUE(manager_->Poll().ok());
+  ASSERT_TRUE(manager_->ChargeExternal(2 * kG).ok());  // spare and cache go, nothing is evicted
+  EXPECT_EQ(manager_->Stats().swap_outs, 3);
+  manager_->UnchargeExternal(2 * kG);
+  EXPECT_TRUE(Holds(a, kG, 1));
+  EXPECT_TRUE(Holds(b, kG, 2));
+  EXPECT_TRUE(Holds(c, kG, 3));
+  EXPECT_LE(observer_.max_device, 3 * kG);
+  for (DeviceAddress x : {a, b, c}) ASSERT_TRUE(manager_->Free(x).ok());
+}
+
 TEST_F(ResidencyTest, ReuseCacheIsBounded) {
   reuse_cache_bytes_ = 2 * kG;
   Init(8 * kG);

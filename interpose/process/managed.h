@@ -26,6 +26,7 @@
 #include "core/lineage/replay_recipe.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
+#include "interpose/process/host_time.h"
 #include "interpose/process/process.h"
 #include "interpose/symbols/errors.h"
 #include "interpose/symbols/hook_table.h"
@@ -152,6 +153,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
   Process& process = Process::Get();
   pooch::ResidencyManager* manager = process.manager();
   if (manager == nullptr || ranges.get().empty()) return forward();
+  HookTimer timer(HookWork::kOp);  // Note [Host time]: pooch's own time, not the call's
   // Note [Range checks]: before anything is made resident, rebuilt or written.
   if (absl::Status s = CheckExactRanges(*manager, process.small(), ranges); !s.ok()) {
     POOCH_LOG_AT(kError, "%s: %.*s: returning the invalid-value error", HookScope::CurrentName(),
@@ -195,7 +197,9 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
   const bool produces = recomputer != nullptr && recomputer->dtr() && effects.replay != nullptr &&
                         WritesSwappable(*manager, ranges);
   const pooch::EventHandle produced_start = produces ? recomputer->BeginProduced(stream) : 0;
+  timer.Pause();
   const Ret result = forward();
+  timer.Resume();
   // Note [Op brackets] (core/exec/profiler.h): before anything else is done on the host.
   if (profiled.start != 0) profiler->OpRan(&profiled, stream);
   NoteResult(result);  // Note [Sticky errors] in interpose/symbols/errors.h
@@ -238,6 +242,7 @@ Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_all
     return process.parts_failed() ? HookFailure(NotInitialized<Ret>()) : real_alloc();
   }
   if (const Ret sticky = StickyError<Ret>(); sticky != Ret{}) return HookFailure(sticky);
+  HookTimer timer(HookWork::kAlloc);
   // A size beyond int64 (SIZE_MAX, 1 << 63) is beyond any limit too: the manager answers
   // out-of-memory, as the real allocator does, instead of seeing a negative size.
   const int64_t size = bytes > static_cast<size_t>(std::numeric_limits<int64_t>::max())
@@ -264,6 +269,7 @@ Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
   pooch::ResidencyManager* manager = process.manager();
   if (manager == nullptr || address == 0) return real_free();
   if (const Ret sticky = StickyError<Ret>(); sticky != Ret{}) return HookFailure(sticky);
+  HookTimer timer(HookWork::kFree);
   Profiler* profiler = process.profiler();
   if (Recomputer* recomputer = process.recomputer()) {
     // Recipes that read this memory rebuild their dropped maps now, or are forgotten; or the

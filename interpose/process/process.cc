@@ -10,11 +10,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/base/log.h"
 #include "interpose/device/cuda_device.h"
+#include "interpose/process/host_time.h"
 #include "interpose/process/opaque.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
@@ -135,6 +138,9 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   // Published (never freed: hooks may run at exit) only once every part was made.
   auto parts = std::make_unique<Parts>();
   parts->device = raw_device;
+  // Note [Host time] (core/device/timed_device.h): every part calls the device through this.
+  parts->timed = new TimedDevice(*raw_device);
+  TimedDevice& timed = *parts->timed;
   if (const std::string& path = config_.trace_path; !path.empty()) {
     absl::StatusOr<std::unique_ptr<TraceWriter>> writer = TraceWriter::Open(path);
     if (writer.ok()) {
@@ -145,7 +151,7 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
     }
   }
   absl::StatusOr<std::unique_ptr<ResidencyManager>> manager =
-      ResidencyManager::Create(*raw_device, *options, parts->trace);
+      ResidencyManager::Create(timed, *options, parts->trace);
   if (!manager.ok()) return Why("cannot start the residency manager", manager.status());
   // Slabs are charged to the manager, which evicts swappable data to make room for them.
   ResidencyManager* raw_manager = manager->get();
@@ -160,19 +166,18 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
     out->insert(out->end(), non_blocking_streams_.begin(), non_blocking_streams_.end());
   };
   absl::StatusOr<std::unique_ptr<SmallAllocator>> small =
-      SmallAllocator::Create(*raw_device, std::move(small_options));
+      SmallAllocator::Create(timed, std::move(small_options));
   if (!small.ok()) {
     return Why("cannot start the small-allocation sub-allocator", small.status());
   }
   parts->small = small->release();
   if (config_.mode == RunMode::kPlanned || config_.mode == RunMode::kDtr) {
-    parts->recomputer =
-        new Recomputer(*raw_device, *raw_manager, *parts->small, options->min_swap_bytes,
-                       parts->trace, /*dtr=*/config_.mode == RunMode::kDtr);
+    parts->recomputer = new Recomputer(timed, *raw_manager, *parts->small, options->min_swap_bytes,
+                                       parts->trace, /*dtr=*/config_.mode == RunMode::kDtr);
   }
   if (Profiler::WantedBy(config_)) {
-    parts->profiler = new Profiler(*raw_device, *raw_manager, *parts->small, config_, parts->trace,
-                                   parts->recomputer);
+    parts->profiler =
+        new Profiler(timed, *raw_manager, *parts->small, config_, parts->trace, parts->recomputer);
   }
   POOCH_LOG_AT(kInfo, "managing device memory: limit %lld bytes, min swap %lld bytes",
                static_cast<long long>(options->memory_limit),
@@ -300,8 +305,32 @@ void Process::WriteSummary() const {
         static_cast<long long>(s.host_reads));
     // The reuse cache (Note [Reuse cache] in core/residency/residency.cc): freed chunks handed
     // out again without a device call.
-    LogLine("reuse: hits %lld misses %lld cached_bytes %lld", static_cast<long long>(s.reuse_hits),
-            static_cast<long long>(s.reuse_misses), static_cast<long long>(s.cached_bytes));
+    // And Note [Spare chunks] (core/residency/residency_swap.cc): mappings served by the chunk a
+    // swap-out or a release left, with no cuMemCreate.
+    LogLine("reuse: hits %lld misses %lld cached_bytes %lld chunk_reuses %lld",
+            static_cast<long long>(s.reuse_hits), static_cast<long long>(s.reuse_misses),
+            static_cast<long long>(s.cached_bytes), static_cast<long long>(s.chunk_reuses));
+  }
+  if (const Parts* parts = parts_.load(std::memory_order_acquire); parts != nullptr) {
+    // Note [Host time] (core/device/timed_device.h): the hooks' own host time around the real
+    // calls, and the device calls pooch made, which are part of it.
+    std::string line = "host:";
+    const HookTimes hooks = CurrentHookTimes();
+    constexpr std::pair<HookWork, const char*> kWork[] = {
+        {HookWork::kOp, "op"}, {HookWork::kAlloc, "alloc"}, {HookWork::kFree, "free"}};
+    for (const auto& [work, name] : kWork) {
+      absl::StrAppendFormat(&line, " %s %lld %s_ms %.3f", name,
+                            static_cast<long long>(hooks[work].calls), name,
+                            hooks[work].nanoseconds / 1e6);
+    }
+    const DeviceCallTimes calls = parts->timed->Times();
+    for (size_t i = 0; i < calls.of.size(); ++i) {
+      const char* name = DeviceCallKindName(static_cast<DeviceCallKind>(i));
+      absl::StrAppendFormat(&line, " %s %lld %s_ms %.3f", name,
+                            static_cast<long long>(calls.of[i].calls), name,
+                            calls.of[i].nanoseconds / 1e6);
+    }
+    LogLine("%s", line.c_str());
   }
   if (Profiler* profiler = this->profiler()) {
     for (const std::string& line : profiler->SummaryLines()) LogLine("%s", line.c_str());

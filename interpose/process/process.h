@@ -32,6 +32,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/base/mutex.h"
 #include "core/config/config.h"
+#include "core/device/timed_device.h"
 #include "core/exec/profiler.h"
 #include "core/exec/recomputer.h"
 #include "core/exec/trace_observer.h"
@@ -88,6 +89,7 @@ class Process {
  private:
   struct Parts {
     CudaDevice* device = nullptr;
+    TimedDevice* timed = nullptr;  // over device: what the other parts call
     ResidencyManager* manager = nullptr;
     SmallAllocator* small = nullptr;
     Recomputer* recomputer = nullptr;

@@ -62,7 +62,7 @@ probe() {
   grep -i 'hazard' "$work/$name.err" && fail "$name: simgpu reported a hazard"
   # stderr: the summary, simgpu's line about the injected fault, and at most one other line,
   # from pooch (the program itself prints nothing there when every check holds).
-  grep -v -e '^pooch: \(summary\|memory\|swaps\|reuse\|small\|opaque\|calls\): ' -e '^simgpu: SIMGPU_FAIL: ' \
+  grep -v -e '^pooch: \(summary\|memory\|swaps\|reuse\|host\|small\|opaque\|calls\): ' -e '^simgpu: SIMGPU_FAIL: ' \
     "$work/$name.err" >"$work/$name.other"
   [ "$(wc -l <"$work/$name.other")" -le 1 ] || fail "$name: more than one unexpected stderr line"
   if [ -s "$work/$name.other" ]; then

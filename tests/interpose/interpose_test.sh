@@ -283,7 +283,7 @@ host_full)
   # The 13 copies out of buffers 0 and 1 (both on the host until the end) read their host copy.
   [ "$(field host_reads)" -ge 13 ] || fail "host_reads $(field host_reads), want >= 13: $line"
   [ "$(field oom)" -eq 0 ] || fail "an op ran out of memory: $line"
-  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|opaque\|calls\): ' "$work/probe.err" \
+  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|host\|small\|opaque\|calls\): ' "$work/probe.err" \
     >"$work/other.txt"
   [ -s "$work/other.txt" ] && fail "unexpected stderr: $(head -3 "$work/other.txt")"
   echo "ok: $(cat "$work/probe.out"); host_reads $(field host_reads)"
@@ -367,7 +367,7 @@ bounds)
   rejected=$(echo "$line" | awk '{ print $5 }')
   [ "$rejected" -eq 19 ] || fail "$rejected calls rejected, want 19"
   grep -i 'hazard' "$work/probe.err" && fail "simgpu reported a hazard"
-  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|small\|opaque\|calls\): ' "$work/probe.err" \
+  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|host\|small\|opaque\|calls\): ' "$work/probe.err" \
     >"$work/other.txt"
   n=$(grep -c '^pooch: error: cu[A-Za-z0-9_]*: .*: returning the invalid-value error$' "$work/other.txt")
   [ "$n" -eq "$rejected" ] || fail "$n lines about rejected calls, want $rejected"
@@ -567,6 +567,16 @@ demand)
   used=$(awk '$2 == "memory:" { print $6 }' "$work/pooch.err")
   [ "$used" -le "$limit" ] || fail "peak $used above the limit $limit"
   [ "$limit" -le "$SIMGPU_MEMORY" ] || fail "limit $limit above the device's $SIMGPU_MEMORY bytes"
+  # The host: line (Note [Host time] in core/device/timed_device.h): the ops pooch made resident
+  # and the device calls it made; every swap queued exactly one copy, and memory was mapped.
+  host_field() { awk -v k="$1" '$2 == "host:" { for (i = 3; i < NF; i++) if ($i == k) print $(i + 1) }' "$work/pooch.err"; }
+  host_ops=$(host_field op)
+  host_copies=$(host_field copy)
+  host_map=$(host_field map)
+  [ "${host_ops:-0}" -gt 0 ] || fail "host: line: op ${host_ops:-missing}"
+  [ "${host_copies:--1}" -eq $((outs + ins)) ] ||
+    fail "host: line: copy ${host_copies:-missing}, want the $((outs + ins)) swaps"
+  [ "${host_map:-0}" -gt 0 ] || fail "host: line: map ${host_map:-missing}"
   # POOCH_TRACE: a terminated document with the swaps in it.
   tail -c 200 "$work/trace.json" | grep -q '"displayTimeUnit"' || fail "trace not terminated"
   grep -q '"name":"swap out"' "$work/trace.json" || fail "no swap-out in the trace"
