@@ -137,6 +137,12 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op, bool f
       SpillCacheLocked(device_bytes_ + bytes - limit);
       continue;
     }
+    // Note [Retained chunks] (residency_swap.cc): then the chunks of finished swap-outs.
+    if (retained_bytes_ > 0) {
+      absl::StatusOr<int64_t> unmapped = ReclaimRetainedLocked(device_bytes_ + bytes - limit);
+      if (!unmapped.ok()) return unmapped.status();
+      if (*unmapped > 0) continue;
+    }
 
     EventRef pending_event;
     int64_t pending = PendingReleaseBytesLocked(&pending_event);
@@ -335,6 +341,8 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
   in_flight_.erase(a->id);
   dropping_.erase(a->id);
   host_held_.erase(a->id);
+  // Note [Retained chunks] (residency_swap.cc): its chunk is released with the rest.
+  if (a->state == ResidencyState::kOnHost && a->physical != 0) retained_bytes_ -= a->mapped_bytes;
   table_.Remove(a->id);  // `a` is gone from here on
   ++stats_.frees;
   if (cacheable && CacheLocked(r)) return absl::OkStatus();
@@ -506,6 +514,11 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
       if (absl::Status s = RestoreLocked(*a, ticket.stream_, op); !s.ok()) return s;
     }
     if (a->state == ResidencyState::kSwappingOut) CancelSwapOutLocked(*a);
+    if (a->state == ResidencyState::kOnHost) {
+      // Note [Retained chunks] (residency_swap.cc): still mapped, nothing to copy.
+      absl::StatusOr<bool> back = ResurrectLocked(*a);
+      if (!back.ok()) return back.status();
+    }
     if (a->state == ResidencyState::kOnHost) {
       absl::Status s = MakeRoomLocked(a->mapped_bytes, op, /*for_chunk=*/true);
       // MakeRoomLocked may have dropped the lock: another op that touches `a` may have swapped
@@ -740,7 +753,7 @@ ResidencyStats ResidencyManager::Stats() const {
   MutexLock lock(&mu_);
   ResidencyStats s = stats_;
   s.device_bytes = device_bytes_;
-  s.cached_bytes = cached_bytes_ + spare_bytes_;
+  s.cached_bytes = cached_bytes_ + spare_bytes_ + retained_bytes_;
   s.host_bytes = host_pool_.in_use_bytes();
   return s;
 }

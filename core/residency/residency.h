@@ -180,6 +180,8 @@ struct ResidencyStats {
   // Note [Spare chunks]: mappings served by a spare chunk instead of a new one (cached_bytes
   // includes the spares' bytes: memory held for reuse, free to the program).
   int64_t chunk_reuses = 0;
+  // Note [Retained chunks]: swap-ins that found their chunk still mapped and made no copy.
+  int64_t retained_hits = 0;
   absl::Duration swap_wait = absl::ZeroDuration();  // host time blocked in SynchronizeEvent
 };
 
@@ -380,6 +382,12 @@ class ResidencyManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasSpareLocked(int64_t mapped_bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReleaseSparesLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Retained chunks] (residency_swap.cc). ReclaimRetainedLocked unmaps retained chunks,
+  // oldest first, until `bytes` were unmapped or none is left, and returns the bytes unmapped.
+  // ResurrectLocked makes a kOnHost allocation whose chunk is retained resident again, with no
+  // copy; false when its chunk is gone.
+  absl::StatusOr<int64_t> ReclaimRetainedLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> ResurrectLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Maps a spare chunk of `mapped_bytes` at `address`, or creates, maps and counts a new one.
   // REQUIRES: room was made (MakeRoomLocked for a chunk), or HasSpareLocked(mapped_bytes).
   absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)
@@ -495,6 +503,10 @@ class ResidencyManager {
   };
   std::vector<Spare> spare_ ABSL_GUARDED_BY(mu_);
   int64_t spare_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Note [Retained chunks] (residency_swap.cc): kOnHost allocations whose chunk is still mapped,
+  // in the order their swap-outs finished (stale entries are skipped); counted in device_bytes_.
+  std::vector<AllocationId> retained_ ABSL_GUARDED_BY(mu_);
+  int64_t retained_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs: cache nothing
   absl::flat_hash_set<AllocationId> in_flight_ ABSL_GUARDED_BY(mu_);  // transfer != null
   // Resident allocations still holding the host buffer an op reads (Note [Reading the host

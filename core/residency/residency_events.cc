@@ -41,7 +41,7 @@ absl::StatusOr<EventRef> EventPool::Record(StreamHandle stream) {
   std::shared_ptr<FreeList> free = free_;
   Device* device = &device_;
   const uint64_t sequence = recorded_.fetch_add(1, std::memory_order_relaxed);
-  return EventRef(new RecordedEvent(handle, sequence), [free, device](RecordedEvent* e) {
+  return EventRef(new RecordedEvent(handle, stream, sequence), [free, device](RecordedEvent* e) {
     const EventHandle h = e->handle();
     delete e;
     MutexLock lock(&free->mu);

@@ -20,16 +20,18 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "core/device/device.h"
 #include "core/base/mutex.h"
+#include "core/device/device.h"
 
 namespace pooch {
 
 // One recording of a device event.
 class RecordedEvent {
  public:
-  RecordedEvent(EventHandle handle, uint64_t sequence) : handle_(handle), sequence_(sequence) {}
+  RecordedEvent(EventHandle handle, StreamHandle stream, uint64_t sequence)
+      : handle_(handle), stream_(stream), sequence_(sequence) {}
   EventHandle handle() const { return handle_; }
+  StreamHandle stream() const { return stream_; }  // where it was recorded
   // The pool's count of recordings before this one: on one stream, a smaller sequence completes
   // no later.
   uint64_t sequence() const { return sequence_; }
@@ -38,6 +40,7 @@ class RecordedEvent {
 
  private:
   const EventHandle handle_;
+  const StreamHandle stream_;
   const uint64_t sequence_;
   std::atomic<bool> complete_{false};
 };

@@ -102,8 +102,13 @@ absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {
         return absl::FailedPreconditionError(
             absl::StrCat("Prefetch: 0x", absl::Hex(base),
                          " was dropped and must be recomputed, not prefetched"));
-      case ResidencyState::kOnHost:
+      case ResidencyState::kOnHost: {
+        // Note [Retained chunks] (residency_swap.cc): still mapped, nothing to copy.
+        absl::StatusOr<bool> back = ResurrectLocked(a);
+        if (!back.ok()) return back.status();
+        if (*back) return true;
         break;
+      }
     }
     const int64_t limit = options_.memory_limit;
     if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes) &&
@@ -118,6 +123,14 @@ absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {
       // Note [Reuse cache]: cached memory counts as free; completed entries are released now.
       SpillCacheLocked(device_bytes_ + a.mapped_bytes - limit);
       if (absl::Status s = PollLocked(); !s.ok()) return s;
+    }
+    if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes) &&
+        retained_bytes_ > 0) {
+      // Note [Retained chunks] (residency_swap.cc): before anything is waited for.
+      absl::StatusOr<int64_t> unmapped =
+          ReclaimRetainedLocked(device_bytes_ + a.mapped_bytes - limit);
+      if (!unmapped.ok()) return unmapped.status();
+      if (*unmapped > 0) continue;
     }
     if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes)) {
       // Note [Prefetch in device order]: memory on its way out makes room once the device

@@ -8,6 +8,13 @@
 #include "core/residency/residency.h"
 
 namespace pooch {
+namespace {
+
+// Note [Retained chunks]: retained_ is compacted (its stale entries dropped) when it reaches this
+// many entries.
+constexpr size_t kRetainedCompactAt = 1024;
+
+}  // namespace
 
 // Note [Swap-out ordering]
 // 1. A pinned host buffer is taken from the pool (or the one still attached from the last swap)
@@ -72,8 +79,22 @@ absl::Status ResidencyManager::StartSwapOutLocked(Allocation& a) {
 }
 
 absl::Status ResidencyManager::FinishSwapOutLocked(Allocation& a) {
-  absl::Status status = UnmapChunkLocked(a.address, a.mapped_bytes, a.physical);
-  a.physical = 0;
+  absl::Status status;
+  if (cache_limit_ > 0 && !closing_) {
+    // Note [Retained chunks]: the chunk stays mapped, with the data the copy took, until its
+    // room is needed.
+    if (retained_.size() >= kRetainedCompactAt) {
+      std::erase_if(retained_, [&](AllocationId id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        const Allocation* r = table_.Find(id);
+        return r == nullptr || r->state != ResidencyState::kOnHost || r->physical == 0;
+      });
+    }
+    retained_.push_back(a.id);
+    retained_bytes_ += a.mapped_bytes;
+  } else {
+    status = UnmapChunkLocked(a.address, a.mapped_bytes, a.physical);
+    a.physical = 0;
+  }
   a.state = ResidencyState::kOnHost;
   a.transfer.reset();
   NotifySwapLocked(SwapRecord::Kind::kOutEnd, a);
@@ -129,15 +150,45 @@ absl::Status ResidencyManager::PollLocked() {
   absl::Status status;
   std::vector<AllocationId> finished;
   std::vector<AllocationId> held;
+  // Note [Polling in stream order]: pooch's copies are queued on its two streams under mu_, so on
+  // each stream they complete in the order of their events' sequence numbers. Polled in that
+  // order, a stream's first copy not yet complete ends the queries on that stream: the copies
+  // behind it are not complete either (unless a wait already saw them complete). On a GPU each
+  // query is a driver call on the hook's thread; simgpu charges host time for one not ready.
+  struct InFlight {
+    StreamHandle stream;
+    uint64_t sequence;
+    AllocationId id;
+  };
+  std::vector<InFlight> order;
+  order.reserve(in_flight_.size());
   for (AllocationId id : in_flight_) {
-    Allocation* a = table_.Find(id);
+    const Allocation* a = table_.Find(id);
     if (a == nullptr) {
       finished.push_back(id);
       continue;
     }
-    absl::StatusOr<bool> done = events_.Done(a->transfer);
-    if (!done.ok()) return done.status();
-    if (!*done) continue;
+    if (a->transfer == nullptr) {  // done (EventPool::Done of a null ref), handled first
+      order.push_back({0, 0, id});
+    } else {
+      order.push_back({a->transfer->stream(), a->transfer->sequence(), id});
+    }
+  }
+  std::sort(order.begin(), order.end(), [](const InFlight& x, const InFlight& y) {
+    return x.stream != y.stream ? x.stream < y.stream : x.sequence < y.sequence;
+  });
+  std::vector<StreamHandle> behind;  // streams whose next copy is not complete
+  for (const InFlight& f : order) {
+    Allocation* a = table_.Find(f.id);
+    bool done = a->transfer == nullptr || a->transfer->known_complete();
+    if (!done && std::find(behind.begin(), behind.end(), f.stream) == behind.end()) {
+      absl::StatusOr<bool> queried = events_.Done(a->transfer);
+      if (!queried.ok()) return queried.status();
+      done = *queried;
+      if (!done) behind.push_back(f.stream);
+    }
+    if (!done) continue;
+    const AllocationId id = f.id;
     finished.push_back(id);
     if (a->state == ResidencyState::kSwappingOut) {
       status.Update(FinishSwapOutLocked(*a));
@@ -273,6 +324,56 @@ EventRef ResidencyManager::AnyPendingEventLocked() {
     }
   }
   return nullptr;
+}
+
+// Note [Retained chunks]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A swap-out whose copy completed leaves the data in two places: the host copy, and the chunk,
+// which nothing touched since (any op on the allocation cancels the swap-out or waits for it).
+// So the chunk is not unmapped when the copy completes but only when its room is needed: the
+// allocation is kOnHost with `physical` still mapped, its bytes still counted, and it is listed
+// in retained_. If an op or a prefetch wants the allocation back before then, it is resident
+// again at once (ResurrectLocked): no cuMemMap, no copy; the host copy goes back to the pool as
+// after a swap-in. Otherwise MakeRoomLocked and Prefetch unmap retained chunks, oldest first,
+// once spares and the reuse cache are gone and before they wait for anything or evict: the
+// unmap only moves from the copy's completion to the moment the room is taken, so retention
+// never causes a swap-out or an out-of-memory that would not happen without it. A plan that
+// swaps out ahead of its peak (PoocH's swap-outs start when an interval opens; its headroom
+// re-plans keep more room than the peak needs) gets back what the peak did not take. Retained
+// bytes count as free to the program (ResidencyStats::cached_bytes). On with the reuse cache
+// (reuse_cache_bytes > 0), and never while the manager closes.
+absl::StatusOr<int64_t> ResidencyManager::ReclaimRetainedLocked(int64_t bytes) {
+  absl::Status status;
+  int64_t unmapped = 0;
+  size_t i = 0;
+  for (; i < retained_.size() && unmapped < bytes; ++i) {
+    Allocation* a = table_.Find(retained_[i]);
+    if (a == nullptr || a->state != ResidencyState::kOnHost || a->physical == 0) continue;
+    retained_bytes_ -= a->mapped_bytes;
+    unmapped += a->mapped_bytes;
+    status.Update(UnmapChunkLocked(a->address, a->mapped_bytes, a->physical));
+    a->physical = 0;
+  }
+  retained_.erase(retained_.begin(), retained_.begin() + static_cast<ptrdiff_t>(i));
+  if (!status.ok()) return status;
+  return unmapped;
+}
+
+absl::StatusOr<bool> ResidencyManager::ResurrectLocked(Allocation& a) {
+  if (a.state != ResidencyState::kOnHost || a.physical == 0) return false;
+  retained_bytes_ -= a.mapped_bytes;  // its entry in retained_ is stale from here on
+  a.state = ResidencyState::kResident;
+  ++stats_.retained_hits;
+  if (a.host != nullptr) {
+    absl::StatusOr<bool> idle = HostIdleLocked(a);
+    if (!idle.ok()) return idle.status();
+    if (*idle) {
+      ReleaseHostLocked(a);
+    } else {
+      host_held_.insert(a.id);  // Note [Reading the host copy]: reads of it may still run
+    }
+  }
+  return true;
 }
 
 // Note [Spare chunks]

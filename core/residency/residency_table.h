@@ -58,9 +58,11 @@ struct Allocation {
   bool swappable = false;    // bytes >= min_swap_bytes
 
   ResidencyState state = ResidencyState::kResident;
-  PhysicalHandle physical = 0;  // 0 when kOnHost (or kDropped and released)
-  void* host = nullptr;         // pinned copy, or nullptr
-  EventRef transfer;            // the last copy to or from `host`; null when none is pending
+  // 0 when kOnHost (unless retained: Note [Retained chunks] in residency_swap.cc) or kDropped
+  // and released.
+  PhysicalHandle physical = 0;
+  void* host = nullptr;  // pinned copy, or nullptr
+  EventRef transfer;     // the last copy to or from `host`; null when none is pending
   // The most recent op on each stream that touched it (Decision 8: a copy or an unmap waits for
   // all of them, not just the latest, when several streams share the allocation).
   std::vector<std::pair<StreamHandle, EventRef>> last_uses;

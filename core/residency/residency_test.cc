@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/device/fake_device.h"
+#include "core/device/timed_device.h"
 #include "core/residency/residency_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -622,6 +623,108 @@ TEST_F(ResidencyTest, ASwappedOutChunkServesTheNextMappingOfItsSize) {
   for (DeviceAddress x : {a, b, c}) ASSERT_TRUE(manager_->Free(x).ok());
 }
 
+// Note [Retained chunks]: a finished swap-out keeps its chunk mapped until the room is taken; a
+// touch before then makes no copy, and taking the room evicts nothing more.
+TEST_F(ResidencyTest, AFinishedSwapOutComesBackWithoutACopyUntilItsRoomIsTaken) {
+  reuse_cache_bytes_ = 4 * kG;
+  Init(4 * kG);
+  DeviceAddress a = *manager_->Allocate(kG);
+  DeviceAddress b = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());
+  ASSERT_TRUE(Fill(b, kG, 2).ok());
+  ASSERT_TRUE(manager_->Offload(a).ok());
+  ASSERT_TRUE(manager_->Poll().ok());
+  ASSERT_EQ(StateOf(a), ResidencyState::kOnHost);
+  EXPECT_EQ(manager_->Stats().cached_bytes, kG);  // free to the program
+  EXPECT_EQ(device_->mapped_bytes(), 2 * kG);
+  EXPECT_TRUE(Holds(a, kG, 1));
+  ResidencyStats s = manager_->Stats();
+  EXPECT_EQ(s.swap_ins, 0);
+  EXPECT_EQ(s.retained_hits, 1);
+  EXPECT_EQ(s.host_bytes, 0);  // the host copy went back
+  EXPECT_EQ(s.cached_bytes, 0);
+
+  ASSERT_TRUE(manager_->Offload(a).ok());
+  ASSERT_TRUE(manager_->Poll().ok());
+  DeviceAddress c = *manager_->Allocate(3 * kG);  // takes a's room; b stays
+  EXPECT_EQ(StateOf(b), ResidencyState::kResident);
+  EXPECT_EQ(manager_->Stats().swap_outs, 2);
+  EXPECT_EQ(device_->mapped_bytes(), 4 * kG);
+  ASSERT_TRUE(Fill(c, 3 * kG, 3).ok());
+  ASSERT_TRUE(manager_->Free(c).ok());
+  EXPECT_TRUE(Holds(a, kG, 1));  // copied back now
+  s = manager_->Stats();
+  EXPECT_EQ(s.swap_ins, 1);
+  EXPECT_EQ(s.retained_hits, 1);
+  EXPECT_TRUE(Holds(b, kG, 2));
+  EXPECT_LE(observer_.max_device, 4 * kG);
+  for (DeviceAddress x : {a, b}) ASSERT_TRUE(manager_->Free(x).ok());
+}
+
+// A prefetch of an allocation whose chunk is retained makes it resident with no copy.
+TEST_F(ResidencyTest, APrefetchFindsTheRetainedChunk) {
+  reuse_cache_bytes_ = 4 * kG;
+  Init(4 * kG);
+  DeviceAddress a = *manager_->Allocate(2 * kG);
+  ASSERT_TRUE(Fill(a, 2 * kG, 5).ok());
+  ASSERT_TRUE(manager_->Offload(a).ok());
+  ASSERT_TRUE(manager_->Poll().ok());
+  ASSERT_EQ(StateOf(a), ResidencyState::kOnHost);
+  EXPECT_EQ(*manager_->Prefetch(a), true);
+  EXPECT_EQ(StateOf(a), ResidencyState::kResident);
+  EXPECT_EQ(manager_->Stats().swap_ins, 0);
+  EXPECT_EQ(manager_->Stats().retained_hits, 1);
+  EXPECT_TRUE(Holds(a, 2 * kG, 5));
+  ASSERT_TRUE(manager_->Free(a).ok());
+}
+
+// Note [Polling in stream order]: with five swap-outs queued and none run, a poll asks the
+// device about the first only; once they ran, it finds all five complete.
+TEST(ResidencyPollTest, APollQueriesAStreamOnlyUpToItsFirstPendingCopy) {
+  FakeDevice::Options o;
+  o.mode = FakeDevice::Mode::kManual;
+  o.granularity = kG;
+  o.capacity = 16 * kG;
+  FakeDevice fake(o);
+  TimedDevice timed(fake);
+  ResidencyOptions r;
+  r.memory_limit = 16 * kG;
+  r.min_swap_bytes = kG;
+  r.reuse_cache_bytes = 0;
+  std::unique_ptr<ResidencyManager> manager = *ResidencyManager::Create(timed, r);
+  std::vector<DeviceAddress> xs;
+  for (int i = 0; i < 5; ++i) xs.push_back(*manager->Allocate(kG));
+  for (DeviceAddress x : xs) ASSERT_TRUE(manager->Offload(x).ok());
+  const int64_t before = timed.Times()[DeviceCallKind::kEvent].calls;
+  ASSERT_TRUE(manager->Poll().ok());
+  EXPECT_EQ(timed.Times()[DeviceCallKind::kEvent].calls - before, 1);
+  for (DeviceAddress x : xs) EXPECT_EQ(manager->Lookup(x)->state, ResidencyState::kSwappingOut);
+  fake.RunPending();
+  ASSERT_TRUE(manager->Poll().ok());
+  for (DeviceAddress x : xs) EXPECT_EQ(manager->Lookup(x)->state, ResidencyState::kOnHost);
+  for (DeviceAddress x : xs) ASSERT_TRUE(manager->Free(x).ok());
+  manager.reset();
+  EXPECT_THAT(fake.violations(), IsEmpty());
+  EXPECT_EQ(fake.physical_bytes(), 0);
+}
+
+// A freed allocation whose chunk was retained gives it back with the rest.
+TEST_F(ResidencyTest, FreeingARetainedAllocationReleasesItsChunk) {
+  reuse_cache_bytes_ = 4 * kG;
+  Init(4 * kG);
+  DeviceAddress a = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());
+  ASSERT_TRUE(manager_->Offload(a).ok());
+  ASSERT_TRUE(manager_->Poll().ok());
+  ASSERT_EQ(StateOf(a), ResidencyState::kOnHost);
+  ASSERT_TRUE(manager_->Free(a).ok());
+  EXPECT_EQ(manager_->Stats().host_bytes, 0);
+  DeviceAddress b = *manager_->Allocate(4 * kG);  // the whole limit: nothing else is held
+  ASSERT_TRUE(Fill(b, 4 * kG, 2).ok());
+  EXPECT_EQ(manager_->Stats().swap_outs, 1);
+  ASSERT_TRUE(manager_->Free(b).ok());
+}
+
 // A spare of another size, or room asked for something that is no chunk (a small-allocation
 // slab), releases spares before anything is evicted: spares never cost a swap.
 TEST_F(ResidencyTest, SparesOfAnotherSizeAreReleasedBeforeAnyEviction) {
@@ -668,7 +771,8 @@ TEST_F(ResidencyTest, ReuseCacheIsBounded) {
   EXPECT_EQ(device_->physical_bytes(), 2 * kG);
 }
 
-// The same workload with and without the cache: the same swaps, no new failures, same data.
+// The same workload with and without the cache (and the retained chunks it turns on): the same
+// swaps, no new failures, same data.
 TEST_F(ResidencyTest, ReuseCacheCausesNoExtraSwapsOrFailures) {
   for (FakeDevice::Mode mode : {FakeDevice::Mode::kImmediate, FakeDevice::Mode::kManual}) {
     ResidencyStats stats[2];
@@ -708,7 +812,10 @@ TEST_F(ResidencyTest, ReuseCacheCausesNoExtraSwapsOrFailures) {
     }
     EXPECT_GT(stats[0].swap_outs, 0);
     EXPECT_EQ(stats[1].swap_outs, stats[0].swap_outs);
-    EXPECT_EQ(stats[1].swap_ins, stats[0].swap_ins);
+    // Note [Retained chunks] (on with the cache): a swap-in without it is a swap-in with it, or
+    // finds its chunk still mapped and copies nothing.
+    EXPECT_EQ(stats[0].retained_hits, 0);
+    EXPECT_EQ(stats[1].swap_ins + stats[1].retained_hits, stats[0].swap_ins);
     EXPECT_EQ(stats[1].out_of_memory, stats[0].out_of_memory);
     EXPECT_GT(stats[1].reuse_hits, 0);
     EXPECT_EQ(stats[0].reuse_hits, 0);

@@ -306,10 +306,12 @@ void Process::WriteSummary() const {
     // The reuse cache (Note [Reuse cache] in core/residency/residency.cc): freed chunks handed
     // out again without a device call.
     // And Note [Spare chunks] (core/residency/residency_swap.cc): mappings served by the chunk a
-    // swap-out or a release left, with no cuMemCreate.
-    LogLine("reuse: hits %lld misses %lld cached_bytes %lld chunk_reuses %lld",
+    // swap-out or a release left, with no cuMemCreate; Note [Retained chunks]: swap-ins that
+    // found their chunk still mapped and copied nothing.
+    LogLine("reuse: hits %lld misses %lld cached_bytes %lld chunk_reuses %lld retained_hits %lld",
             static_cast<long long>(s.reuse_hits), static_cast<long long>(s.reuse_misses),
-            static_cast<long long>(s.cached_bytes), static_cast<long long>(s.chunk_reuses));
+            static_cast<long long>(s.cached_bytes), static_cast<long long>(s.chunk_reuses),
+            static_cast<long long>(s.retained_hits));
   }
   if (const Parts* parts = parts_.load(std::memory_order_acquire); parts != nullptr) {
     // Note [Host time] (core/device/timed_device.h): the hooks' own host time around the real
