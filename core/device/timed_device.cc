@@ -30,10 +30,7 @@ const char* DeviceCallKindName(DeviceCallKind kind) {
 
 DeviceCallTimes TimedDevice::Times() const {
   DeviceCallTimes t;
-  for (size_t i = 0; i < sums_.size(); ++i) {
-    t.of[i].calls = sums_[i].calls.load(std::memory_order_relaxed);
-    t.of[i].nanoseconds = sums_[i].nanoseconds.load(std::memory_order_relaxed);
-  }
+  for (size_t i = 0; i < sums_.size(); ++i) t.of[i] = sums_[i].Load();
   return t;
 }
 
@@ -42,10 +39,8 @@ auto TimedDevice::Timed(DeviceCallKind kind, Call&& call) {
   const auto start = std::chrono::steady_clock::now();
   auto result = std::forward<Call>(call)();
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  AtomicSum& sum = sums_[static_cast<size_t>(kind)];
-  sum.calls.fetch_add(1, std::memory_order_relaxed);
-  sum.nanoseconds.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count(),
-                            std::memory_order_relaxed);
+  sums_[static_cast<size_t>(kind)].Add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
   return result;
 }
 

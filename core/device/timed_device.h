@@ -23,9 +23,9 @@
 #define POOCH_CORE_DEVICE_TIMED_DEVICE_H_
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 
+#include "core/base/call_sum.h"
 #include "core/device/device.h"
 
 namespace pooch {
@@ -48,12 +48,8 @@ enum class DeviceCallKind {
 const char* DeviceCallKindName(DeviceCallKind kind);
 
 struct DeviceCallTimes {
-  struct Sum {
-    int64_t calls = 0;
-    int64_t nanoseconds = 0;
-  };
-  std::array<Sum, static_cast<size_t>(DeviceCallKind::kCount)> of{};
-  const Sum& operator[](DeviceCallKind kind) const { return of[static_cast<size_t>(kind)]; }
+  std::array<CallSum, static_cast<size_t>(DeviceCallKind::kCount)> of{};
+  const CallSum& operator[](DeviceCallKind kind) const { return of[static_cast<size_t>(kind)]; }
 };
 
 class TimedDevice final : public Device {
@@ -94,11 +90,7 @@ class TimedDevice final : public Device {
   auto Timed(DeviceCallKind kind, Call&& call);
 
   Device& inner_;
-  struct AtomicSum {
-    std::atomic<int64_t> calls{0};
-    std::atomic<int64_t> nanoseconds{0};
-  };
-  std::array<AtomicSum, static_cast<size_t>(DeviceCallKind::kCount)> sums_;
+  std::array<AtomicCallSum, static_cast<size_t>(DeviceCallKind::kCount)> sums_;
 };
 
 }  // namespace pooch

@@ -125,24 +125,12 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op, bool f
   while (true) {
     if (absl::Status s = PollLocked(); !s.ok()) return s;
     if (device_bytes_ + bytes <= limit) return absl::OkStatus();
-    // Note [Spare chunks] (residency_swap.cc): a spare of the size is the room; other spares go
-    // first, released at once.
+    // Note [Spare chunks] (residency_swap.cc): a spare of the size is the room.
     if (for_chunk && HasSpareLocked(bytes)) return absl::OkStatus();
-    if (!spare_.empty()) {
-      if (absl::Status s = ReleaseSparesLocked(device_bytes_ + bytes - limit); !s.ok()) return s;
-      continue;
-    }
-    // Note [Reuse cache]: cached memory goes before anything is waited for or evicted.
-    if (!cache_.empty()) {
-      SpillCacheLocked(device_bytes_ + bytes - limit);
-      continue;
-    }
-    // Note [Retained chunks] (residency_swap.cc): then the chunks of finished swap-outs.
-    if (retained_bytes_ > 0) {
-      absl::StatusOr<int64_t> unmapped = ReclaimRetainedLocked(device_bytes_ + bytes - limit);
-      if (!unmapped.ok()) return unmapped.status();
-      if (*unmapped > 0) continue;
-    }
+    // Memory held for reuse goes before anything is waited for or evicted.
+    absl::StatusOr<bool> gave = GiveBackHeldLocked(bytes);
+    if (!gave.ok()) return gave.status();
+    if (*gave) continue;
 
     EventRef pending_event;
     int64_t pending = PendingReleaseBytesLocked(&pending_event);

@@ -388,6 +388,15 @@ class ResidencyManager {
   // copy; false when its chunk is gone.
   absl::StatusOr<int64_t> ReclaimRetainedLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> ResurrectLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // When `bytes` more do not fit: gives back the first kind of memory held for reuse that there
+  // is, in the order spares, the reuse cache, retained chunks (MakeRoomLocked and Prefetch take
+  // it before they wait or evict). True when something went; false when nothing is held.
+  absl::StatusOr<bool> GiveBackHeldLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A swap-in completed or an allocation came back (Note [Retained chunks]): its host copy goes
+  // back to the pool, or, while reads of it may still run (Note [Reading the host copy]), to
+  // `held`.
+  absl::Status ReleaseHostCopyLocked(Allocation& a, std::vector<AllocationId>* held)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Maps a spare chunk of `mapped_bytes` at `address`, or creates, maps and counts a new one.
   // REQUIRES: room was made (MakeRoomLocked for a chunk), or HasSpareLocked(mapped_bytes).
   absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)

@@ -111,28 +111,12 @@ absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {
       }
     }
     const int64_t limit = options_.memory_limit;
-    if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes) &&
-        !spare_.empty()) {
-      // Note [Spare chunks] (residency_swap.cc): spares of other sizes count as free.
-      if (absl::Status s = ReleaseSparesLocked(device_bytes_ + a.mapped_bytes - limit); !s.ok()) {
-        return s;
-      }
-    }
-    if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes) &&
-        !cache_.empty()) {
-      // Note [Reuse cache]: cached memory counts as free; completed entries are released now.
-      SpillCacheLocked(device_bytes_ + a.mapped_bytes - limit);
-      if (absl::Status s = PollLocked(); !s.ok()) return s;
-    }
-    if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes) &&
-        retained_bytes_ > 0) {
-      // Note [Retained chunks] (residency_swap.cc): before anything is waited for.
-      absl::StatusOr<int64_t> unmapped =
-          ReclaimRetainedLocked(device_bytes_ + a.mapped_bytes - limit);
-      if (!unmapped.ok()) return unmapped.status();
-      if (*unmapped > 0) continue;
-    }
+    // Note [Spare chunks] (residency_swap.cc): a spare of the size is the room.
     if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes)) {
+      // Memory held for reuse counts as free: it goes before anything is waited for.
+      absl::StatusOr<bool> gave = GiveBackHeldLocked(a.mapped_bytes);
+      if (!gave.ok()) return gave.status();
+      if (*gave) continue;
       // Note [Prefetch in device order]: memory on its way out makes room once the device
       // gets there; wait for it rather than leave the swap-in to the op that needs it.
       EventRef pending_event;

@@ -200,15 +200,7 @@ absl::Status ResidencyManager::PollLocked() {
       a->state = ResidencyState::kResident;
       NotifySwapLocked(SwapRecord::Kind::kInEnd, *a);
     }
-    if (a->host != nullptr) {
-      absl::StatusOr<bool> idle = HostIdleLocked(*a);
-      status.Update(idle.status());
-      if (idle.ok() && *idle) {
-        ReleaseHostLocked(*a);
-      } else {
-        held.push_back(id);  // Note [Reading the host copy]: reads of it may still run
-      }
-    }
+    status.Update(ReleaseHostCopyLocked(*a, &held));
     NotifyMemoryLocked();
   }
   for (AllocationId id : finished) in_flight_.erase(id);
@@ -364,16 +356,41 @@ absl::StatusOr<bool> ResidencyManager::ResurrectLocked(Allocation& a) {
   retained_bytes_ -= a.mapped_bytes;  // its entry in retained_ is stale from here on
   a.state = ResidencyState::kResident;
   ++stats_.retained_hits;
-  if (a.host != nullptr) {
-    absl::StatusOr<bool> idle = HostIdleLocked(a);
-    if (!idle.ok()) return idle.status();
-    if (*idle) {
-      ReleaseHostLocked(a);
-    } else {
-      host_held_.insert(a.id);  // Note [Reading the host copy]: reads of it may still run
-    }
-  }
+  std::vector<AllocationId> held;
+  absl::Status s = ReleaseHostCopyLocked(a, &held);
+  host_held_.insert(held.begin(), held.end());
+  if (!s.ok()) return s;
   return true;
+}
+
+absl::Status ResidencyManager::ReleaseHostCopyLocked(Allocation& a,
+                                                     std::vector<AllocationId>* held) {
+  if (a.host == nullptr) return absl::OkStatus();
+  absl::StatusOr<bool> idle = HostIdleLocked(a);
+  if (idle.ok() && *idle) {
+    ReleaseHostLocked(a);
+  } else {
+    held->push_back(a.id);  // Note [Reading the host copy]: reads of it may still run
+  }
+  return idle.status();
+}
+
+absl::StatusOr<bool> ResidencyManager::GiveBackHeldLocked(int64_t bytes) {
+  const int64_t short_by = device_bytes_ + bytes - options_.memory_limit;
+  if (!spare_.empty()) {  // Note [Spare chunks]: released at once
+    if (absl::Status s = ReleaseSparesLocked(short_by); !s.ok()) return s;
+    return true;
+  }
+  if (!cache_.empty()) {  // Note [Reuse cache]: completed entries released now, others retired
+    SpillCacheLocked(short_by);
+    return true;
+  }
+  if (retained_bytes_ > 0) {  // Note [Retained chunks]
+    absl::StatusOr<int64_t> unmapped = ReclaimRetainedLocked(short_by);
+    if (!unmapped.ok()) return unmapped.status();
+    return *unmapped > 0;
+  }
+  return false;
 }
 
 // Note [Spare chunks]

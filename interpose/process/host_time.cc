@@ -4,14 +4,9 @@
 namespace pooch::interpose {
 namespace {
 
-struct AtomicSum {
-  std::atomic<int64_t> calls{0};
-  std::atomic<int64_t> nanoseconds{0};
-};
-
 // Made once and never destroyed (hooks run during exit).
-std::array<AtomicSum, static_cast<size_t>(HookWork::kCount)>& Sums() {
-  static auto* sums = new std::array<AtomicSum, static_cast<size_t>(HookWork::kCount)>();
+std::array<AtomicCallSum, static_cast<size_t>(HookWork::kCount)>& Sums() {
+  static auto* sums = new std::array<AtomicCallSum, static_cast<size_t>(HookWork::kCount)>();
   return *sums;
 }
 
@@ -19,17 +14,12 @@ std::array<AtomicSum, static_cast<size_t>(HookWork::kCount)>& Sums() {
 
 HookTimes CurrentHookTimes() {
   HookTimes t;
-  for (size_t i = 0; i < t.of.size(); ++i) {
-    t.of[i].calls = Sums()[i].calls.load(std::memory_order_relaxed);
-    t.of[i].nanoseconds = Sums()[i].nanoseconds.load(std::memory_order_relaxed);
-  }
+  for (size_t i = 0; i < t.of.size(); ++i) t.of[i] = Sums()[i].Load();
   return t;
 }
 
 void AddHookTime(HookWork work, int64_t nanoseconds) {
-  AtomicSum& sum = Sums()[static_cast<size_t>(work)];
-  sum.calls.fetch_add(1, std::memory_order_relaxed);
-  sum.nanoseconds.fetch_add(nanoseconds, std::memory_order_relaxed);
+  Sums()[static_cast<size_t>(work)].Add(nanoseconds);
 }
 
 }  // namespace pooch::interpose

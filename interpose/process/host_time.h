@@ -10,9 +10,10 @@
 #define POOCH_INTERPOSE_PROCESS_HOST_TIME_H_
 
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
+
+#include "core/base/call_sum.h"
 
 namespace pooch::interpose {
 
@@ -20,12 +21,8 @@ namespace pooch::interpose {
 enum class HookWork { kOp, kAlloc, kFree, kCount };
 
 struct HookTimes {
-  struct Sum {
-    int64_t calls = 0;
-    int64_t nanoseconds = 0;
-  };
-  std::array<Sum, static_cast<size_t>(HookWork::kCount)> of{};
-  const Sum& operator[](HookWork work) const { return of[static_cast<size_t>(work)]; }
+  std::array<CallSum, static_cast<size_t>(HookWork::kCount)> of{};
+  const CallSum& operator[](HookWork work) const { return of[static_cast<size_t>(work)]; }
 };
 
 // The process-wide sums.
