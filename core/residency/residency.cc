@@ -454,6 +454,7 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
   auto fail = [&](absl::Status s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (absl::IsResourceExhausted(s)) ++stats_.out_of_memory;
     forget_host_reads();
+    s.Update(RestoreOverwrittenLocked(ticket));  // the op will not run
     UnpinLocked(ticket.ids_);
     --active_ops_;
     unpinned_.SignalAll();
@@ -473,6 +474,8 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
     // Note [Waiting for pins]: give way to the older ops waiting, then pin again and start over.
     ++stats_.pin_backoffs;
     forget_host_reads();
+    // Unpinned, what was mapped for the op to overwrite could be evicted with no data in it.
+    if (absl::Status r = RestoreOverwrittenLocked(ticket); !r.ok()) return fail(r);
     UnpinLocked(ticket.ids_);
     unpinned_.SignalAll();
     while (!waiting_ops_.empty() && *waiting_ops_.begin() < op && absl::Now() < deadline) {
@@ -507,6 +510,22 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
       absl::StatusOr<bool> back = ResurrectLocked(*a);
       if (!back.ok()) return back.status();
     }
+    if (a->state == ResidencyState::kOnHost && OverwrittenWhole(*a, touched)) {
+      // Note [Overwritten allocations]: a chunk for the op to fill; the host copy stays until
+      // AfterOp.
+      if (absl::Status s = MakeRoomLocked(a->mapped_bytes, op, /*for_chunk=*/true); !s.ok()) {
+        return s;
+      }
+      if (a->state == ResidencyState::kOnHost) {  // MakeRoomLocked may have dropped the lock
+        absl::StatusOr<PhysicalHandle> chunk = MapChunkLocked(a->address, a->mapped_bytes);
+        if (!chunk.ok()) return chunk.status();
+        a->physical = *chunk;
+        a->state = ResidencyState::kResident;
+        ticket.overwritten_.push_back(a->id);
+        ++stats_.overwritten_ins;
+        NotifyMemoryLocked();
+      }
+    }
     if (a->state == ResidencyState::kOnHost) {
       absl::Status s = MakeRoomLocked(a->mapped_bytes, op, /*for_chunk=*/true);
       // MakeRoomLocked may have dropped the lock: another op that touches `a` may have swapped
@@ -533,9 +552,70 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
   return absl::OkStatus();
 }
 
-absl::Status ResidencyManager::AfterOp(OpTicket ticket) {
+// Note [Overwritten allocations]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A swapped-out allocation that the op writes whole before reading any of it needs no swap-in:
+// its old bytes would be copied only to be overwritten. Persistent gradient buffers are the
+// common case: the optimizer reads them at the end of an iteration, the next backward's weight
+// gradient (a GEMM or a filter gradient with beta zero) overwrites them, and between the two they
+// are idle and may be swapped out (cnn_train moe on simgpu at 40 % of its peak: under demand
+// swapping a third of the swap-ins were such gradients). Only the hooks know that a call writes
+// every byte of a range (AccessRange::overwritten: a copy's destination, a memset, a GEMM's C
+// when beta is zero and C is dense); kWrite alone does not say it (a workspace is written in
+// part). BeforeOp then maps a chunk and the op runs on it with no wait: its content is garbage
+// the op replaces. The chunk comes from MapChunkLocked as a swap-in's does, so nothing still
+// uses it. The host copy is not given back at once: a call that returns an error has written
+// nothing, and its allocation must still hold its data. AfterOp gives the copies back when the
+// call ran, and otherwise (and BeforeOp when it fails after mapping) copies them to the device
+// as a swap-in, which later ops wait for.
+bool ResidencyManager::OverwrittenWhole(const Allocation& a,
+                                        absl::Span<const AccessRange> touched) {
+  if (a.state != ResidencyState::kOnHost) return false;
+  const DeviceAddress mapped_end = a.address + static_cast<DeviceAddress>(a.mapped_bytes);
+  const uint64_t bytes = static_cast<uint64_t>(a.bytes);
+  bool covered = false;
+  for (const AccessRange& r : touched) {
+    // Overlapping as AllocationTable::ForEachOverlapping counts it (an empty range is 1 byte).
+    const uint64_t length = static_cast<uint64_t>(std::max<int64_t>(r.bytes, 1));
+    if (r.address >= mapped_end || (r.address < a.address && a.address - r.address >= length)) {
+      continue;
+    }
+    if (!r.overwritten || r.mode != AccessRange::Mode::kWrite) return false;
+    if (r.address <= a.address && length - (a.address - r.address) >= bytes) covered = true;
+  }
+  return covered;
+}
+
+absl::Status ResidencyManager::RestoreOverwrittenLocked(OpTicket& ticket) {
+  absl::Status status;
+  for (AllocationId id : ticket.overwritten_) {
+    Allocation* a = table_.Find(id);  // pinned by the ticket
+    if (a == nullptr || a->state != ResidencyState::kResident || a->host == nullptr) continue;
+    if (absl::Status s = StartCopyInLocked(*a); !s.ok()) {
+      // No copy queued: the data stays on the host, without the chunk.
+      status.Update(UnmapChunkLocked(a->address, a->mapped_bytes, a->physical));
+      a->physical = 0;
+      status.Update(s);
+    }
+  }
+  ticket.overwritten_.clear();
+  return status;
+}
+
+absl::Status ResidencyManager::AfterOp(OpTicket ticket, bool op_ran) {
   MutexLock lock(&mu_);
   absl::Status status;
+  if (op_ran) {  // Note [Overwritten allocations]: the op wrote them; their host copies go
+    std::vector<AllocationId> held;
+    for (AllocationId id : ticket.overwritten_) {
+      if (Allocation* a = table_.Find(id); a != nullptr) {
+        status.Update(ReleaseHostCopyLocked(*a, &held));
+      }
+    }
+    host_held_.insert(held.begin(), held.end());
+  } else {
+    status.Update(RestoreOverwrittenLocked(ticket));
+  }
   if (!ticket.ids_.empty() || !ticket.freed_touched_.empty()) {
     absl::StatusOr<EventRef> event = events_.Record(ticket.stream_);
     if (event.ok()) {

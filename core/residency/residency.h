@@ -102,6 +102,11 @@ struct AccessRange {
   // room to bring it back, BeforeOp leaves it there and OpTicket::HostSource says where to read
   // (Note [Reading the host copy], residency.cc). Only for kRead ranges inside one allocation.
   bool host_copy_ok = false;
+  // The op writes every byte of this range and reads none of it (a copy's destination, a
+  // memset, a dense GEMM output with beta zero): a swapped-out allocation that such ranges cover
+  // whole, and that the op touches through no other range, comes back without its copy (Note
+  // [Overwritten allocations], residency.cc). Only the interposer's hooks that know it set it.
+  bool overwritten = false;
 };
 
 // What BeforeOp pinned; hand it to AfterOp. Move-only.
@@ -128,6 +133,9 @@ class OpTicket {
   std::vector<AllocationId> ids_;
   std::vector<AllocationId> host_reads_;  // of ids_, those read from their host copy
   std::vector<std::pair<size_t, const void*>> host_sources_;  // range index -> host address
+  // Note [Overwritten allocations]: of ids_, those mapped fresh for the op to overwrite, whose
+  // host copies are kept until AfterOp knows whether the op ran.
+  std::vector<AllocationId> overwritten_;
   // Note [Words into freed memory]: freed memory the manager still holds that the op's ranges
   // touch, by address; their release waits for the op too.
   std::vector<DeviceAddress> freed_touched_;
@@ -182,6 +190,9 @@ struct ResidencyStats {
   int64_t chunk_reuses = 0;
   // Note [Retained chunks]: swap-ins that found their chunk still mapped and made no copy.
   int64_t retained_hits = 0;
+  // Note [Overwritten allocations]: swapped-out allocations an op overwrote whole, brought back
+  // without a copy (not counted in swap_ins).
+  int64_t overwritten_ins = 0;
   absl::Duration swap_wait = absl::ZeroDuration();  // host time blocked in SynchronizeEvent
 };
 
@@ -240,7 +251,9 @@ class ResidencyManager {
   absl::StatusOr<OpTicket> BeforeOp(StreamHandle stream, absl::Span<const AccessRange> touched)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Records the op's completion event as the last use of each pinned allocation and unpins.
-  absl::Status AfterOp(OpTicket ticket) ABSL_LOCKS_EXCLUDED(mu_);
+  // `op_ran`: false when the call returned an error, so that what BeforeOp mapped for the op
+  // to overwrite gets its data back (Note [Overwritten allocations]).
+  absl::Status AfterOp(OpTicket ticket, bool op_ran = true) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Note [Small allocations]: allocations below min_swap_bytes are never swapped, and giving
   // each its own 2 MiB-granular mapping would waste most of it, so the interposer packs them
@@ -446,6 +459,15 @@ class ResidencyManager {
   absl::Status FinishSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // REQUIRES: a.state == kOnHost and room was made for a.mapped_bytes.
   absl::Status StartSwapInLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the H2D copy of a.host into the chunk mapped at a.address: kSwappingIn until it
+  // completes. REQUIRES: a.host and a.physical are set and nothing else uses the chunk.
+  absl::Status StartCopyInLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Overwritten allocations] (residency.cc): whether `a` is on the host and the op's
+  // ranges that overlap it are all `overwritten` ones, one of them covering its bytes.
+  static bool OverwrittenWhole(const Allocation& a, absl::Span<const AccessRange> touched);
+  // Note [Overwritten allocations]: the ticket's allocations mapped fresh for an op that did not
+  // run get their host copies back on the device.
+  absl::Status RestoreOverwrittenLocked(OpTicket& ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An op touches `a` while its D2H copy is in flight: keep the chunk.
   void CancelSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Note [Reading the host copy]: when `a` is on the host and every range of `touched` that

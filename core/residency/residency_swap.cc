@@ -120,16 +120,24 @@ absl::Status ResidencyManager::StartSwapInLocked(Allocation& a) {
   absl::StatusOr<PhysicalHandle> chunk = MapChunkLocked(a.address, a.mapped_bytes);
   if (!chunk.ok()) return chunk.status();
   a.physical = *chunk;
-  a.state = ResidencyState::kSwappingIn;
+  absl::Status s = StartCopyInLocked(a);
+  if (!s.ok() && a.state == ResidencyState::kOnHost) {  // no copy queued: the chunk goes
+    UnmapChunkLocked(a.address, a.mapped_bytes, a.physical).IgnoreError();
+    a.physical = 0;
+  }
+  return s;
+}
+
+// On an error before the copy was queued, `a` is left kOnHost.
+absl::Status ResidencyManager::StartCopyInLocked(Allocation& a) {
   std::optional<PendingTiming> timing = BeginTimingLocked(h2d_stream_);  // Note [Copy timing]
   if (absl::Status s = device_.CopyToDeviceAsync(a.address, a.host, a.bytes, h2d_stream_);
       !s.ok()) {
     AbandonTimingLocked(std::move(timing));
-    UnmapChunkLocked(a.address, a.mapped_bytes, a.physical).IgnoreError();
-    a.physical = 0;
     a.state = ResidencyState::kOnHost;
     return s;
   }
+  a.state = ResidencyState::kSwappingIn;
   EndTimingLocked(std::move(timing), h2d_stream_, a, CopyTiming::Direction::kToDevice);
   absl::StatusOr<EventRef> done = events_.Record(h2d_stream_);
   if (!done.ok()) {

@@ -67,6 +67,10 @@ cublasStatus_t RunGemm(cublasHandle_t handle, const GemmCall& call, Forward&& fo
   r.Add(call.A, static_cast<size_t>(s.a), kR);
   r.Add(call.B, static_cast<size_t>(s.b), kR);
   r.Add(call.C, static_cast<size_t>(s.c), beta_zero ? Mode::kWrite : kRW);
+  // Note [Overwritten allocations] (core/residency/residency.cc): with beta zero and k > 0 every
+  // element of C is written; when C's span holds exactly its elements (no gap between columns
+  // or batches, none overlapping) every byte of the span is.
+  if (beta_zero && call.k > 0 && s.c == call.m * call.n * call.batch * ec) r.MarkLastOverwritten();
   // Note [Scratch workspaces]
   // A library's workspace is scratch: the call writes it before it reads it, and nothing is
   // carried from one call to the next, so it is written only. (Read and written, a workspace

@@ -32,7 +32,7 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 // The synchronous copies: on the legacy default stream (0), as cudaMemcpy.
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
   Ranges r;
-  r.AddExact(dstDevice, ByteCount, Mode::kWrite);
+  r.AddOverwritten(dstDevice, ByteCount);
   return RunOp<CUresult>(0, r,
                          [&] { return real::cuMemcpyHtoD_v2()(dstDevice, srcHost, ByteCount); });
 }
@@ -52,7 +52,7 @@ CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
   Ranges r;
   bool from_host = false;
-  r.AddExact(dstDevice, ByteCount, Mode::kWrite);
+  r.AddOverwritten(dstDevice, ByteCount);
   r.AddSource(&srcDevice, ByteCount, &from_host);
   return RunOp<CUresult>(0, r, [&] {
     return from_host ? real::cuMemcpy()(dstDevice, srcDevice, ByteCount)
@@ -62,7 +62,7 @@ CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t By
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
   Ranges r;
-  r.AddExact(dst, ByteCount, Mode::kWrite);
+  r.AddOverwritten(dst, ByteCount);
   r.AddSource(&src, ByteCount, nullptr);
   return RunOp<CUresult>(0, r, [&] { return real::cuMemcpy()(dst, src, ByteCount); });
 }
@@ -70,7 +70,7 @@ CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
                               CUstream hStream) {
   Ranges r;
-  r.AddExact(dstDevice, ByteCount, Mode::kWrite);
+  r.AddOverwritten(dstDevice, ByteCount);
   return RunOp<CUresult>(S(hStream), r, [&] {
     return real::cuMemcpyHtoDAsync_v2()(dstDevice, srcHost, ByteCount, hStream);
   });
@@ -91,7 +91,7 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size
                               CUstream hStream) {
   Ranges r;
   bool from_host = false;
-  r.AddExact(dstDevice, ByteCount, Mode::kWrite);
+  r.AddOverwritten(dstDevice, ByteCount);
   r.AddSource(&srcDevice, ByteCount, &from_host);
   return RunOp<CUresult>(S(hStream), r, [&] {
     return from_host ? real::cuMemcpyAsync()(dstDevice, srcDevice, ByteCount, hStream)
@@ -101,7 +101,7 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size
 
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
   Ranges r;
-  r.AddExact(dst, ByteCount, Mode::kWrite);
+  r.AddOverwritten(dst, ByteCount);
   r.AddSource(&src, ByteCount, nullptr);
   return RunOp<CUresult>(S(hStream), r,
                          [&] { return real::cuMemcpyAsync()(dst, src, ByteCount, hStream); });
@@ -109,13 +109,13 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstr
 
 CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
   Ranges r;
-  r.AddExact(dstDevice, N, Mode::kWrite);
+  r.AddOverwritten(dstDevice, N);
   return RunOp<CUresult>(0, r, [&] { return real::cuMemsetD8_v2()(dstDevice, uc, N); });
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
   Ranges r;
-  r.AddExact(dstDevice, N, Mode::kWrite);
+  r.AddOverwritten(dstDevice, N);
   return RunOp<CUresult>(S(hStream), r,
                          [&] { return real::cuMemsetD8Async()(dstDevice, uc, N, hStream); });
 }

@@ -87,7 +87,7 @@ cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) {
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice,
                                 size_t count, cudaStream_t stream) {
   Ranges r;
-  r.AddExact(dst, count, pooch::AccessRange::Mode::kWrite);
+  r.AddOverwritten(dst, count);
   r.AddExact(src, count, pooch::AccessRange::Mode::kRead);
   return RunOp<cudaError_t>(reinterpret_cast<uintptr_t>(stream), r, [&] {
     return real::cudaMemcpyPeerAsync()(dst, dstDevice, src, srcDevice, count, stream);
@@ -96,7 +96,7 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int s
 
 cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
   Ranges r;
-  r.AddExact(dst, count, pooch::AccessRange::Mode::kWrite);
+  r.AddOverwritten(dst, count);
   r.AddExact(src, count, pooch::AccessRange::Mode::kRead);
   return RunOp<cudaError_t>(
       0, r, [&] { return real::cudaMemcpyPeer()(dst, dstDevice, src, srcDevice, count); });

@@ -70,7 +70,7 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   Ranges r;
-  r.AddExact(dst, count, Mode::kWrite);
+  r.AddOverwritten(dst, count);
   const bool read_back = kind == cudaMemcpyDeviceToHost;  // RunOp may change kind
   r.AddSource(&src, count, &kind);
   const cudaError_t e =
@@ -82,7 +82,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpy
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream) {
   Ranges r;
-  r.AddExact(dst, count, Mode::kWrite);
+  r.AddOverwritten(dst, count);
   r.AddSource(&src, count, &kind);
   return RunOp<cudaError_t>(S(stream), r,
                             [&] { return real::cudaMemcpyAsync()(dst, src, count, kind, stream); });
@@ -106,13 +106,13 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
   Ranges r;
-  r.AddExact(devPtr, count, Mode::kWrite);
+  r.AddOverwritten(devPtr, count);
   return RunOp<cudaError_t>(0, r, [&] { return real::cudaMemset()(devPtr, value, count); });
 }
 
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
   Ranges r;
-  r.AddExact(devPtr, count, Mode::kWrite);
+  r.AddOverwritten(devPtr, count);
   return RunOp<cudaError_t>(S(stream), r,
                             [&] { return real::cudaMemsetAsync()(devPtr, value, count, stream); });
 }

@@ -57,6 +57,19 @@ class Ranges {
     Add(address, bytes, mode);
     if (address != 0 && bytes > 0) exact_.back() = true;
   }
+  // A range the call writes byte for byte and does not read: a 1D copy's destination, a 1D
+  // memset (Note [Overwritten allocations] in core/residency/residency.cc). Exact, as AddExact.
+  void AddOverwritten(const void* address, size_t bytes) {
+    AddOverwritten(reinterpret_cast<uintptr_t>(address), bytes);
+  }
+  void AddOverwritten(uintptr_t address, size_t bytes) {
+    AddExact(address, bytes, Mode::kWrite);
+    if (address != 0 && bytes > 0) ranges_.back().overwritten = true;
+  }
+  // Marks the last range added as written whole (a dense GEMM output with beta zero).
+  void MarkLastOverwritten() {
+    if (!ranges_.empty() && ranges_.back().mode == Mode::kWrite) ranges_.back().overwritten = true;
+  }
   // A copy's source (an exact read). When it lies in an allocation that is swapped out and there
   // is no room to bring it back, RunOp points the hook's `*source` at the allocation's pinned
   // host copy instead (Note [Reading the host copy] in core/residency/residency.cc) and sets
@@ -203,7 +216,8 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
   // Note [Op brackets] (core/exec/profiler.h): before anything else is done on the host.
   if (profiled.start != 0) profiler->OpRan(&profiled, stream);
   NoteResult(result);  // Note [Sticky errors] in interpose/symbols/errors.h
-  if (absl::Status s = manager->AfterOp(*std::move(ticket)); !s.ok()) {
+  // Note [Overwritten allocations]: a call that failed wrote nothing.
+  if (absl::Status s = manager->AfterOp(*std::move(ticket), result == Ret{}); !s.ok()) {
     POOCH_LOG_AT(kError, "after an op: %.*s", static_cast<int>(s.message().size()),
                  s.message().data());
   }

@@ -886,7 +886,12 @@ measured_choice)
   [ "$aside" -eq "$(echo "$line" | awk '{ print $12 }')" ] ||
     fail "the trace has $aside plan set aside instants: $line"
   grep -q '"name":"measured choice"' "$work/trace.json" || fail "no measured choice instant"
-  echo "ok: moe top-2 at 40 % ($SIMGPU_MEMORY bytes), checksum $sum; $line"
+  # Note [Overwritten allocations] (core/residency/residency.cc): a swapped-out expert's weight
+  # gradients come back for the next backward that chooses it, whose GEMM (beta zero) overwrites
+  # them whole, without a copy; the parameters above are in-core's all the same.
+  over=$(awk '$2 == "swaps:" { for (i = 3; i < NF; i++) if ($i == "overwritten_ins") print $(i + 1) }' "$work/pooch.err")
+  [ "${over:-0}" -gt 0 ] || fail "no allocation came back overwritten: $(grep 'swaps:' "$work/pooch.err")"
+  echo "ok: moe top-2 at 40 % ($SIMGPU_MEMORY bytes), checksum $sum; $line; overwritten_ins $over"
   ;;
 
 model_state)
