@@ -12,11 +12,12 @@
 #   pooch_layer(NAME core_sim DIR core/sim USES core_model core_base LIBS absl::status
 #               [TEST_USES core_plan] [TEST_LIBS ...] [TEST_PREFIX core_] [CUDA])
 #
-# builds DIR/*.cc (but *_test.cc, *_fuzz.cc) into the static library NAME, links it with USES and
-# LIBS, gives it the view of DIR and of USES' views, and makes one GoogleTest binary per
-# DIR/*_test.cc (TEST_PREFIX + its stem; label unit, and tsan for *_tsan_test.cc) and one
-# libFuzzer target per DIR/*_fuzz.cc, whose views add TEST_USES. CUDA adds the toolkit's headers
-# (interpose/ only: core/ has no CUDA header, DESIGN.md).
+# builds DIR/*.cc (but *_test.cc, *_fuzz.cc, *_bench.cc) into the static library NAME, links it
+# with USES and LIBS, gives it the view of DIR and of USES' views, and makes one GoogleTest binary
+# per DIR/*_test.cc (TEST_PREFIX + its stem; label unit, and tsan for *_tsan_test.cc), one
+# libFuzzer target per DIR/*_fuzz.cc, whose views add TEST_USES, and one benchmark program per
+# DIR/*_bench.cc (TEST_PREFIX + its stem, in bin/; not a test: it prints figures). CUDA adds the
+# toolkit's headers (interpose/ only: core/ has no CUDA header, DESIGN.md).
 
 # pooch_include_view(TARGET t NAME view DIRS dir... [SCOPE PRIVATE|PUBLIC]): the view `view`
 # (links to the source folders DIRS) on t's include path.
@@ -55,7 +56,7 @@ function(pooch_layer)
                         "USES;LIBS;TEST_USES;TEST_LIBS" ${ARGN})
   set(src ${CMAKE_SOURCE_DIR}/${L_DIR})
   file(GLOB sources CONFIGURE_DEPENDS ${src}/*.cc)
-  list(FILTER sources EXCLUDE REGEX "(_test|_fuzz)\\.cc$")
+  list(FILTER sources EXCLUDE REGEX "(_test|_fuzz|_bench)\\.cc$")
   add_library(${L_NAME} STATIC ${sources})
   target_link_libraries(${L_NAME} PUBLIC ${L_USES} ${L_LIBS})
   pooch_layer_dirs(used ${L_USES})
@@ -97,6 +98,15 @@ function(pooch_layer_tests layer)
     if(L_CUDA)
       target_include_directories(${name} PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
     endif()
+  endforeach()
+
+  file(GLOB benches CONFIGURE_DEPENDS ${src}/*_bench.cc)
+  foreach(bench ${benches})
+    get_filename_component(stem ${bench} NAME_WE)
+    set(name ${L_TEST_PREFIX}${stem})
+    add_executable(${name} ${bench})
+    target_link_libraries(${name} PRIVATE ${L_NAME})
+    pooch_include_view(TARGET ${name} NAME ${name} DIRS ${dirs})
   endforeach()
 
   file(GLOB fuzzers CONFIGURE_DEPENDS ${src}/*_fuzz.cc)

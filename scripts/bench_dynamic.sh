@@ -16,8 +16,10 @@
 # CUDA events on simgpu's clock) and the slowdown against in-core over the same iterations.
 # `pooch` runs with the pilot model (its default, Note [Pilot model] in core/pilot/pilot.h) and
 # `pooch-nopilot` with POOCH_PILOT=off; for runs with the pilot the table gives each of its two
-# models' accuracy (hits / (hits + misses + wasted)) and mean host time per query, and the
-# boundaries at which it acted (it acts only while no plan is followed).
+# models' accuracy (hits / (hits + misses + wasted)) and mean host time per query, the mean host
+# time of all the pilot does at a boundary (closing and learning the last block, the features,
+# both queries; this CPU, not virtual time), and the boundaries at which it acted (it acts only
+# while no plan is followed).
 #
 # The oracle (issue 16): each iteration run under the plan made from its own profile, as if the
 # future were known. For every choice among the in-core run's last LAST iterations (gates,
@@ -89,6 +91,8 @@ pilot_cell() {
     printf "%s / %s", a, q; exit } }' "$1"
 }
 acted_cell() { awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "acted_at") print $(i + 1) }' "$1"; }
+# boundary_cell FILE: the pilot's mean host time per boundary (everything it does at a read-back).
+boundary_cell() { awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "boundary_us") print $(i + 1) }' "$1"; }
 # choices FILE: the choice of each of the last $last iteration lines, one per line, as
 # --force-choices takes it ("gates 01101", "experts 3,7") or "image S".
 choices() {
@@ -109,15 +113,15 @@ table=$out/dynamic.md
 {
   echo "# pooch on dynamic networks (simgpu virtual time, math mode; mean ms of iterations $((iters - last + 1))-$iters of $iters)"
   echo
-  echo "| workload | device | in-core ms | policy | ms | slowdown | checksum | pilot ngram accuracy / query us | pilot stump accuracy / query us | pilot acted at |"
-  echo "|---|---|---:|---|---:|---:|---|---|---|---:|"
+  echo "| workload | device | in-core ms | policy | ms | slowdown | checksum | pilot ngram accuracy / query us | pilot stump accuracy / query us | pilot us per boundary | pilot acted at |"
+  echo "|---|---|---:|---|---:|---:|---|---|---|---:|---:|"
 } >"$table"
 
 for w in $workloads; do
   args="$(args_of "$w") --iters $iters --nvtx"
   # shellcheck disable=SC2086
   if ! SIMGPU_MEMORY=64GiB "$cnn" $args >"$raw/$w-incore.out" 2>"$raw/$w-incore.err"; then
-    echo "| $w | 64 GiB | fails | | | | | | | |" >>"$table"
+    echo "| $w | 64 GiB | fails | | | | | | | | |" >>"$table"
     continue
   fi
   peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$raw/$w-incore.out")
@@ -140,7 +144,7 @@ for w in $workloads; do
         slow="-"
         same="-"
       fi
-      echo "| $w | $pc % ($mem B) | $incore | $p | $ms | $slow | $same | $(pilot_cell "$base.err" ngram) | $(pilot_cell "$base.err" stump) | $(acted_cell "$base.err") |" >>"$table"
+      echo "| $w | $pc % ($mem B) | $incore | $p | $ms | $slow | $same | $(pilot_cell "$base.err" ngram) | $(pilot_cell "$base.err" stump) | $(boundary_cell "$base.err") | $(acted_cell "$base.err") |" >>"$table"
       echo "$w $pc $p $ms" >>"$plot_data"
     done
     [ "$oracle" = 1 ] || continue
@@ -169,11 +173,11 @@ for w in $workloads; do
       fi
     done
     if [ -n "$failed" ] || [ "$n" -eq 0 ]; then
-      echo "| $w | $pc % ($mem B) | $incore | oracle | fails:$failed | - | - | | | |" >>"$table"
+      echo "| $w | $pc % ($mem B) | $incore | oracle | fails:$failed | - | - | | | | |" >>"$table"
     else
       ms=$(awk -v s="$sum" -v n="$n" 'BEGIN { printf "%.3f", s / n }')
       slow=$(awk -v a="$ms" -v b="$incore" 'BEGIN { printf "%.2fx", a / b }')
-      echo "| $w | $pc % ($mem B) | $incore | oracle ($(sort -u "$raw/$w-choices.txt" | wc -l) choices) | $ms | $slow | (forced choices) | | | |" >>"$table"
+      echo "| $w | $pc % ($mem B) | $incore | oracle ($(sort -u "$raw/$w-choices.txt" | wc -l) choices) | $ms | $slow | (forced choices) | | | | |" >>"$table"
       echo "$w $pc oracle $ms" >>"$plot_data"
     fi
   done

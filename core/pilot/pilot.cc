@@ -223,6 +223,14 @@ void Pilot::CloseBlock() {
 }
 
 Pilot::Prediction Pilot::ReadBack(absl::Span<const uint8_t> bytes) {
+  const auto start = std::chrono::steady_clock::now();
+  Prediction out = Predict(bytes);
+  stats_.boundary_us += MicrosecondsSince(start);
+  ++stats_.boundaries;
+  return out;
+}
+
+Pilot::Prediction Pilot::Predict(absl::Span<const uint8_t> bytes) {
   CloseBlock();
   ++boundaries_;
   const int ordinal = iterations_known_ ? std::min(ordinal_, kMaxOrdinal) : 0;
@@ -280,6 +288,9 @@ std::string Pilot::SummaryLine() const {
         static_cast<long long>(s.misses), static_cast<long long>(s.wasted), s.Accuracy(),
         s.queries == 0 ? 0.0 : s.query_us / static_cast<double>(s.queries));
   }
+  absl::StrAppendFormat(
+      &line, " boundary_us %.2f",
+      stats_.boundaries == 0 ? 0.0 : stats_.boundary_us / static_cast<double>(stats_.boundaries));
   return line;
 }
 

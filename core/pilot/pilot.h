@@ -104,6 +104,10 @@ class Pilot {
     int64_t empty_queries = 0;             // boundaries whose context had no candidate
     std::array<int64_t, kModels> acted{};  // boundaries each model acted on
     std::array<ModelStats, kModels> models;
+    // Host time of ReadBack, summed: everything the pilot does at a boundary (the closed
+    // block's scoring and learning, the features, both models' queries, the ordering).
+    double boundary_us = 0;
+    int64_t boundaries = 0;
   };
   const Stats& stats() const { return stats_; }
   // The last closed block, for the trace.
@@ -116,7 +120,8 @@ class Pilot {
   };
   const Block& last_block() const { return last_; }
   static const char* ModelName(int model);
-  // "pilot: mode on blocks ... ngram hits .. misses .. wasted .. accuracy .. query_us .. ..."
+  // "pilot: mode on blocks ... ngram hits .. misses .. wasted .. accuracy .. query_us .. ...
+  // boundary_us .." (query_us: a model's Score per query; boundary_us: ReadBack per boundary).
   std::string SummaryLine() const;
 
  private:
@@ -134,6 +139,7 @@ class Pilot {
     std::vector<float> fast;  // per rank rate and word (Features)
     bool seen = false;
   };
+  Prediction Predict(absl::Span<const uint8_t> bytes);  // ReadBack, untimed
   void CloseBlock();
   std::vector<float> Features(uint64_t context, absl::Span<const uint8_t> bytes);
   int ActingModel(uint64_t context) const;

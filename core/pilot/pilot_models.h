@@ -84,24 +84,39 @@ class StumpModel final : public PilotModel {
   void Forget(const PilotBoundary& b, PilotKey key) override;
 
  private:
-  // A stump no block contradicts: "touched when feature `feature` is above (or below)
-  // `threshold`", the threshold halfway between the classes. Kept whole, side by side, so that a
-  // query reads one array per key (Add remakes them whenever a range moves).
+  // A stump no block contradicts: "touched when feature `feature` is above (or below) a
+  // threshold", the threshold halfway between the classes. Stored signed, `sign` +1 (above) or
+  // -1 (below) and `bound` = sign x threshold, so that a vote is sign x value > bound with no
+  // branch (negation is exact: -x > -t exactly when x < t).
   struct Rule {
     uint32_t feature;
-    bool above;
-    float threshold;
+    float sign;
+    float bound;
   };
-  // What a key's blocks showed of each feature: its range over the blocks that touched the key
-  // and over those that did not, and the rules those ranges leave.
-  struct Stumps {
+  struct Counts {
     int seen = 0;
     int touched = 0;
-    std::vector<float> touched_min, touched_max, untouched_min, untouched_max;
-    std::vector<Rule> consistent;
+    uint32_t rules = 0;  // consistent rules, at the start of the key's slots in Table::rules
   };
-  static void Add(Stumps& s, const std::vector<float>& values, bool touched);
-  absl::flat_hash_map<std::pair<uint64_t, PilotKey>, Stumps> stumps_;
+  // Note [Stump tables]: one context's keys, flat. Per key (at its index i, given by `index`):
+  // its class counts; over the blocks that touched it and over those that did not, each
+  // feature's range (`ranges`, 4 x n floats from 4 n i: touched min, touched max, untouched min,
+  // untouched max); and the rules those ranges leave (`rules`, 2 x n slots from 2 n i, the first
+  // counts[i].rules used). n, the features per boundary, is fixed by the context (its
+  // read-back's length). A forgotten key's slots take the last key's.
+  struct Table {
+    size_t n = 0;
+    absl::flat_hash_map<PilotKey, uint32_t> index;
+    std::vector<PilotKey> keys;
+    std::vector<Counts> counts;
+    std::vector<float> ranges;
+    std::vector<Rule> rules;
+  };
+  // The index of `key` in `t`, inserted (with nothing learnt) when absent.
+  static size_t Slot(Table& t, PilotKey key);
+  static void Reset(Table& t, size_t i);
+  static void Add(Table& t, size_t i, const std::vector<float>& values, bool touched);
+  absl::flat_hash_map<uint64_t, Table> tables_;  // by bytes context
 };
 
 }  // namespace pooch

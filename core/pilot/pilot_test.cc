@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "core/pilot/pilot_models.h"
 #include "gtest/gtest.h"
 
 namespace pooch {
@@ -219,6 +220,93 @@ TEST(PilotTest, EveryBoundaryOfAnIterationIsItsOwnContext) {
   EXPECT_FALSE(Has(second.likely, 1));
   EXPECT_NE(pilot.SummaryLine().find("pilot: mode ngram blocks 20"), std::string::npos)
       << pilot.SummaryLine();
+  // Every read-back's host time is counted, once.
+  EXPECT_EQ(pilot.stats().boundaries, 20);
+  EXPECT_GT(pilot.stats().boundary_us, 0.0);
+  EXPECT_NE(pilot.SummaryLine().find(" boundary_us "), std::string::npos) << pilot.SummaryLine();
+}
+
+// Note [Stump tables]: the stump model keeps its rules incrementally; its scores must be those
+// of every one-feature rule that no block since the key's last restart contradicts, computed
+// here from the blocks themselves. Keys of three kinds: touched always, decided by nothing
+// (rules die out, the key restarts), and decided by a threshold on one feature; the first is
+// forgotten half-way (as when freed: the last key's slots take its place) and learnt again.
+TEST(PilotTest, TheStumpScoresAreThoseOfEveryRuleNoBlockContradicts) {
+  constexpr size_t kFeatures = 6;
+  struct Sample {
+    std::vector<float> values;
+    bool touched;
+  };
+  // The reference: the votes of every consistent rule over the samples since the last restart.
+  auto rules_of = [](const std::vector<Sample>& samples, int* votes, int* voters,
+                     const std::vector<float>& x) {
+    *votes = *voters = 0;
+    for (size_t f = 0; f < kFeatures; ++f) {
+      float tmin = 1e30f, tmax = -1e30f, umin = 1e30f, umax = -1e30f;
+      for (const Sample& s : samples) {
+        float& lo = s.touched ? tmin : umin;
+        float& hi = s.touched ? tmax : umax;
+        lo = std::min(lo, s.values[f]);
+        hi = std::max(hi, s.values[f]);
+      }
+      if (tmin > umax) {
+        ++*voters;
+        *votes += x[f] > 0.5f * (tmin + umax);
+      }
+      if (tmax < umin) {
+        ++*voters;
+        *votes += x[f] < 0.5f * (tmax + umin);
+      }
+    }
+  };
+  auto reference = [&](const std::vector<Sample>& samples, const std::vector<float>& x) {
+    int touched = 0;
+    for (const Sample& s : samples) touched += s.touched;
+    const int seen = static_cast<int>(samples.size());
+    if (touched == 0 || touched == seen) return touched > 0 && seen >= 2 ? 1.0f : 0.0f;
+    int votes = 0, voters = 0;
+    rules_of(samples, &votes, &voters, x);
+    return voters == 0 ? 0.0f : static_cast<float>(votes) / static_cast<float>(voters);
+  };
+  StumpModel model;
+  const std::vector<PilotKey> keys = {10, 20, 30};
+  std::vector<std::vector<Sample>> samples(keys.size());
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  int restarts = 0, voted = 0;
+  for (int block = 0; block < 300; ++block) {
+    PilotBoundary b;
+    b.bytes_context = 77;
+    b.values.resize(kFeatures);
+    for (float& v : b.values) v = uniform(rng);
+    const std::vector<float> scores = model.Score(b, keys);
+    for (size_t k = 0; k < keys.size(); ++k) {
+      ASSERT_EQ(scores[k], reference(samples[k], b.values))
+          << "key " << keys[k] << " block " << block;
+      int votes = 0, voters = 0;
+      rules_of(samples[k], &votes, &voters, b.values);
+      voted += voters > 0;
+    }
+    if (block == 150) {  // a freed key is forgotten; the others keep what they learnt
+      model.Forget(b, keys[0]);
+      samples[0].clear();
+    }
+    const std::vector<bool> touched = {true, uniform(rng) > 0.0f, b.values[2] > 0.3f};
+    model.Learn(b, keys, touched);
+    for (size_t k = 0; k < keys.size(); ++k) {
+      samples[k].push_back({b.values, touched[k]});
+      int votes = 0, voters = 0;
+      rules_of(samples[k], &votes, &voters, b.values);
+      const int t = static_cast<int>(std::count_if(samples[k].begin(), samples[k].end(),
+                                                   [](const Sample& s) { return s.touched; }));
+      if (voters == 0 && t > 0 && t < static_cast<int>(samples[k].size())) {
+        samples[k] = {{b.values, touched[k]}};  // the model forgets and starts again
+        ++restarts;
+      }
+    }
+  }
+  EXPECT_GT(restarts, 10);  // the random key's rules died out again and again
+  EXPECT_GT(voted, 200);    // and rules voted
 }
 
 }  // namespace

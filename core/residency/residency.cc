@@ -510,7 +510,8 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
       absl::StatusOr<bool> back = ResurrectLocked(*a);
       if (!back.ok()) return back.status();
     }
-    if (a->state == ResidencyState::kOnHost && OverwrittenWhole(*a, touched)) {
+    if (a->state == ResidencyState::kOnHost &&
+        OverwritesWhole(a->address, a->bytes, a->mapped_bytes, touched)) {
       // Note [Overwritten allocations]: a chunk for the op to fill; the host copy stays until
       // AfterOp.
       if (absl::Status s = MakeRoomLocked(a->mapped_bytes, op, /*for_chunk=*/true); !s.ok()) {
@@ -568,20 +569,20 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
 // nothing, and its allocation must still hold its data. AfterOp gives the copies back when the
 // call ran, and otherwise (and BeforeOp when it fails after mapping) copies them to the device
 // as a swap-in, which later ops wait for.
-bool ResidencyManager::OverwrittenWhole(const Allocation& a,
-                                        absl::Span<const AccessRange> touched) {
-  if (a.state != ResidencyState::kOnHost) return false;
-  const DeviceAddress mapped_end = a.address + static_cast<DeviceAddress>(a.mapped_bytes);
-  const uint64_t bytes = static_cast<uint64_t>(a.bytes);
+bool OverwritesWhole(DeviceAddress address, int64_t bytes, int64_t mapped_bytes,
+                     absl::Span<const AccessRange> touched) {
+  const DeviceAddress mapped_end = address + static_cast<DeviceAddress>(mapped_bytes);
   bool covered = false;
   for (const AccessRange& r : touched) {
     // Overlapping as AllocationTable::ForEachOverlapping counts it (an empty range is 1 byte).
     const uint64_t length = static_cast<uint64_t>(std::max<int64_t>(r.bytes, 1));
-    if (r.address >= mapped_end || (r.address < a.address && a.address - r.address >= length)) {
+    if (r.address >= mapped_end || (r.address < address && address - r.address >= length)) {
       continue;
     }
     if (!r.overwritten || r.mode != AccessRange::Mode::kWrite) return false;
-    if (r.address <= a.address && length - (a.address - r.address) >= bytes) covered = true;
+    if (r.address <= address && length - (address - r.address) >= static_cast<uint64_t>(bytes)) {
+      covered = true;
+    }
   }
   return covered;
 }

@@ -109,6 +109,12 @@ struct AccessRange {
   bool overwritten = false;
 };
 
+// Note [Overwritten allocations] (residency.cc): whether the op whose ranges are `touched`
+// overwrites the allocation at [address, address + bytes) whole: every range that overlaps
+// [address, address + mapped_bytes) is an `overwritten` write, and one covers its bytes.
+bool OverwritesWhole(DeviceAddress address, int64_t bytes, int64_t mapped_bytes,
+                     absl::Span<const AccessRange> touched);
+
 // What BeforeOp pinned; hand it to AfterOp. Move-only.
 class OpTicket {
  public:
@@ -462,9 +468,6 @@ class ResidencyManager {
   // Queues the H2D copy of a.host into the chunk mapped at a.address: kSwappingIn until it
   // completes. REQUIRES: a.host and a.physical are set and nothing else uses the chunk.
   absl::Status StartCopyInLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Note [Overwritten allocations] (residency.cc): whether `a` is on the host and the op's
-  // ranges that overlap it are all `overwritten` ones, one of them covering its bytes.
-  static bool OverwrittenWhole(const Allocation& a, absl::Span<const AccessRange> touched);
   // Note [Overwritten allocations]: the ticket's allocations mapped fresh for an op that did not
   // run get their host copies back on the device.
   absl::Status RestoreOverwrittenLocked(OpTicket& ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
