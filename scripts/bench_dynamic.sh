@@ -84,15 +84,14 @@ mean_ms() {
 }
 checksum() { awk '$1 == "params_checksum" { print $2 }' "$1"; }
 # pilot_cell FILE MODEL: "accuracy / query_us" of MODEL (ngram, stump) from the summary's pilot:
-# line; acted_cell FILE: its acted_at count. Empty without the line.
+# line; pilot_field FILE NAME: the value after NAME on that line (acted_at: the boundaries it
+# acted at; boundary_us: its mean host time per boundary). Empty without the line.
 pilot_cell() {
   awk -v m="$2" '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == m) {
     for (j = i; j < NF; j++) { if ($j == "accuracy") a = $(j + 1); if ($j == "query_us") { q = $(j + 1); break } }
     printf "%s / %s", a, q; exit } }' "$1"
 }
-acted_cell() { awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "acted_at") print $(i + 1) }' "$1"; }
-# boundary_cell FILE: the pilot's mean host time per boundary (everything it does at a read-back).
-boundary_cell() { awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "boundary_us") print $(i + 1) }' "$1"; }
+pilot_field() { awk -v f="$2" '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }' "$1"; }
 # choices FILE: the choice of each of the last $last iteration lines, one per line, as
 # --force-choices takes it ("gates 01101", "experts 3,7") or "image S".
 choices() {
@@ -144,7 +143,7 @@ for w in $workloads; do
         slow="-"
         same="-"
       fi
-      echo "| $w | $pc % ($mem B) | $incore | $p | $ms | $slow | $same | $(pilot_cell "$base.err" ngram) | $(pilot_cell "$base.err" stump) | $(boundary_cell "$base.err") | $(acted_cell "$base.err") |" >>"$table"
+      echo "| $w | $pc % ($mem B) | $incore | $p | $ms | $slow | $same | $(pilot_cell "$base.err" ngram) | $(pilot_cell "$base.err" stump) | $(pilot_field "$base.err" boundary_us) | $(pilot_field "$base.err" acted_at) |" >>"$table"
       echo "$w $pc $p $ms" >>"$plot_data"
     done
     [ "$oracle" = 1 ] || continue

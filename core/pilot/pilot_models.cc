@@ -72,18 +72,11 @@ std::vector<float> StumpModel::Score(const PilotBoundary& b, absl::Span<const Pi
     // when most of what the data allows says so.
     const Rule* rules = t.rules.data() + 2 * t.n * i;
     int votes = 0;
-    int voters = static_cast<int>(c.rules);
-    if (b.values.size() >= t.n) {
-      for (uint32_t r = 0; r < c.rules; ++r) {
-        votes += rules[r].sign * b.values[rules[r].feature] > rules[r].bound;
-      }
-    } else {  // fewer features than learnt (another read-back shape): their rules abstain
-      voters = 0;
-      for (uint32_t r = 0; r < c.rules; ++r) {
-        if (rules[r].feature >= n) continue;
-        votes += rules[r].sign * b.values[rules[r].feature] > rules[r].bound;
-        ++voters;
-      }
+    int voters = 0;
+    for (uint32_t r = 0; r < c.rules; ++r) {
+      if (rules[r].feature >= n) continue;  // another read-back shape: the rule abstains
+      votes += rules[r].sign * b.values[rules[r].feature] > rules[r].bound;
+      ++voters;
     }
     scores[k] = voters == 0 ? 0.0f : static_cast<float>(votes) / static_cast<float>(voters);
   }

@@ -514,14 +514,9 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
         OverwritesWhole(a->address, a->bytes, a->mapped_bytes, touched)) {
       // Note [Overwritten allocations]: a chunk for the op to fill; the host copy stays until
       // AfterOp.
-      if (absl::Status s = MakeRoomLocked(a->mapped_bytes, op, /*for_chunk=*/true); !s.ok()) {
-        return s;
-      }
-      if (a->state == ResidencyState::kOnHost) {  // MakeRoomLocked may have dropped the lock
-        absl::StatusOr<PhysicalHandle> chunk = MapChunkLocked(a->address, a->mapped_bytes);
-        if (!chunk.ok()) return chunk.status();
-        a->physical = *chunk;
-        a->state = ResidencyState::kResident;
+      absl::StatusOr<bool> mapped = MapForWriteLocked(*a, op, ResidencyState::kOnHost);
+      if (!mapped.ok()) return mapped.status();
+      if (*mapped) {
         ticket.overwritten_.push_back(a->id);
         ++stats_.overwritten_ins;
         NotifyMemoryLocked();
@@ -607,13 +602,9 @@ absl::Status ResidencyManager::AfterOp(OpTicket ticket, bool op_ran) {
   MutexLock lock(&mu_);
   absl::Status status;
   if (op_ran) {  // Note [Overwritten allocations]: the op wrote them; their host copies go
-    std::vector<AllocationId> held;
     for (AllocationId id : ticket.overwritten_) {
-      if (Allocation* a = table_.Find(id); a != nullptr) {
-        status.Update(ReleaseHostCopyLocked(*a, &held));
-      }
+      if (Allocation* a = table_.Find(id); a != nullptr) status.Update(ReleaseHostCopyLocked(*a));
     }
-    host_held_.insert(held.begin(), held.end());
   } else {
     status.Update(RestoreOverwrittenLocked(ticket));
   }

@@ -413,8 +413,13 @@ class ResidencyManager {
   absl::StatusOr<bool> GiveBackHeldLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A swap-in completed or an allocation came back (Note [Retained chunks]): its host copy goes
   // back to the pool, or, while reads of it may still run (Note [Reading the host copy]), to
-  // `held`.
-  absl::Status ReleaseHostCopyLocked(Allocation& a, std::vector<AllocationId>* held)
+  // `held` (null: host_held_ at once).
+  absl::Status ReleaseHostCopyLocked(Allocation& a, std::vector<AllocationId>* held = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For an op that only writes `a` (a replay that recomputes it, a whole overwrite): makes room
+  // and, if `a` is still in state `from` (MakeRoomLocked may drop the lock), maps a chunk with no
+  // copy and makes it resident. True when it did.
+  absl::StatusOr<bool> MapForWriteLocked(Allocation& a, uint64_t op, ResidencyState from)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Maps a spare chunk of `mapped_bytes` at `address`, or creates, maps and counts a new one.
   // REQUIRES: room was made (MakeRoomLocked for a chunk), or HasSpareLocked(mapped_bytes).

@@ -155,14 +155,9 @@ absl::Status ResidencyManager::RestoreLocked(Allocation& a, StreamHandle stream,
     ++stats_.restores;
     return absl::OkStatus();
   }
-  if (absl::Status s = MakeRoomLocked(a.mapped_bytes, op, /*for_chunk=*/true); !s.ok()) return s;
-  // MakeRoomLocked may have dropped the lock: another op that writes `a` may have restored it.
-  if (a.state != ResidencyState::kDropped) return absl::OkStatus();
-  absl::StatusOr<PhysicalHandle> chunk = MapChunkLocked(a.address, a.mapped_bytes);
-  if (!chunk.ok()) return chunk.status();
-  a.physical = *chunk;
-  a.state = ResidencyState::kResident;
-  ++stats_.restores;
+  absl::StatusOr<bool> mapped = MapForWriteLocked(a, op, ResidencyState::kDropped);
+  if (!mapped.ok()) return mapped.status();
+  if (*mapped) ++stats_.restores;
   return absl::OkStatus();
 }
 

@@ -364,10 +364,7 @@ absl::StatusOr<bool> ResidencyManager::ResurrectLocked(Allocation& a) {
   retained_bytes_ -= a.mapped_bytes;  // its entry in retained_ is stale from here on
   a.state = ResidencyState::kResident;
   ++stats_.retained_hits;
-  std::vector<AllocationId> held;
-  absl::Status s = ReleaseHostCopyLocked(a, &held);
-  host_held_.insert(held.begin(), held.end());
-  if (!s.ok()) return s;
+  if (absl::Status s = ReleaseHostCopyLocked(a); !s.ok()) return s;
   return true;
 }
 
@@ -377,10 +374,23 @@ absl::Status ResidencyManager::ReleaseHostCopyLocked(Allocation& a,
   absl::StatusOr<bool> idle = HostIdleLocked(a);
   if (idle.ok() && *idle) {
     ReleaseHostLocked(a);
+  } else if (held != nullptr) {  // Note [Reading the host copy]: reads of it may still run
+    held->push_back(a.id);
   } else {
-    held->push_back(a.id);  // Note [Reading the host copy]: reads of it may still run
+    host_held_.insert(a.id);
   }
   return idle.status();
+}
+
+absl::StatusOr<bool> ResidencyManager::MapForWriteLocked(Allocation& a, uint64_t op,
+                                                         ResidencyState from) {
+  if (absl::Status s = MakeRoomLocked(a.mapped_bytes, op, /*for_chunk=*/true); !s.ok()) return s;
+  if (a.state != from) return false;  // another op brought it back meanwhile
+  absl::StatusOr<PhysicalHandle> chunk = MapChunkLocked(a.address, a.mapped_bytes);
+  if (!chunk.ok()) return chunk.status();
+  a.physical = *chunk;
+  a.state = ResidencyState::kResident;
+  return true;
 }
 
 absl::StatusOr<bool> ResidencyManager::GiveBackHeldLocked(int64_t bytes) {
