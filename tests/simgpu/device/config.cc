@@ -201,6 +201,10 @@ Config ParseConfig(const std::function<const char*(const char*)>& getenv) {
     c.fail_api = std::string(api);
     c.fail_call = *n;
   }
+  if (const char* v = getenv("SIMGPU_TRACE")) {
+    if (Trim(v).empty()) return fail("SIMGPU_TRACE", v, "expected a file name");
+    c.trace_path = v;
+  }
   return c;
 }
 

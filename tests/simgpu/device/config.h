@@ -11,6 +11,7 @@
 //   SIMGPU_HAZARDS   error | warn | off                                       (error)
 //   SIMGPU_THREADS   CPU threads the math may use, 1..256                     (2)
 //   SIMGPU_FAIL      <api>:<n>: the n-th call of <api> fails with out-of-memory (unset)
+//   SIMGPU_TRACE     a file: the virtual timeline as Chrome trace events (trace.h) (unset)
 //
 // Sizes: a byte count, or a number with a suffix KiB MiB GiB TiB (binary), KB MB GB TB
 // (decimal), K M G T (binary); a fraction is allowed before a suffix ("1.5GiB"). Negative
@@ -41,6 +42,7 @@ struct Config {
   int threads = 2;
   std::string fail_api;    // empty: no injected failure
   uint64_t fail_call = 0;  // 1-based index of the failing call of fail_api
+  std::string trace_path;  // empty: no SIMGPU_TRACE
   std::string error;       // non-empty when a variable is invalid: the one line to print
 };
 

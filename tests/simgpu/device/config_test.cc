@@ -84,8 +84,10 @@ TEST(ParseConfig, PresetAndOverrides) {
                     {"SIMGPU_COMPUTE", "timing"},
                     {"SIMGPU_HAZARDS", "warn"},
                     {"SIMGPU_THREADS", "4"},
-                    {"SIMGPU_FAIL", "cuMemCreate:3"}});
+                    {"SIMGPU_FAIL", "cuMemCreate:3"},
+                    {"SIMGPU_TRACE", "/tmp/t.json"}});
   ASSERT_EQ(c.error, "");
+  EXPECT_EQ(c.trace_path, "/tmp/t.json");
   EXPECT_DOUBLE_EQ(c.machine.h2d_gbps, 75);
   EXPECT_DOUBLE_EQ(c.machine.d2h_gbps, 8.5);
   EXPECT_DOUBLE_EQ(c.machine.launch_us, 0);
@@ -107,7 +109,7 @@ TEST(ParseConfig, InvalidValuesNameTheVariable) {
       {"SIMGPU_MEM_GBPS", "0"},     {"SIMGPU_H2D_GBPS", "nan"},      {"SIMGPU_D2H_GBPS", "1e999"},
       {"SIMGPU_LAUNCH_US", "-2"},   {"SIMGPU_COMPUTE", "fast"},      {"SIMGPU_HAZARDS", "maybe"},
       {"SIMGPU_THREADS", "0"},      {"SIMGPU_THREADS", "2x"},        {"SIMGPU_FAIL", "cudaMalloc"},
-      {"SIMGPU_FAIL", "cudaFoo:1"}, {"SIMGPU_FAIL", "cudaMalloc:0"},
+      {"SIMGPU_FAIL", "cudaFoo:1"}, {"SIMGPU_FAIL", "cudaMalloc:0"}, {"SIMGPU_TRACE", " "},
   };
   for (const auto& [var, value] : bad) {
     Config c = Parse({{var, value}});

@@ -24,6 +24,7 @@ Device::Device(const Config& config) : config_(config) {
   legacy_.blocking = true;
   per_thread_.id = 1;
   per_thread_.blocking = true;
+  trace_.Open(config_.trace_path);
 }
 
 Device::~Device() {

@@ -51,6 +51,7 @@
 #include "tests/simgpu/device/range_allocator.h"
 #include "tests/simgpu/device/simgpu.h"
 #include "tests/simgpu/device/timeline.h"
+#include "tests/simgpu/device/trace.h"
 
 namespace simgpu {
 
@@ -209,6 +210,8 @@ class Device {
   // Accesses checked, hazards checked, time advanced, uses recorded; the caller runs the body.
   Err IssueLocked(const char* op, StreamClock* s, const Access* accesses, size_t n, Engine engine,
                   double duration_ns, bool host_waits);
+  // The host blocks until `t_ns` in the call `why` (traced under SIMGPU_TRACE).
+  void HostWaitLocked(const char* why, double t_ns);
   double ComputeNs(double flops, double bytes) const;
   double LinkNs(Engine engine, double bytes) const;
   void DropPhysLocked(uint64_t handle);
@@ -264,6 +267,7 @@ class Device {
   IntervalMap<bool> freed_;
   HazardTracker hazards_;
   Timeline timeline_;
+  TimelineTrace trace_;
   StreamClock legacy_;
   StreamClock per_thread_;
   std::map<void*, std::unique_ptr<StreamClock>> streams_;

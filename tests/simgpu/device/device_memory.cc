@@ -280,7 +280,7 @@ Err Device::MemFree(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     // cudaFree synchronises the device first.
-    timeline_.HostWaitUntil(timeline_.DeviceDone());
+    HostWaitLocked("cudaFree", timeline_.DeviceDone());
   }
   return MemFreeAsync(ptr, nullptr);
 }
@@ -345,7 +345,7 @@ Err Device::HostFree(void* ptr) {
   auto it = pinned_.find(base);
   if (it == pinned_.end()) return Err::kInvalidValue;
   // cudaFreeHost synchronises the device, like cudaFree.
-  timeline_.HostWaitUntil(timeline_.DeviceDone());
+  HostWaitLocked("cudaFreeHost", timeline_.DeviceDone());
   hazards_.Reset(base, base + it->second, Use{});
   munmap(ptr, it->second);
   pinned_.erase(it);

@@ -61,12 +61,13 @@ Err Device::IssueLocked(const char* op, StreamClock* s, const Access* accesses, 
     }
   }
   Span span = timeline_.Schedule(*s, engine, duration_ns);
+  trace_.Op(op, s->id, engine, span, engine != Engine::kCompute && n > 0 ? accesses[0].bytes : 0);
   for (size_t i = 0; i < n; ++i) {
     const Access& a = accesses[i];
     uint64_t lo = reinterpret_cast<uint64_t>(a.ptr);
     hazards_.Record(lo, lo + a.bytes, a.write, s->id, span.end_ns, op);
   }
-  if (host_waits) timeline_.HostWaitUntil(span.end_ns);
+  if (host_waits) HostWaitLocked(op, span.end_ns);
   return Err::kOk;
 }
 
@@ -111,7 +112,7 @@ Err Device::Memcpy(const char* op, void* dst, const void* src, uint64_t bytes, C
     if (dir == CopyDir::kDeviceToDevice) sync = false;
     if (dir == CopyDir::kHostToHost) {
       // Ordered after the stream's work; the host does the copy (no engine, no time).
-      timeline_.HostWaitUntil(timeline_.StreamDone(*s));
+      HostWaitLocked(op, timeline_.StreamDone(*s));
     } else {
       // A copy involving pageable host memory is synchronous for the host, as in CUDA.
       bool pageable = false;
@@ -190,7 +191,7 @@ Err Device::StreamSynchronize(void* stream) {
   StreamClock* s = ResolveStreamLocked(stream);
   if (s == nullptr) return Err::kInvalidHandle;
   if (sticky_ != Err::kOk) return sticky_;
-  timeline_.HostWaitUntil(timeline_.StreamDone(*s));
+  HostWaitLocked("cudaStreamSynchronize", timeline_.StreamDone(*s));
   return Err::kOk;
 }
 
@@ -250,7 +251,7 @@ Err Device::EventSynchronize(void* event) {
   Event* e = ResolveEventLocked(event);
   if (e == nullptr) return Err::kInvalidHandle;
   if (sticky_ != Err::kOk) return sticky_;
-  if (e->recorded) timeline_.HostWaitUntil(e->time_ns);
+  if (e->recorded) HostWaitLocked("cudaEventSynchronize", e->time_ns);
   return Err::kOk;
 }
 
@@ -282,8 +283,14 @@ Err Device::EventElapsed(void* start, void* end, float* ms) {
 Err Device::Synchronize() {
   std::lock_guard<std::mutex> lock(mu_);
   if (sticky_ != Err::kOk) return sticky_;
-  timeline_.HostWaitUntil(timeline_.DeviceDone());
+  HostWaitLocked("cudaDeviceSynchronize", timeline_.DeviceDone());
   return Err::kOk;
+}
+
+void Device::HostWaitLocked(const char* why, double t_ns) {
+  const double from = timeline_.host_ns();
+  timeline_.HostWaitUntil(t_ns);
+  trace_.HostWait(why, from, timeline_.host_ns());
 }
 
 double Device::HostTimeNs() {

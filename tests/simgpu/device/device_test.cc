@@ -357,5 +357,54 @@ TEST(Device, LegacyStreamOrdersBlockingStreamsButNotNonBlockingOnes) {
   }
 }
 
+// SIMGPU_TRACE: each op on its engine's track at its virtual times, and the host's blocked time.
+// A copy from pinned memory queued behind another on the same engine starts when that one ends.
+TEST(Device, TraceWritesOpsAtTheirVirtualTimes) {
+  Config c = TestConfig();
+  c.trace_path = ::testing::TempDir() + "simgpu_trace_test.json";
+  {
+    Device d(c);  // its destruction closes the trace
+    void* dev = nullptr;
+    void* host = nullptr;
+    ASSERT_EQ(d.MemAlloc(4 * kMiB, &dev), Err::kOk);
+    ASSERT_EQ(d.HostAlloc(4 * kMiB, &host), Err::kOk);
+    void* a = nullptr;
+    void* b = nullptr;
+    ASSERT_EQ(d.StreamCreate(true, &a), Err::kOk);
+    ASSERT_EQ(d.StreamCreate(true, &b), Err::kOk);
+    ASSERT_EQ(d.Memcpy("first", dev, host, 2 * kMiB, CopyDir::kHostToDevice, a, false), Err::kOk);
+    ASSERT_EQ(d.Memcpy("second", static_cast<char*>(dev) + 2 * kMiB,
+                       static_cast<char*>(host) + 2 * kMiB, kMiB, CopyDir::kHostToDevice, b, false),
+              Err::kOk);
+    ASSERT_EQ(d.Synchronize(), Err::kOk);
+  }
+  std::ifstream in(c.trace_path);
+  std::string line, first, second, blocked;
+  while (std::getline(in, line)) {
+    if (line.find("\"name\":\"first\"") != std::string::npos) first = line;
+    if (line.find("\"name\":\"second\"") != std::string::npos) second = line;
+    if (line.find("\"name\":\"cudaDeviceSynchronize\"") != std::string::npos) blocked = line;
+  }
+  const Preset& m = c.machine;
+  const double first_us = 2.0 * kMiB / m.h2d_gbps / 1e3 + m.launch_us;
+  const double second_us = 1.0 * kMiB / m.h2d_gbps / 1e3 + m.launch_us;
+  auto field = [](const std::string& event, const std::string& key) {
+    size_t at = event.find("\"" + key + "\":");
+    return at == std::string::npos ? -1.0 : std::stod(event.substr(at + key.size() + 3));
+  };
+  ASSERT_NE(first, "");
+  ASSERT_NE(second, "");
+  ASSERT_NE(blocked, "");
+  EXPECT_EQ(field(first, "tid"), 1);  // host to device
+  EXPECT_EQ(field(second, "tid"), 1);
+  EXPECT_NEAR(field(first, "ts"), 0, 1e-3);
+  EXPECT_NEAR(field(first, "dur"), first_us, 1e-3);
+  EXPECT_EQ(field(first, "bytes"), 2.0 * kMiB);
+  // The second copy's stream let it start at 0; the engine made it wait for the first.
+  EXPECT_NEAR(field(second, "ready_us"), 0, 1e-3);
+  EXPECT_NEAR(field(second, "ts"), first_us, 1e-3);
+  EXPECT_NEAR(field(blocked, "ts") + field(blocked, "dur"), first_us + second_us, 1e-3);
+}
+
 }  // namespace
 }  // namespace simgpu
