@@ -12,8 +12,9 @@
 // gains before its divergence (top-8 of 16: 6.797 ms followed, 7.074 ms under demand). No model of
 // the plan says which: the profiler measures it. A plan whose iterations diverged is tried: its
 // next kSamples timed iterations are followed, then kSamples are run with the plan set aside (its
-// actions off from the iteration's start, as after a divergence) under demand swapping alone, then,
-// with a pilot model, kSamples with the pilot acting at each read-back as well; the mode with the
+// actions off from the iteration's start, as after a divergence) under demand swapping that keeps
+// room free (Note [Free reserve] in core/residency/residency_evict.cc), then, with a pilot model,
+// kSamples with the pilot acting at each read-back instead of the reserve; the mode with the
 // lowest mean time is kept for that plan from then on (a tie keeps the earlier mode). Whether the
 // pilot's prefetches pay is measured too: on moe top-8 of 16 at 40 %, with the plan set aside from
 // the start, they did not (7.364 ms with the pilot acting, 7.074 ms without; 40 iterations). The

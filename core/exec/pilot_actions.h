@@ -3,10 +3,15 @@
 //
 // At a read-back the block that ended is scored and the next one predicted. When the profiler
 // lets the pilot act (no plan that moves anything is being followed and no profiling pass is
-// recorded), the likely allocations that are on the host are prefetched in one batch, most
-// likely first; when one finds no room, the unlikely ones are swapped out, least likely first,
-// until it does. Demand swapping stays underneath: a wrong prediction costs copies, never
-// results.
+// recorded), every unlikely resident allocation is swapped out, least likely first, and the
+// likely allocations that are on the host are prefetched, most likely first, into the room there
+// is. Nothing here waits for a copy: it runs
+// on the program's thread at a read-back, right before the block it predicts is issued, and a
+// prefetch that waited for a swap-out to make its room held back every op of the block behind
+// it (cnn_train moe top 2 of 16 at 40 %, simgpu: the block's first op issued 369 us after the
+// read-back, behind six such waits; the pilot's mode 1.344 ms against 1.322 for demand swapping
+// alone). A likely allocation with no room yet comes on demand, into the room being made.
+// Demand swapping stays underneath: a wrong prediction costs copies, never results.
 //
 // Thread safety: none; the profiler's lock serialises.
 #ifndef POOCH_CORE_EXEC_PILOT_ACTIONS_H_
@@ -39,7 +44,7 @@ class PilotActions {
   int64_t boundaries_acted_ = 0;
   int64_t prefetches_ = 0;  // swap-ins started
   int64_t offloads_ = 0;    // swap-outs started to make room
-  int64_t no_room_ = 0;     // likely allocations left on the host: nothing more to push out
+  int64_t no_room_ = 0;     // likely allocations on the host that found no room free yet
 };
 
 }  // namespace pooch

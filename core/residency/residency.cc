@@ -639,6 +639,7 @@ absl::Status ResidencyManager::AfterOp(OpTicket ticket, bool op_ran) {
     }
   }
   for (AllocationId id : ticket.host_reads_) --table_.Find(id)->host_readers;
+  KeepReserveLocked();  // while the op's allocations are still pinned: they stay
   UnpinLocked(ticket.ids_);
   --active_ops_;
   unpinned_.SignalAll();

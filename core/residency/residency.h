@@ -199,6 +199,8 @@ struct ResidencyStats {
   // Note [Overwritten allocations]: swapped-out allocations an op overwrote whole, brought back
   // without a copy (not counted in swap_ins).
   int64_t overwritten_ins = 0;
+  // Note [Free reserve]: swap-outs started after an op to keep room free (not in demand_swap_outs).
+  int64_t reserve_swap_outs = 0;
   absl::Duration swap_wait = absl::ZeroDuration();  // host time blocked in SynchronizeEvent
 };
 
@@ -309,7 +311,16 @@ class ResidencyManager {
   // dropped allocation is FailedPrecondition: only a replay can bring it back. The op that
   // touches it later waits for the copy's event on the device through BeforeOp, with no second
   // copy and no host block.
-  absl::StatusOr<bool> Prefetch(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
+  // `may_wait` false: never waits, not even for memory on its way out (a caller on the
+  // program's thread that makes the room itself: core/exec/pilot_actions.h).
+  absl::StatusOr<bool> Prefetch(DeviceAddress base, bool may_wait = true) ABSL_LOCKS_EXCLUDED(mu_);
+  // Bytes an allocation could take now or once memory on its way out is released: free under
+  // the limit, held for reuse (spares, the reuse cache, retained chunks) or pending release.
+  int64_t RoomBytes() ABSL_LOCKS_EXCLUDED(mu_);
+  // Note [Free reserve] (residency_evict.cc): after each op, swaps out least recently used
+  // allocations, without waiting, while RoomBytes() is below `bytes`; 0 (the initial value)
+  // turns it off.
+  void SetFreeReserve(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Note [DTR eviction] (residency_evict.cc), under ResidencyOptions::Eviction::kDtr.
   // The allocation at `base` can be rebuilt exactly by replay in about `cost_us` (its recipe
@@ -494,6 +505,10 @@ class ResidencyManager {
   // Evicts one candidate: drops it (Note [DTR eviction]) or starts its swap-out. Ok when its
   // memory is on its way out. (residency_evict.cc)
   absl::Status EvictLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RoomBytes, under the lock (after a poll).
+  int64_t RoomLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Free reserve]: swap-outs until RoomLocked() >= reserve_bytes_. (residency_evict.cc)
+  void KeepReserveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Discards a kResident allocation's content (Drop, EvictLocked). (residency_plan.cc)
   void DropLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -563,7 +578,8 @@ class ResidencyManager {
   uint64_t iteration_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t device_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // physical created + external
   int64_t external_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int active_ops_ ABSL_GUARDED_BY(mu_) = 0;  // between BeforeOp and AfterOp
+  int active_ops_ ABSL_GUARDED_BY(mu_) = 0;         // between BeforeOp and AfterOp
+  int64_t reserve_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Note [Free reserve]; 0: off
   // Of those, the ops waiting for pins to drop, by sequence number (Note [Waiting for pins]).
   absl::btree_set<uint64_t> waiting_ops_ ABSL_GUARDED_BY(mu_);
   ResidencyStats stats_ ABSL_GUARDED_BY(mu_);

@@ -155,5 +155,49 @@ TEST_F(EvictTest, LruIgnoresRecomputeCosts) {
   FreeAll({d});
 }
 
+// Note [Free reserve]: after an op, the least recently used allocations go until the room free
+// or on its way covers the reserve; the op's own allocations, just used, stay; the data comes
+// back whole; with no reserve nothing is swapped ahead.
+TEST_F(EvictTest, TheReserveSwapsOutTheLeastRecentlyUsedAfterAnOp) {
+  Init(ResidencyOptions::Eviction::kLru, 4);
+  ThreeMaps();  // 3 of 4 granules: one granule free
+  ASSERT_TRUE(Fill(c_, kG, 3).ok());
+  EXPECT_EQ(manager_->Stats().swap_outs, 0);  // no reserve yet
+  EXPECT_EQ(manager_->RoomBytes(), kG);
+  manager_->SetFreeReserve(3 * kG);
+  ASSERT_TRUE(Fill(c_, kG, 4).ok());
+  // Two granules short: a then b, the least recently used; c, the op's, stays.
+  EXPECT_EQ(manager_->Stats().reserve_swap_outs, 2);
+  EXPECT_EQ(manager_->Stats().demand_swap_outs, 0);
+  EXPECT_NE(StateOf(a_), ResidencyState::kResident);
+  EXPECT_NE(StateOf(b_), ResidencyState::kResident);
+  EXPECT_EQ(StateOf(c_), ResidencyState::kResident);
+  EXPECT_GE(manager_->RoomBytes(), 3 * kG);
+  // Covered: the next op swaps nothing more out.
+  ASSERT_TRUE(Fill(c_, kG, 5).ok());
+  EXPECT_EQ(manager_->Stats().reserve_swap_outs, 2);
+  manager_->SetFreeReserve(0);
+  EXPECT_TRUE(Holds(a_, kG, 1));
+  EXPECT_TRUE(Holds(b_, kG, 2));
+  EXPECT_TRUE(Holds(c_, kG, 5));
+  EXPECT_EQ(manager_->Stats().reserve_swap_outs, 2);
+  FreeAll();
+}
+
+// A reserve larger than what can go swaps out every unpinned allocation but the op's own, and
+// the program still runs: the op that needs one back makes its room on demand.
+TEST_F(EvictTest, AReserveLargerThanTheLimitLeavesTheDataCorrect) {
+  Init(ResidencyOptions::Eviction::kLru, 3);
+  ThreeMaps();
+  manager_->SetFreeReserve(100 * kG);
+  ASSERT_TRUE(Fill(a_, kG, 7).ok());
+  EXPECT_EQ(manager_->Stats().reserve_swap_outs, 2);  // b and c; a was the op's
+  EXPECT_TRUE(Holds(b_, kG, 2));
+  EXPECT_TRUE(Holds(c_, kG, 3));
+  EXPECT_TRUE(Holds(a_, kG, 7));
+  EXPECT_EQ(manager_->Stats().out_of_memory, 0);
+  FreeAll();
+}
+
 }  // namespace
 }  // namespace pooch

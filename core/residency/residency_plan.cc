@@ -83,7 +83,7 @@ void ResidencyManager::DropLocked(Allocation& a) {
   dropping_.insert(a.id);
 }
 
-absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {
+absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base, bool may_wait) {
   MutexLock lock(&mu_);
   while (true) {
     // Found again after each wait: the lock was dropped, the allocation may be gone.
@@ -121,7 +121,7 @@ absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base) {
       // gets there; wait for it rather than leave the swap-in to the op that needs it.
       EventRef pending_event;
       const int64_t pending = PendingReleaseBytesLocked(&pending_event);
-      if (!options_.prefetch_waits || pending_event == nullptr ||
+      if (!may_wait || !options_.prefetch_waits || pending_event == nullptr ||
           device_bytes_ - pending + a.mapped_bytes > limit) {
         return false;
       }

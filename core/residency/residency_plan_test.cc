@@ -2,8 +2,10 @@
 // on the fake device.
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/device/fake_device.h"
 #include "core/residency/residency.h"
 #include "core/residency/residency_testutil.h"
@@ -347,14 +349,17 @@ TEST_F(ResidencyPlanTest, AllocationWaitsForTheEarliestSwapOutInFlight) {
   ASSERT_TRUE(manager_->Drain().ok());
 }
 
+// Prefetch(base, may_wait = false), the pilot's (core/exec/pilot_actions.h), never waits.
 TEST_F(ResidencyPlanTest, PrefetchWaitsForMemoryOnItsWayOut) {
-  for (bool waits : {true, false}) {
-    SCOPED_TRACE(waits ? "prefetch_waits" : "no prefetch_waits");
+  const std::pair<bool, bool> cases[] = {{true, true}, {false, true}, {true, false}};
+  for (const auto& [prefetch_waits, may_wait] : cases) {
+    SCOPED_TRACE(absl::StrCat("prefetch_waits ", prefetch_waits, " may_wait ", may_wait));
+    const bool waits = prefetch_waits && may_wait;
     ResidencyOptions options;
     options.memory_limit = 2 * kG;
     options.min_swap_bytes = kG;
     options.reuse_cache_bytes = 0;
-    options.prefetch_waits = waits;
+    options.prefetch_waits = prefetch_waits;
     FakeDevice::Options device;
     device.mode = FakeDevice::Mode::kManual;
     Start(device, options);
@@ -369,7 +374,7 @@ TEST_F(ResidencyPlanTest, PrefetchWaitsForMemoryOnItsWayOut) {
     ASSERT_TRUE(Fill(b, kG, 4).ok());
     ASSERT_TRUE(Fill(c, kG, 5).ok());     // queued, not run (kManual)
     ASSERT_TRUE(manager_->Free(c).ok());  // its chunk goes once the fill ran
-    absl::StatusOr<bool> started = manager_->Prefetch(a);
+    absl::StatusOr<bool> started = manager_->Prefetch(a, may_wait);
     ASSERT_TRUE(started.ok()) << started.status();
     EXPECT_EQ(*started, waits);
     EXPECT_EQ(manager_->Stats().prefetch_waits, waits ? 1 : 0);
