@@ -28,6 +28,14 @@
 # plans; the oracle's ms is the mean, over those LAST iterations, of the forced run's mean ms for
 # the iteration's choice.
 #
+# Sequence known: the oracle above plans each choice as if it ran in every iteration, so the
+# experts or blocks a choice does not use never move, which no run of the real sequence can avoid.
+# As a second reference, the in-core run's last LAST choices are forced in their order, LAST
+# iterations at a time in one NVTX range (cnn_train --nvtx-period), for LAST x SEQUENCE_PERIODS
+# iterations: pooch profiles and plans those LAST iterations as one static iteration, the changes
+# of choice included, with the future known; the mean of the last LAST iterations is its ms.
+# Only for choices --force-choices takes (gates, experts): not for tiny-vary's image sides.
+#
 # Largest model (issue 16's "8x larger"): on a device of LARGEST_MEMORY, moe's expert count is
 # doubled from 16 while each policy still trains it (ITERS_LARGEST iterations, exit 0), in-core
 # being cnn_train alone on that device. The issue asks for 16 GiB: moe at 8x what fits 16 GiB
@@ -39,7 +47,8 @@
 # choice] in core/exec/measured_choice.h); the figures are those of what it then keeps.
 #
 # Environment (defaults in brackets): PERCENT [40 30], POLICIES [demand dtr pooch-nopilot pooch],
-# ITERS [40], LAST [16], WORKLOADS [skipnet moe-top2 moe-top8 tiny-vary], ORACLE [1],
+# ITERS [40], LAST [16], WORKLOADS [skipnet moe-top2 moe-top8 tiny-vary], ORACLE [1] (both
+# references), SEQUENCE_PERIODS [6],
 # LARGEST [1], LARGEST_MEMORY [256MiB], LARGEST_MAX_EXPERTS [512], ITERS_LARGEST [3].
 # Output: BUILD_DIR/bench/dynamic.md (printed at the end too), BUILD_DIR/bench/dynamic.png (the
 # table's ms per policy, at the last PERCENT; gnuplot) and BUILD_DIR/bench/dynamic-raw/.
@@ -58,6 +67,7 @@ iters=${ITERS:-40}
 last=${LAST:-16}
 workloads=${WORKLOADS:-skipnet moe-top2 moe-top8 tiny-vary}
 oracle=${ORACLE:-1}
+seq_periods=${SEQUENCE_PERIODS:-6}
 largest=${LARGEST:-1}
 largest_memory=${LARGEST_MEMORY:-256MiB}
 largest_max=${LARGEST_MAX_EXPERTS:-512}
@@ -179,6 +189,23 @@ for w in $workloads; do
       echo "| $w | $pc % ($mem B) | $incore | oracle ($(sort -u "$raw/$w-choices.txt" | wc -l) choices) | $ms | $slow | (forced choices) | | | | |" >>"$table"
       echo "$w $pc oracle $ms" >>"$plot_data"
     fi
+    # The same choices in their order, known ahead: the in-core run's last LAST choices forced in
+    # turn (cnn_train --force-choices 'C1;C2;...'), each LAST iterations in one NVTX range, so
+    # that pooch profiles and plans them as one static iteration, transitions included.
+    grep -q -v -E '^(gates|experts) ' "$raw/$w-choices.txt" && continue
+    base=$raw/$w-$pc-sequence
+    # shellcheck disable=SC2046
+    if SIMGPU_MEMORY=$mem POOCH_ITERATION_MARKER=nvtx POOCH_PILOT=off \
+      "$pooch" run --policy pooch -- "$cnn" $(args_of "$w") --iters $((last * seq_periods)) \
+      --nvtx-period "$last" --force-choices "$(paste -sd';' "$raw/$w-choices.txt")" \
+      >"$base.out" 2>"$base.err"; then
+      ms=$(mean_ms "$base.out")
+      slow=$(awk -v a="$ms" -v b="$incore" 'BEGIN { printf "%.2fx", a / b }')
+      echo "| $w | $pc % ($mem B) | $incore | sequence known | $ms | $slow | (forced in turn) | | | | |" >>"$table"
+      echo "$w $pc sequence $ms" >>"$plot_data"
+    else
+      echo "| $w | $pc % ($mem B) | $incore | sequence known | exit $? | - | - | | | | |" >>"$table"
+    fi
   done
 done
 
@@ -187,16 +214,18 @@ done
 # of the oracle.
 {
   echo
-  echo "| workload | device % | better of demand, dtr (ms) | pooch (ms) | speed-up over it | oracle (ms) | pooch / oracle |"
-  echo "|---|---:|---:|---:|---:|---:|---:|"
+  echo "| workload | device % | better of demand, dtr (ms) | pooch (ms) | speed-up over it | oracle (ms) | pooch / oracle | sequence known (ms) | pooch / it |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   awk '{ ms[$1 " " $2 " " $3] = $4; key[$1 " " $2] = 1 }
     END { for (k in key) {
       d = ms[k " demand"]; t = ms[k " dtr"]; p = ms[k " pooch"]; o = ms[k " oracle"]
+      q = ms[k " sequence"]
       b = (d != "" && (t == "" || d + 0 <= t + 0)) ? d : t
       if (b == "" || p == "") continue
       split(k, f, " ")
-      printf "| %s | %s | %s | %s | %.2fx | %s | %s |\n", f[1], f[2], b, p, b / p,
-        (o == "" ? "-" : o), (o == "" ? "-" : sprintf("%.2f", p / o))
+      printf "| %s | %s | %s | %s | %.2fx | %s | %s | %s | %s |\n", f[1], f[2], b, p, b / p,
+        (o == "" ? "-" : o), (o == "" ? "-" : sprintf("%.2f", p / o)),
+        (q == "" ? "-" : q), (q == "" ? "-" : sprintf("%.2f", p / q))
     } }' "$plot_data" | sort
 } >>"$table"
 

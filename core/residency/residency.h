@@ -578,10 +578,10 @@ class ResidencyManager {
   uint64_t iteration_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t device_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // physical created + external
   int64_t external_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int active_ops_ ABSL_GUARDED_BY(mu_) = 0;         // between BeforeOp and AfterOp
-  int64_t reserve_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Note [Free reserve]; 0: off
+  int active_ops_ ABSL_GUARDED_BY(mu_) = 0;  // between BeforeOp and AfterOp
   // Of those, the ops waiting for pins to drop, by sequence number (Note [Waiting for pins]).
   absl::btree_set<uint64_t> waiting_ops_ ABSL_GUARDED_BY(mu_);
+  int64_t reserve_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Note [Free reserve]; 0: off
   ResidencyStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

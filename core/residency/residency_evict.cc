@@ -160,7 +160,9 @@ void ResidencyManager::Release(absl::Span<const AllocationId> held) {
 // The cost is swap-outs of allocations that might have been used again before the room was
 // needed: the reserve bounds them. Only kResident allocations go (one swapping in is on its way
 // to an op), and never the op's own (still pinned when AfterOp keeps the reserve: the next op
-// most likely reads what this one wrote); under kDtr (no reserve is set) nothing changes.
+// most likely reads what this one wrote); under kDtr (no reserve is set) nothing changes. An op
+// after which the room is short walks the candidates as an eviction round does (Note [Eviction
+// candidates]); one after which it is not only polls.
 // The profiler sets a reserve of 15 % of the limit in the iterations Note [Measured choice]
 // runs with their plan set aside under demand swapping alone (core/exec/profiler.cc); 0 (the
 // initial value) turns it off, so the demand and dtr baselines, followed plans and the pilot's

@@ -1,5 +1,6 @@
 #include "args.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -15,7 +16,8 @@ constexpr std::string_view kModels[] = {"resnet50", "resnet18", "vgg16",   "alex
                                         "unet",     "densenet", "skipnet", "moe"};
 constexpr std::string_view kValueFlags[] = {
     "--model", "--batch",    "--image",   "--classes", "--iters",      "--seed",
-    "--lr",    "--momentum", "--experts", "--top-k",   "--vary-image", "--force-choices"};
+    "--lr",    "--momentum", "--experts", "--top-k",   "--vary-image", "--force-choices",
+    "--nvtx-period"};
 constexpr size_t kMaxImageSizes = 16;
 
 // Whole-string integer parse in [min, max]; no sign games, no trailing garbage.
@@ -60,7 +62,8 @@ const char* UsageText() {
          "                 [--batch N] [--image S | --vary-image S1,S2,...] [--classes C]\n"
          "                 [--iters N] [--seed S] [--lr X] [--momentum X] [--experts E]\n"
          "                 [--top-k K] [--vary-batch] [--nvtx] [--host-loss]\n"
-         "                 [--force-choices 'gates G' | 'experts E1,E2,...']\n"
+         "                 [--force-choices 'gates G' | 'experts E1,E2,...' [;...]]\n"
+         "                 [--nvtx-period P]\n"
          "Trains a CNN on synthetic data with cuDNN and cuBLAS. Prints one line per iteration,\n"
          "  iter N loss L ms T img_per_s R [image S] [gates G] [experts E1,E2,...]\n"
          "then peak_device_bytes B and params_checksum H (FNV-1a of the parameters, hex).\n"
@@ -69,11 +72,13 @@ const char* UsageText() {
          "lr 0.01, momentum 0.9; moe: 16 experts, top 2.\n"
          "skipnet and moe decide per iteration, on the device, which blocks or experts run\n"
          "(gates: 1 per gated block that ran; experts: those chosen); --force-choices makes\n"
-         "every iteration run the given ones (the scores are still computed and read back).\n"
+         "every iteration run the given ones (the scores are still computed and read back);\n"
+         "several separated by ';' are run in turn, iteration i the (i mod n)-th.\n"
          "--vary-image draws each iteration's image side from the list (seeded); not for vgg16\n"
          "or alexnet.\n"
          "--vary-batch halves the batch when iter % 3 == 2.\n"
-         "--nvtx wraps each iteration in an NVTX range named pooch:iteration.\n"
+         "--nvtx wraps each iteration in an NVTX range named pooch:iteration;\n"
+         "--nvtx-period P each P iterations in one (and implies --nvtx).\n"
          "--host-loss reads the loss back between forward and backward (loss.item()) and\n"
          "prints loss_item N L there.\n"
          "Exit status: 0 ok, 2 bad arguments, 3 out of device memory, 4 other CUDA/cuDNN/cuBLAS "
@@ -171,7 +176,21 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       if (!v) return bad("1 to 16 distinct sides in 8..4096, comma-separated");
       options.vary_image = *v;
     } else if (name == "--force-choices") {
-      options.force_choices = std::string(value);
+      // One choice, or a sequence separated by ';' (each must be non-empty; the model checks it).
+      options.force_choices.clear();
+      size_t at = 0;
+      while (true) {
+        const size_t semi = std::min(value.find(';', at), value.size());
+        if (semi == at) return bad("choices separated by ';', none empty");
+        options.force_choices.emplace_back(value.substr(at, semi - at));
+        if (semi == value.size()) break;
+        at = semi + 1;
+      }
+    } else if (name == "--nvtx-period") {
+      const auto v = ParseInt<int>(value, 1, 1 << 20);
+      if (!v) return bad("an integer in 1..1048576");
+      options.nvtx_period = *v;
+      options.nvtx = true;
     }
   }
   if (experts_given && options.model != "moe") return "--experts and --top-k need --model moe";

@@ -31,12 +31,17 @@ struct Options {
   // allocation sizes change between iterations (for pooch's dynamic-network tests).
   bool vary_batch = false;
   bool nvtx = false;  // each iteration in an NVTX range "pooch:iteration"
+  // --nvtx-period P (implies --nvtx): each P consecutive iterations in one range, so that pooch
+  // sees them as one iteration (scripts/bench_dynamic.sh's oracle of a known sequence).
+  int nvtx_period = 1;
   // The loss is computed on the device and read back to the host between forward and backward
   // (a synchronous cudaMemcpy of one float), and printed, as a script's loss.item() does.
   bool host_loss = false;
-  // --force-choices: what a dynamic model runs in every iteration (Model::ForceChoices), for
-  // scripts/bench_dynamic.sh's oracle (each iteration's choice planned as a static network).
-  std::string force_choices;
+  // --force-choices: what a dynamic model runs (Model::ForceChoices), for
+  // scripts/bench_dynamic.sh's oracles: one choice for every iteration (each iteration's choice
+  // planned as a static network), or several separated by ';', iteration i running the
+  // (i mod n)-th (a known sequence).
+  std::vector<std::string> force_choices;
 };
 
 struct HelpRequested {};

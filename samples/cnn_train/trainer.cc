@@ -130,9 +130,11 @@ class Trainer {
     if (sizes_.empty()) sizes_.push_back(options.image);
     for (int image : sizes_) {
       models_.push_back(BuildModel(options.model, image, options.classes, dynamic));
-      if (!options.force_choices.empty() && !models_.back()->ForceChoices(options.force_choices)) {
-        Fail(kExitUsage, "--force-choices '%s' does not fit --model %s",
-             options.force_choices.c_str(), options.model.c_str());
+      for (const std::string& choice : options.force_choices) {
+        if (!models_.back()->ForceChoices(choice)) {
+          Fail(kExitUsage, "--force-choices '%s' does not fit --model %s", choice.c_str(),
+               options.model.c_str());
+        }
       }
       if (models_.size() == 1) {
         models_[0]->InitParams(ctx_, options.seed);
@@ -171,13 +173,18 @@ class Trainer {
     const size_t size_index =
         sizes_.size() > 1 ? ImageIndex(options_.seed, iter, sizes_.size()) : 0;
     Model& net = *models_[size_index];
+    if (options_.force_choices.size() > 1) {  // checked at construction
+      net.ForceChoices(options_.force_choices[static_cast<size_t>(iter) %
+                                              options_.force_choices.size()]);
+    }
     SyntheticBatch(options_.seed, iter, batch, sizes_[size_index], classes, &images_, &labels_);
     host_onehot_.assign(logits_count, 0.0f);
     for (int n = 0; n < batch; ++n) host_onehot_[int64_t{n} * classes + labels_[n]] = 1.0f;
 
     // A framework's profiler annotations (torch.cuda.nvtx.range_push); pooch reads this one
     // with POOCH_ITERATION_MARKER=nvtx.
-    if (options_.nvtx) nvtxRangePushA("pooch:iteration");
+    const int period = options_.nvtx_period;
+    if (options_.nvtx && iter % period == 0) nvtxRangePushA("pooch:iteration");
     CUDA_CHECK(cudaEventRecord(start_, 0));
     const float* logits = net.Forward(ctx_, batch, images_.data());
     float loss_item = 0.0f;
@@ -190,7 +197,9 @@ class Trainer {
     net.Backward(ctx_, batch);
     net.SgdStep(ctx_, options_.lr, options_.momentum);
     CUDA_CHECK(cudaEventRecord(stop_, 0));
-    if (options_.nvtx) nvtxRangePop();
+    if (options_.nvtx && (iter % period == period - 1 || iter == options_.iters - 1)) {
+      nvtxRangePop();
+    }
     CUDA_CHECK(cudaEventSynchronize(stop_));
     float ms = 0.0f;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));

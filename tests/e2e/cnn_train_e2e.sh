@@ -142,9 +142,20 @@ case $case_name in
     run f --model moe --batch 8 --experts 8 --top-k 2 --iters 3 --force-choices 'experts 6,1'
     [ "$rc" -eq 0 ] || fail "--force-choices exited $rc"
     [ "$(grep -c ' experts 1,6$' "$work/f.out")" -eq 3 ] || fail "--force-choices not followed"
-    for bad in 'experts 1,1' 'experts 1,8' 'experts 1' 'gates 10'; do
+    # A sequence separated by ';': iteration i runs the (i mod n)-th; every one is checked.
+    run q --model moe --batch 8 --experts 8 --top-k 2 --iters 3 \
+      --force-choices 'experts 6,1;experts 2,3'
+    [ "$rc" -eq 0 ] || fail "--force-choices with a sequence exited $rc"
+    [ "$(awk '{ printf "%s;", $NF }' "$work/q.out" | cut -d';' -f1-3)" = "1,6;2,3;1,6" ] ||
+      fail "--force-choices' sequence not followed: $(cat "$work/q.out")"
+    for bad in 'experts 1,1' 'experts 1,8' 'experts 1' 'gates 10' 'experts 1,2;' \
+      'experts 1,2;experts 3'; do
       run g --model moe --batch 8 --experts 8 --top-k 2 --iters 1 --force-choices "$bad"
       [ "$rc" -eq 2 ] || fail "--force-choices '$bad' exited $rc, not 2"
+    done
+    for bad in 0 x; do
+      run g --model moe --batch 8 --experts 8 --top-k 2 --iters 1 --nvtx-period "$bad"
+      [ "$rc" -eq 2 ] || fail "--nvtx-period '$bad' exited $rc, not 2"
     done
     ;;
   varyimage)
