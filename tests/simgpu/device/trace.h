@@ -35,7 +35,8 @@ class TimelineTrace {
   bool Open(const std::string& path);
   bool on() const { return file_ != nullptr; }
 
-  // An op of `bytes` (0 for kernels) that `stream` ran on `engine` over `span`.
+  // An op that `stream` ran on `engine` over `span`; `bytes` is a copy's size on a copy engine,
+  // 0 on the compute engine (kernels, memsets, device-to-device copies).
   void Op(const char* name, uint64_t stream, Engine engine, const Span& span, uint64_t bytes);
   // The host blocked from `from_ns` to `to_ns` in `why` (an API call); nothing when to <= from.
   void HostWait(const char* why, double from_ns, double to_ns);
