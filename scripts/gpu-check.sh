@@ -14,7 +14,7 @@
 # a build made here runs there. cnn_train links the CUDA runtime, cuDNN and cuBLAS dynamically:
 # the check finds them in the NVIDIA wheels beside torch (site-packages/nvidia/*/lib).
 #
-# The checks, each at POOCH_MEMORY_LIMIT = 40 % of the in-core run's peak:
+# The checks, each at POOCH_MEMORY_LIMIT = 40 % of the in-core run's peak (tiny also at 60 %):
 #   1. cnn_train --model resnet50 (batch CNN_BATCH): params_checksum under pooch, swap-all and
 #      superneurons equals in-core (issue 5, point 5), with each one's throughput;
 #   2. torchvision ResNet-50 and a TransformerEncoder (tests/gpu/torch_train.py; deterministic
@@ -34,7 +34,7 @@
 #              more under pooch with POOCH_TRACE, into WORK).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 2
 
 if [ "${1:-}" = --pack ]; then
   build=${2:-build}
@@ -84,8 +84,19 @@ run_timeout=${RUN_TIMEOUT:-300}
 
 # value FILE KEY: the value after KEY on the last line that starts with it.
 value() { awk -v k="$2" '$1 == k { v = $2 } END { print v }' "$1"; }
-# cnn_value FILE KEY: the last iteration line's value after KEY (cnn_train's img_per_s).
-cnn_value() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) v = $(i + 1) } END { print v }' "$1"; }
+# cnn_value FILE KEY: the median over the second half of the iteration lines of the value after
+# KEY (cnn_train's img_per_s, or ms): one iteration on a GPU varies by 20 % and more, and the
+# first ones include pooch's profiling.
+cnn_value() {
+  awk -v k="$2" '/^iter / { for (i = 1; i < NF; i++) if ($i == k) v[n++] = $(i + 1) }
+    END {
+      if (n == 0) exit
+      m = 0
+      for (i = int(n / 2); i < n; i++) h[m++] = v[i]
+      for (i = 1; i < m; i++) for (j = i; j > 0 && h[j - 1] > h[j]; j--) { t = h[j]; h[j] = h[j - 1]; h[j - 1] = t }
+      print (m % 2) ? h[int(m / 2)] : (h[m / 2 - 1] + h[m / 2]) / 2
+    }' "$1"
+}
 
 {
   echo "# pooch GPU check"
@@ -110,18 +121,18 @@ print(f"\nProfile: {len(ops)} ops; their device times sum to {total:.3f} ms; "
 PY
 }
 
-# cnn_case TITLE POLICIES ARGS...: cnn_train ARGS in-core, then under each of POLICIES at 40 %
-# of the in-core peak (a policy's name with -nopilot: that policy with POOCH_PILOT=off, as in
+# cnn_case TITLE POLICIES ARGS...: cnn_train ARGS in-core, then under each of POLICIES at
+# $percent % (default 40) of the in-core peak (a policy's name with -nopilot: that policy with POOCH_PILOT=off, as in
 # bench_dynamic.sh); one table of img/s and params_checksum against in-core's.
 cnn_case() {
-  local name=${1// /_} policies=$2 peak limit a b p pilot verdict rc
+  local name=${1// /_} policies=$2 peak limit a b p pilot verdict rc percent=${percent:-40}
   shift 2
   timeout "$run_timeout" "$dir/bin/cnn_train" "$@" >"$work/$name-incore.out" 2>&1
   peak=$(value "$work/$name-incore.out" peak_device_bytes)
-  limit=$((${peak:-0} * 40 / 100))
+  limit=$((${peak:-0} * percent / 100))
   a=$(value "$work/$name-incore.out" params_checksum)
   {
-    echo "## cnn_train $*: limit 40 % of ${peak:-?} bytes"
+    echo "## cnn_train $*: limit $percent % of ${peak:-?} bytes"
     echo
     echo "| run | exit | img/s | params_checksum | verdict |"
     echo "|---|---|---|---|---|"
@@ -134,7 +145,16 @@ cnn_case() {
       "$dir/bin/cnn_train" "$@" >"$work/$name-$p.out" 2>"$work/$name-$p.err"
     rc=$?
     b=$(value "$work/$name-$p.out" params_checksum)
-    verdict=same; [ -n "$a" ] && [ "$a" = "$b" ] || { verdict="**DIFFERENT**"; status=1; }
+    if [ "$rc" -ne 0 ]; then
+      # The run stopped: its first error line says why (a refusal is not a wrong result).
+      verdict="**FAILED**: $(grep -m1 '^pooch: error' "$work/$name-$p.err" | cut -c1-200 | sed 's/|/\\|/g')"
+      status=1
+    elif [ -n "$a" ] && [ "$a" = "$b" ]; then
+      verdict=same
+    else
+      verdict="**DIFFERENT**"
+      status=1
+    fi
     echo "| $p | $rc | $(cnn_value "$work/$name-$p.out" img_per_s) | $b | $verdict |" >>"$report"
   done
   profile_line "$work/$name-${policies%% *}.profile.json" "$(cnn_value "$work/$name-incore.out" ms)" \
@@ -156,6 +176,7 @@ cnn_case "cnn resnet50" "pooch swap-all superneurons" \
 
 # 2. The torch models.
 for spec in "resnet50 ${TORCH_RESNET_BATCH:-64}" "transformer ${TRANSFORMER_BATCH:-32}"; do
+  # shellcheck disable=SC2086  # two words: the model and its batch
   set -- $spec
   model=$1 batch=$2
   run_mode() {  # name, then the command's prefix
@@ -179,7 +200,7 @@ for spec in "resnet50 ${TORCH_RESNET_BATCH:-64}" "transformer ${TRANSFORMER_BATC
   mode=save_on_cpu run_mode save_on_cpu env
   a=$(value "$work/$model-incore.out" params_sha256)
   b=$(value "$work/$model-pooch.out" params_sha256)
-  verdict=same; [ -n "$a" ] && [ "$a" = "$b" ] || { verdict="DIFFERENT"; status=1; }
+  if [ -n "$a" ] && [ "$a" = "$b" ]; then verdict=same; else verdict=DIFFERENT; status=1; fi
   {
     echo "## torch $model, batch $batch, pooch limit 40 % of $peak bytes"
     echo
@@ -220,6 +241,11 @@ cnn_case "cnn moe top2" "pooch pooch-nopilot" --model moe --batch 16 --experts 1
   --top-k 2 $dyn
 # shellcheck disable=SC2086
 cnn_case "cnn tiny vary" "pooch pooch-nopilot" --model tiny --batch 64 \
+  --vary-image 32,44 $dyn
+# On a GPU, cuDNN's heuristics may pick convolution workspaces that put one op's memory above
+# 40 % of this small model's peak (pooch then refuses with the pinned bytes): 60 % as well.
+# shellcheck disable=SC2086
+percent=60 cnn_case "cnn tiny vary 60" "pooch pooch-nopilot" --model tiny --batch 64 \
   --vary-image 32,44 $dyn
 unset POOCH_ITERATION_MARKER
 

@@ -65,7 +65,8 @@ bool Recomputer::OfferLocked(ReplayRecipe recipe, double profiled_us) {
 bool Recomputer::Drop(pooch::DeviceAddress address) {
   pooch::MutexLock lock(&mu_);
   const Lineage::Entry* e = lineage_.Find(address);
-  if (e == nullptr || e->dropped) return false;
+  // A stale entry's recipe no longer rebuilds its data (InvalidateLocked).
+  if (e == nullptr || e->dropped || e->stale) return false;
   if (absl::Status s = manager_.Drop(address); !s.ok()) {
     POOCH_LOG_AT(kDebug, "planned drop: %s", std::string(s.message()).c_str());
     return false;
@@ -180,38 +181,22 @@ absl::Status Recomputer::TouchLocked(uintptr_t stream, pooch::DeviceAddress addr
 
 absl::Status Recomputer::ApplyLocked(uintptr_t stream, const Lineage::Needs& needs) {
   // Each replay may rebuild or erase other entries (chains, kept inputs released): ReplayLocked
-  // does nothing for a map no longer dropped, and the checks below skip what is gone.
+  // does nothing for a map no longer dropped, and InvalidateLocked skips what is gone.
   for (pooch::DeviceAddress output : needs.rebuild) {
     if (absl::Status s = ReplayLocked(output, stream, 0); !s.ok()) return s;
   }
+  // Each recipe the access makes wrong goes before the access is issued, its map rebuilt first
+  // if dropped, whatever the lineage knew when `needs` was made (a replay above may have dropped
+  // or rebuilt it). A recipe that was used goes too: kept, it could drop the map again and
+  // rebuild it from inputs that are no longer the ones it read.
   bool rebuilt = false;
-  if (dtr_) {
-    // Note [DTR recipes]: each recipe the access makes wrong is withdrawn before it goes, and
-    // its map rebuilt if dropped, whatever the lineage knew when `needs` was made (a replay
-    // above may have evicted it).
-    for (const std::vector<pooch::DeviceAddress>* list :
-         {&needs.rebuild_for_write, &needs.forget, &needs.stale_kept}) {
-      for (pooch::DeviceAddress output : *list) {
-        if (absl::Status s = InvalidateLocked(stream, output, &rebuilt); !s.ok()) return s;
-      }
+  for (const std::vector<pooch::DeviceAddress>* list :
+       {&needs.rebuild_for_write, &needs.forget, &needs.stale_kept}) {
+    for (pooch::DeviceAddress output : *list) {
+      if (absl::Status s = InvalidateLocked(stream, output, &rebuilt); !s.ok()) return s;
     }
-    return rebuilt ? WaitForStreamLocked(stream) : absl::OkStatus();
   }
-  for (pooch::DeviceAddress output : needs.rebuild_for_write) {
-    const Lineage::Entry* e = lineage_.Find(output);
-    if (e == nullptr || !e->dropped) continue;
-    if (absl::Status s = ReplayLocked(output, stream, 0); !s.ok()) return s;
-    rebuilt = true;
-  }
-  if (rebuilt) {
-    if (absl::Status s = WaitForStreamLocked(stream); !s.ok()) return s;
-  }
-  for (pooch::DeviceAddress output : needs.forget) {
-    if (lineage_.Find(output) == nullptr) continue;  // listed twice, or released on the way
-    EraseLocked(output);
-    ++stats_.forgotten;
-  }
-  return absl::OkStatus();
+  return rebuilt ? WaitForStreamLocked(stream) : absl::OkStatus();
 }
 
 absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t stream, int depth) {
@@ -311,11 +296,13 @@ absl::Status Recomputer::InvalidateLocked(uintptr_t stream, pooch::DeviceAddress
                                           bool* rebuilt) {
   const Lineage::Entry* e = lineage_.Find(output);
   if (e == nullptr) return absl::OkStatus();  // listed twice, or released on the way
-  // From here on eviction only swaps it; a drop it made before is learnt now.
-  absl::StatusOr<bool> dropped = manager_.SetRecomputeCost(output, std::nullopt);
-  if (dropped.ok() && *dropped && !e->dropped) {
-    lineage_.MarkDropped(output, true);
-    ++stats_.drops;
+  if (dtr_) {
+    // From here on eviction only swaps it; a drop it made before is learnt now.
+    absl::StatusOr<bool> dropped = manager_.SetRecomputeCost(output, std::nullopt);
+    if (dropped.ok() && *dropped && !e->dropped) {
+      lineage_.MarkDropped(output, true);
+      ++stats_.drops;
+    }
   }
   const bool was_dropped = e->dropped;
   if (was_dropped) {

@@ -15,7 +15,9 @@
 //     way every planned recomputation happens (right before the map's first backward use);
 //   - an op that writes an input of a recipe, or the recipe's own output: a dropped output is
 //     rebuilt before the write (and finished, the host waiting, before the write is issued);
-//     a recipe not yet used is forgotten (its inputs changed), except a kept input's;
+//     then the recipe is forgotten, used or not (its inputs changed: kept, it could drop the
+//     map again and rebuild another), except a kept input's, which is marked stale: its data
+//     is right, and it is never dropped again;
 //   - a free of an output: its recipe goes. A free of an input: the same as a write, except
 //     when the freed memory has a recipe of its own (a transient the planner rebuilds through,
 //     like a batch-norm output that only a ReLU read): then the Recomputer keeps it (Note
@@ -175,9 +177,10 @@ class Recomputer {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Note [DTR recipes]: marks the maps the manager's eviction dropped since the last call.
   void SyncDropsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Note [DTR recipes]: the recipe of `output` will no longer rebuild it (an input or the
-  // output is about to be written): withdrawn from the manager, the map rebuilt first if it is
-  // dropped (then *rebuilt = true), and the recipe forgotten, or marked stale when kept.
+  // Note [Replay]: the recipe of `output` will no longer rebuild it (an input or the output is
+  // about to be written): withdrawn from the manager under dtr, the map rebuilt first if it is
+  // dropped (then *rebuilt = true), and the recipe forgotten, or marked stale when kept (never
+  // dropped again).
   absl::Status InvalidateLocked(uintptr_t stream, pooch::DeviceAddress output, bool* rebuilt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Note [DTR recipes]: takes the producers' completed timings: each recipe's cost.

@@ -136,6 +136,47 @@ TEST_F(RecomputeTest, WriteToAnInputRebuildsADroppedMapFirst) {
   ASSERT_TRUE(manager_->Free(out).ok());
 }
 
+TEST_F(RecomputeTest, AMapRebuiltForAWriteToItsInputIsNeverDroppedAgain) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  Produce(in, out);
+  ASSERT_TRUE(recomputer_->Drop(out));
+  ASSERT_TRUE(Touch(in, Mode::kWrite, 7).ok());  // rebuilt from 1 first
+  EXPECT_EQ(replays_, 1);
+  // Its recipe would now make 8: the map must stay as it is.
+  EXPECT_FALSE(recomputer_->Drop(out));
+  EXPECT_EQ(StateOf(out), ResidencyState::kResident);
+  ASSERT_TRUE(Touch(out, Mode::kRead).ok());
+  EXPECT_EQ(replays_, 1);
+  EXPECT_TRUE(Holds(out, kG, 2));
+  EXPECT_EQ(recomputer_->stats().forgotten, 0);  // it was used
+  ASSERT_TRUE(manager_->Free(in).ok());
+  ASSERT_TRUE(manager_->Free(out).ok());
+}
+
+TEST_F(RecomputeTest, AKeptInputRebuiltForAWriteStaysAndIsNeverDroppedAgain) {
+  // c -> z -> r with z kept and dropped: a write to c rebuilds z from the old c first; z's data
+  // then stays right for r's recipe, but its own recipe no longer rebuilds it.
+  DeviceAddress c = *manager_->Allocate(kG), z = *manager_->Allocate(kG),
+                r = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(c, kG, 10).ok());
+  Produce(c, z);
+  Produce(z, r);
+  absl::StatusOr<bool> kept = recomputer_->BeforeFree(z);
+  ASSERT_TRUE(kept.ok() && *kept);
+  ASSERT_EQ(StateOf(z), ResidencyState::kDropped);
+  ASSERT_TRUE(Touch(c, Mode::kWrite, 50).ok());
+  EXPECT_EQ(replays_, 1);
+  EXPECT_TRUE(Holds(z, kG, 11));
+  EXPECT_FALSE(recomputer_->Drop(z));
+  ASSERT_TRUE(recomputer_->Drop(r));
+  ASSERT_TRUE(Touch(r, Mode::kRead).ok());
+  EXPECT_EQ(replays_, 2);  // r alone
+  EXPECT_TRUE(Holds(r, kG, 12));
+  ASSERT_TRUE(manager_->Free(r).ok());
+  ASSERT_TRUE(manager_->Free(c).ok());
+}
+
 TEST_F(RecomputeTest, WriteToTheOutputForgetsItsRecipe) {
   DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
   ASSERT_TRUE(Fill(in, kG, 1).ok());

@@ -2,7 +2,6 @@
 #include "core/lineage/lineage.h"
 
 #include <algorithm>
-#include <iterator>
 #include <string>
 #include <utility>
 
@@ -31,10 +30,12 @@ std::vector<DeviceAddress> Lineage::Add(ReplayRecipe recipe, double profiled_us,
     Watch& w = watches_[in.base];
     w.bytes = in.bytes;
     w.readers.push_back(output);
+    max_watch_bytes_ = std::max(max_watch_bytes_, in.bytes);
   }
   Watch& w = watches_[output];
   w.bytes = output_bytes;
   w.output = true;
+  max_watch_bytes_ = std::max(max_watch_bytes_, output_bytes);
   entry->recipe = std::move(recipe);
   entries_[output] = std::move(entry);
   return to_free;
@@ -104,15 +105,18 @@ bool Lineage::HasReaders(DeviceAddress base) const {
   return w != watches_.end() && !w->second.readers.empty();
 }
 
+// Note [Overlapping watches]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Watches need not be disjoint: a kept entry whose input the program freed (it is stale, Note
+// [Kept inputs]) still watches that input's old range, and a later allocation may cover it from
+// a lower base. So the watch starting last at or before an address is not the only one that can
+// hold it: any watch starting less than the longest watch's length before it can. Missing one
+// would leave a dropped map unrebuilt before an op reads it (the manager then refuses the op).
+// Access therefore looks back that far; the extra watches it passes cost a comparison each.
 Lineage::Needs Lineage::Access(DeviceAddress address, int64_t bytes, bool writes) const {
   Needs needs;
-  // The first watch that may overlap: the one starting at or before `address`, if it reaches
-  // past it, else the first starting after it.
-  auto it = watches_.upper_bound(address);
-  if (it != watches_.begin()) {
-    auto prev = std::prev(it);
-    if (prev->first + static_cast<DeviceAddress>(prev->second.bytes) > address) it = prev;
-  }
+  const DeviceAddress reach = static_cast<DeviceAddress>(max_watch_bytes_);
+  auto it = address >= reach ? watches_.upper_bound(address - reach) : watches_.begin();
   const DeviceAddress end = address + static_cast<DeviceAddress>(bytes);
   // A kept entry that is resident is never forgotten, whatever is written: it is still right
   // and stays until nothing reads it (Note [Kept inputs]).

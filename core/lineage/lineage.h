@@ -51,7 +51,7 @@ class Lineage {
     bool dropped = false;
     bool kept = false;  // the program freed it; the owner holds it (Note [Kept inputs])
     // A kept entry whose input was written since (Needs::stale_kept): its data is right but its
-    // recipe no longer rebuilds it, so it must never be dropped again (dtr marks it).
+    // recipe no longer rebuilds it, so it must never be dropped again (the owner marks it).
     bool stale = false;
     std::vector<Allocation> inputs;  // the allocations the recipe reads, each base once
   };
@@ -63,8 +63,8 @@ class Lineage {
   // erase other entries on the way (chains), so the caller skips what is no longer dropped, or
   // gone, when it reaches it. An address may appear more than once.
   // `stale_kept`: kept entries, not dropped, whose inputs the access writes: their data stays
-  // right (Note [Kept inputs]) but their recipe no longer rebuilds it, so under dtr they must
-  // not be dropped again (Note [DTR eviction]); the planned path has nothing to do for them.
+  // right (Note [Kept inputs]) but their recipe no longer rebuilds it, so they must not be
+  // dropped again (Note [DTR eviction]).
   struct Needs {
     std::vector<DeviceAddress> rebuild;
     std::vector<DeviceAddress> rebuild_for_write;
@@ -127,6 +127,8 @@ class Lineage {
   // unique_ptr: an Entry stays put while others come and go (Find's promise).
   absl::flat_hash_map<DeviceAddress, std::unique_ptr<Entry>> entries_;
   absl::btree_map<DeviceAddress, Watch> watches_;  // by base: finds ranges' overlaps
+  // The longest watch ever added: Note [Overlapping watches] in lineage.cc.
+  int64_t max_watch_bytes_ = 0;
 };
 
 }  // namespace pooch

@@ -157,6 +157,27 @@ TEST(LineageTest, RangesFindEveryAllocationTheyOverlap) {
               UnorderedElementsAre(kB, kC));
 }
 
+TEST(LineageTest, AnAccessFindsAnOutputThatAnotherWatchStartsInside) {
+  // Note [Overlapping watches]: kC's recipe still watches a small input the program freed, whose
+  // range a later output at kB now covers from below.
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  ReplayRecipe r;
+  r.name = "op";
+  r.output = kC;
+  r.output_bytes = kBytes;
+  r.inputs.push_back({kB + 0x100, 0x10, AccessRange::Mode::kRead});
+  EXPECT_THAT(lineage.Add(std::move(r), 1.0, {{kB + 0x100, 0x10}}, kBytes), IsEmpty());
+  lineage.MarkDropped(kB, true);
+  // Past the small watch, and inside it: kB is found either way.
+  EXPECT_THAT(lineage.Access(kB + 0x800, 1, false).rebuild, ElementsAre(kB));
+  EXPECT_THAT(lineage.Access(kB + 0x108, 1, false).rebuild, ElementsAre(kB));
+  // A write inside the small watch reaches kC's recipe as well.
+  EXPECT_THAT(lineage.Access(kB + 0x108, 1, true).forget, ElementsAre(kC));
+  // Past kB's end nothing is found.
+  EXPECT_TRUE(Nothing(lineage.Access(kB + kBytes, 1, true)));
+}
+
 TEST(LineageTest, AddReplacesTheOlderRecipeOfAnOutput) {
   Lineage lineage;
   Add(lineage, kC, {kA});

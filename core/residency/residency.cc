@@ -192,11 +192,18 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op, bool f
       if (absl::Status s = WaitUnlocked(in_flight); !s.ok()) return s;
       continue;
     }
+    // What the ops in progress pin (the op asking, in a program of one thread) tells the user
+    // whether any plan could run it: one op's memory must fit under the limit.
+    int64_t pinned = 0;
+    table_.ForEach([&](const Allocation& a) {
+      if (a.pins > 0 && a.state == ResidencyState::kResident) pinned += a.mapped_bytes;
+    });
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot make room for ", FormatBytes(bytes), " under the memory limit ", FormatBytes(limit),
         ": ", FormatBytes(device_bytes_), " in use, ", FormatBytes(available),
-        " of it can be swapped out, the rest is pinned by ops in progress "
-        "or too small to swap"));
+        " of it can be swapped out, ", FormatBytes(pinned),
+        " pinned by ops in progress, the rest too small to swap or not yet released (the memory "
+        "one op touches must fit under the limit)"));
   }
 }
 

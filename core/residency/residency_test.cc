@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "core/base/units.h"
 #include "core/device/fake_device.h"
 #include "core/device/timed_device.h"
 #include "core/residency/residency_testutil.h"
@@ -168,6 +170,27 @@ TEST_F(ResidencyTest, HostBudgetExhaustedFailsCleanlyAndLosesNothing) {
   ASSERT_TRUE(manager_->Free(a).ok());
   ASSERT_TRUE(manager_->Free(b).ok());
   EXPECT_EQ(manager_->Stats().host_bytes, 0);
+}
+
+// An op whose own memory exceeds the limit cannot run under any plan: the error says how much
+// the ops in progress pin, so that the user sees the limit is below one op's memory.
+TEST_F(ResidencyTest, AnOpLargerThanTheLimitSaysWhatItPins) {
+  Init(2 * kG);
+  DeviceAddress a = *manager_->Allocate(kG);
+  DeviceAddress b = *manager_->Allocate(kG);
+  DeviceAddress c = *manager_->Allocate(kG);  // a -> host
+  absl::StatusOr<OpTicket> t = manager_->BeforeOp(
+      stream_, {{b, kG, Mode::kRead}, {c, kG, Mode::kRead}, {a, kG, Mode::kRead}});
+  ASSERT_TRUE(absl::IsResourceExhausted(t.status())) << t.status();
+  EXPECT_THAT(t.status().message(),
+              HasSubstr(absl::StrCat(FormatBytes(2 * kG), " pinned by ops in progress")));
+  // Nothing stays pinned: the same memory one op at a time is fine.
+  for (DeviceAddress x : {a, b, c}) {
+    t = manager_->BeforeOp(stream_, {{x, kG, Mode::kRead}});
+    ASSERT_TRUE(t.ok()) << t.status();
+    ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
+  }
+  for (DeviceAddress x : {a, b, c}) ASSERT_TRUE(manager_->Free(x).ok());
 }
 
 // Note [Reading the host copy]: with the host budget full, nothing can be swapped out, so a
