@@ -542,6 +542,11 @@ absl::StatusOr<bool> FakeDevice::QueryEvent(EventHandle event) {
   MutexLock lock(&mu_);
   auto e = events_.find(event);
   if (e == events_.end()) return absl::InvalidArgumentError("QueryEvent: no such event");
+  if (fail_query_after_ == 0) {
+    fail_query_after_ = -1;
+    return absl::InternalError("QueryEvent: injected failure");
+  }
+  if (fail_query_after_ > 0) --fail_query_after_;
   return RecordDoneLocked(e->second.latest);
 }
 
@@ -628,6 +633,11 @@ void FakeDevice::FailCreatePhysicalAfter(int successes) {
 void FakeDevice::FailAllocHostAfter(int successes) {
   MutexLock lock(&mu_);
   fail_host_after_ = successes;
+}
+
+void FakeDevice::FailQueryEventAfter(int successes) {
+  MutexLock lock(&mu_);
+  fail_query_after_ = successes;
 }
 
 std::vector<std::string> FakeDevice::violations() const {

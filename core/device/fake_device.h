@@ -43,8 +43,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
-#include "core/device/device.h"
 #include "core/base/mutex.h"
+#include "core/device/device.h"
 
 namespace pooch {
 
@@ -125,6 +125,8 @@ class FakeDevice final : public Device {
   // ones fails with ResourceExhausted (once). Negative: never.
   void FailCreatePhysicalAfter(int successes);
   void FailAllocHostAfter(int successes);
+  // The same for QueryEvent, failing with Internal (a driver error while polling).
+  void FailQueryEventAfter(int successes);
 
   // Observations.
   std::vector<std::string> violations() const;
@@ -147,8 +149,8 @@ class FakeDevice final : public Device {
   // has executed; a StreamWaitEvent waits for the record that was latest when it was called,
   // even if the event is recorded again on another stream meanwhile (as in CUDA).
   struct Event {
-    uint64_t latest = 0;  // record id of the most recent RecordEvent; 0 = never recorded
-    bool timing = false;  // from CreateTimingEvent
+    uint64_t latest = 0;         // record id of the most recent RecordEvent; 0 = never recorded
+    bool timing = false;         // from CreateTimingEvent
     double completed_at_us = 0;  // the virtual clock when `latest` executed (timing events)
   };
   enum class Kind { kCopyToHost, kCopyToDevice, kRecord, kWait, kKernel };
@@ -219,6 +221,7 @@ class FakeDevice final : public Device {
   double clock_us_ ABSL_GUARDED_BY(mu_) = 0;  // virtual time (see "Time" above)
   int fail_create_after_ ABSL_GUARDED_BY(mu_) = -1;
   int fail_host_after_ ABSL_GUARDED_BY(mu_) = -1;
+  int fail_query_after_ ABSL_GUARDED_BY(mu_) = -1;
   std::vector<std::string> violations_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   std::thread worker_;

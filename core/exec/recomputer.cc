@@ -68,10 +68,11 @@ bool Recomputer::Drop(pooch::DeviceAddress address) {
   // A stale entry's recipe no longer rebuilds its data (InvalidateLocked).
   if (e == nullptr || e->dropped || e->stale) return false;
   if (absl::Status s = manager_.Drop(address); !s.ok()) {
-    POOCH_LOG_AT(kDebug, "planned drop: %s", std::string(s.message()).c_str());
-    return false;
+    POOCH_LOG_AT(kWarn, "planned drop: %s", std::string(s.message()).c_str());
   }
-  // The manager keeps data it cannot drop (pinned by an op in flight, on the host, ...).
+  // The manager keeps data it cannot drop (pinned by an op in flight, on the host, ...), and an
+  // error may follow a drop that happened (ResidencyManager::Drop): its state decides, so that
+  // every dropped map has its recipe marked and is rebuilt before an op reads it.
   const std::optional<pooch::AllocationInfo> info = manager_.Lookup(address);
   if (!info.has_value() || info->state != pooch::ResidencyState::kDropped) return false;
   lineage_.MarkDropped(address, true);
@@ -155,7 +156,11 @@ absl::StatusOr<bool> Recomputer::BeforeFree(pooch::DeviceAddress address) {
     if (lineage_.HasReaders(address) && !e->kept) {
       // Note [Kept inputs]: keep it, without its device memory when it can be dropped.
       lineage_.MarkKept(address);
-      if (!e->dropped && manager_.Drop(address).ok()) {
+      if (!e->dropped) {
+        if (absl::Status s = manager_.Drop(address); !s.ok()) {
+          POOCH_LOG_AT(kWarn, "kept input: %s", std::string(s.message()).c_str());
+        }
+        // Its state decides, whatever the status said (ResidencyManager::Drop).
         const std::optional<pooch::AllocationInfo> info = manager_.Lookup(address);
         lineage_.MarkDropped(address,
                              info.has_value() && info->state == pooch::ResidencyState::kDropped);

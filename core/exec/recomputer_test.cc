@@ -112,6 +112,22 @@ TEST_F(RecomputeTest, DroppedMapIsRebuiltBeforeItIsRead) {
   ASSERT_TRUE(manager_->Free(out).ok());
 }
 
+TEST_F(RecomputeTest, AMapDroppedBeforeTheManagersPollFailedIsStillRebuilt) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 3).ok());
+  Produce(in, out);
+  ASSERT_TRUE(Holds(out, kG, 4));  // read through the manager: its last use is an event
+  // The poll after the drop queries that event, and fails: the map is dropped all the same.
+  device_->FailQueryEventAfter(0);
+  EXPECT_TRUE(recomputer_->Drop(out));
+  EXPECT_EQ(StateOf(out), ResidencyState::kDropped);
+  ASSERT_TRUE(Touch(out, Mode::kRead).ok());
+  EXPECT_EQ(replays_, 1);
+  EXPECT_TRUE(Holds(out, kG, 4));
+  ASSERT_TRUE(manager_->Free(in).ok());
+  ASSERT_TRUE(manager_->Free(out).ok());
+}
+
 TEST_F(RecomputeTest, WriteToAnInputForgetsARecipeNotYetUsed) {
   DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
   ASSERT_TRUE(Fill(in, kG, 1).ok());

@@ -299,6 +299,8 @@ class ResidencyManager {
   // keeping it): in particular a host copy is never thrown away, as the plan may be stale.
   // After Drop, an op that reads the allocation fails (BeforeOp); one that only writes it
   // restores it. Free of a dropped allocation releases its range (and a chunk still pending).
+  // An error may come from the poll that follows the drop, the allocation dropped all the same:
+  // whether it is, the caller learns from Lookup, not from the status.
   absl::Status Drop(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
   // Planned swap-in, issued ahead of the op that needs it: if the allocation is kOnHost and its
   // chunk fits under the limit without evicting anything (after reclaiming completed work and
