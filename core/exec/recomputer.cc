@@ -67,17 +67,22 @@ bool Recomputer::Drop(pooch::DeviceAddress address) {
   const Lineage::Entry* e = lineage_.Find(address);
   // A stale entry's recipe no longer rebuilds its data (InvalidateLocked).
   if (e == nullptr || e->dropped || e->stale) return false;
+  if (!DropInManagerLocked(address, "planned drop")) return false;
+  ++stats_.drops;
+  return true;
+}
+
+bool Recomputer::DropInManagerLocked(pooch::DeviceAddress address, const char* what) {
   if (absl::Status s = manager_.Drop(address); !s.ok()) {
-    POOCH_LOG_AT(kWarn, "planned drop: %s", std::string(s.message()).c_str());
+    POOCH_LOG_AT(kWarn, "%s: %s", what, std::string(s.message()).c_str());
   }
   // The manager keeps data it cannot drop (pinned by an op in flight, on the host, ...), and an
   // error may follow a drop that happened (ResidencyManager::Drop): its state decides, so that
   // every dropped map has its recipe marked and is rebuilt before an op reads it.
   const std::optional<pooch::AllocationInfo> info = manager_.Lookup(address);
-  if (!info.has_value() || info->state != pooch::ResidencyState::kDropped) return false;
-  lineage_.MarkDropped(address, true);
-  ++stats_.drops;
-  return true;
+  const bool dropped = info.has_value() && info->state == pooch::ResidencyState::kDropped;
+  lineage_.MarkDropped(address, dropped);
+  return dropped;
 }
 
 absl::Status Recomputer::BeforeProgramOp(uintptr_t stream,
@@ -156,15 +161,7 @@ absl::StatusOr<bool> Recomputer::BeforeFree(pooch::DeviceAddress address) {
     if (lineage_.HasReaders(address) && !e->kept) {
       // Note [Kept inputs]: keep it, without its device memory when it can be dropped.
       lineage_.MarkKept(address);
-      if (!e->dropped) {
-        if (absl::Status s = manager_.Drop(address); !s.ok()) {
-          POOCH_LOG_AT(kWarn, "kept input: %s", std::string(s.message()).c_str());
-        }
-        // Its state decides, whatever the status said (ResidencyManager::Drop).
-        const std::optional<pooch::AllocationInfo> info = manager_.Lookup(address);
-        lineage_.MarkDropped(address,
-                             info.has_value() && info->state == pooch::ResidencyState::kDropped);
-      }
+      if (!e->dropped) DropInManagerLocked(address, "kept input");
       return true;
     }
     // A freed output needs no rebuilding: its recipe goes (the manager frees dropped memory).

@@ -169,6 +169,11 @@ class Recomputer {
   // Forgets the recipe of `output` (Lineage::Erase) and frees the kept inputs that no recipe
   // reads any more.
   void EraseLocked(pooch::DeviceAddress output) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops `address` in the manager and marks the lineage by the allocation's state afterwards,
+  // whatever the status said (ResidencyManager::Drop; a failed status is logged, naming `what`).
+  // Returns whether it is dropped.
+  bool DropInManagerLocked(pooch::DeviceAddress address, const char* what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Frees kept inputs the lineage let go of (Lineage::Erase's result).
   void FreeKeptLocked(const std::vector<pooch::DeviceAddress>& addresses)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
