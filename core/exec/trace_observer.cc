@@ -40,9 +40,12 @@ void TraceObserver::OnSwap(const pooch::SwapRecord& r) {
       auto it = started_.find(key);
       const absl::Time begin = it != started_.end() ? it->second : r.at;
       if (it != started_.end()) started_.erase(it);
+      // Note [Current host copies] (core/residency/residency_swap.cc): `copied` 0 for a
+      // swap-out that copied nothing.
       const pooch::TraceArg args[] = {{"allocation", static_cast<int64_t>(r.allocation)},
                                       {"bytes", r.bytes},
-                                      {"address", static_cast<int64_t>(r.address)}};
+                                      {"address", static_cast<int64_t>(r.address)},
+                                      {"copied", int64_t{r.copied ? 1 : 0}}};
       writer_->Complete(kPid, in ? kSwapInTid : kSwapOutTid, in ? "swap in" : "swap out", "swap",
                         Us(begin), Us(r.at) - Us(begin), args);
       return;
@@ -50,7 +53,8 @@ void TraceObserver::OnSwap(const pooch::SwapRecord& r) {
     case Kind::kOutCancelled: {
       started_.erase(std::make_pair(r.allocation, false));
       const pooch::TraceArg args[] = {{"allocation", static_cast<int64_t>(r.allocation)},
-                                      {"bytes", r.bytes}};
+                                      {"bytes", r.bytes},
+                                      {"copied", int64_t{r.copied ? 1 : 0}}};
       writer_->Instant(kPid, kSwapOutTid, "swap out cancelled", "swap", Us(r.at), args);
       return;
     }

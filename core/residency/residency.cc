@@ -316,6 +316,12 @@ absl::Status ResidencyManager::Free(DeviceAddress address) {
 }
 
 absl::Status ResidencyManager::FreeLocked(Allocation* a) {
+  if (a->host_current) {  // Note [Current host copies]: given back, so the chunk may be cached
+    a->host_current = false;
+    if (a->state == ResidencyState::kResident && a->transfer == nullptr) {
+      ReleaseHostCopyLocked(*a).IgnoreError();  // a failed query keeps it held; freed below
+    }
+  }
   Retired r;
   r.address = a->address;
   r.mapped_bytes = a->mapped_bytes;
@@ -329,6 +335,7 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
     r.swap_end = a->state == ResidencyState::kSwappingIn ? SwapRecord::Kind::kInEnd
                                                          : SwapRecord::Kind::kOutEnd;
     r.allocation = a->id;
+    r.swap_copied = SwapCopies(*r.swap_end, *a);
   }
   for (auto& [stream, event] : a->last_uses) r.events.push_back(event);
   // Note [Reading the host copy]: the host buffer goes back only after the reads of it.
@@ -365,7 +372,8 @@ absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
   }
   status.Update(device_.FreeAddress(r.address, r.mapped_bytes));
   if (r.swap_end.has_value() && observer_ != nullptr) {
-    observer_->OnSwap(SwapRecord{*r.swap_end, r.allocation, r.address, r.host_bytes, absl::Now()});
+    observer_->OnSwap(
+        SwapRecord{*r.swap_end, r.allocation, r.address, r.host_bytes, absl::Now(), r.swap_copied});
     r.swap_end.reset();
   }
   r.events.clear();
@@ -438,6 +446,12 @@ absl::StatusOr<OpTicket> ResidencyManager::BeforeOp(StreamHandle stream,
           if (a.state == ResidencyState::kDropped && range.mode != AccessRange::Mode::kWrite &&
               std::find(dropped_read.begin(), dropped_read.end(), a.id) == dropped_read.end()) {
             dropped_read.push_back(a.id);
+          }
+          // Note [Current host copies] (residency_swap.cc): what the op may write.
+          if (range.mode != AccessRange::Mode::kRead &&
+              std::find(ticket.written_.begin(), ticket.written_.end(), a.id) ==
+                  ticket.written_.end()) {
+            ticket.written_.push_back(a.id);
           }
           if (std::find(ticket.ids_.begin(), ticket.ids_.end(), a.id) != ticket.ids_.end()) return;
           ticket.ids_.push_back(a.id);
@@ -614,6 +628,17 @@ absl::Status ResidencyManager::AfterOp(OpTicket ticket, bool op_ran) {
     }
   } else {
     status.Update(RestoreOverwrittenLocked(ticket));
+  }
+  // Note [Current host copies] (residency_swap.cc): written (or maybe written: an op that failed
+  // may have written part), so the host copy is stale; it goes back unless a copy still uses it
+  // (PollLocked gives it back then).
+  for (AllocationId id : ticket.written_) {
+    Allocation* a = table_.Find(id);
+    if (a == nullptr || !a->host_current) continue;
+    a->host_current = false;
+    if (a->state == ResidencyState::kResident && a->transfer == nullptr) {
+      status.Update(ReleaseHostCopyLocked(*a));
+    }
   }
   if (!ticket.ids_.empty() || !ticket.freed_touched_.empty()) {
     absl::StatusOr<EventRef> event = events_.Record(ticket.stream_);
@@ -914,7 +939,12 @@ void ResidencyManager::NotifyMemoryLocked() {
 
 void ResidencyManager::NotifySwapLocked(SwapRecord::Kind kind, const Allocation& a) {
   if (observer_ == nullptr) return;
-  observer_->OnSwap(SwapRecord{kind, a.id, a.address, a.bytes, absl::Now()});
+  observer_->OnSwap(SwapRecord{kind, a.id, a.address, a.bytes, absl::Now(), SwapCopies(kind, a)});
+}
+
+bool ResidencyManager::SwapCopies(SwapRecord::Kind kind, const Allocation& a) {
+  const bool in = kind == SwapRecord::Kind::kInStart || kind == SwapRecord::Kind::kInEnd;
+  return in || a.out_copies;  // Note [Current host copies]
 }
 
 }  // namespace pooch

@@ -138,6 +138,9 @@ class OpTicket {
   StreamHandle stream_ = kDefaultStream;
   std::vector<AllocationId> ids_;
   std::vector<AllocationId> host_reads_;  // of ids_, those read from their host copy
+  // Note [Current host copies]: of ids_, those a range other than kRead touches; AfterOp forgets
+  // their host copies.
+  std::vector<AllocationId> written_;
   std::vector<std::pair<size_t, const void*>> host_sources_;  // range index -> host address
   // Note [Overwritten allocations]: of ids_, those mapped fresh for the op to overwrite, whose
   // host copies are kept until AfterOp knows whether the op ran.
@@ -181,6 +184,10 @@ struct ResidencyStats {
   int64_t eviction_drops = 0;       // Note [DTR eviction]: victims dropped, not swapped
   int64_t restores = 0;             // dropped allocations given a fresh chunk by a write-only op
   int64_t cancelled_swap_outs = 0;  // touched again while the D2H copy was in flight
+  // Note [Current host copies]: swap-outs (of swap_outs) that copied nothing, and their bytes
+  // (not in bytes_swapped_out).
+  int64_t current_swap_outs = 0;
+  int64_t bytes_not_copied_out = 0;
   int64_t host_reads = 0;  // ops that read a swapped-out allocation's host copy (no room for it)
   int64_t allocations = 0;
   int64_t frees = 0;
@@ -214,6 +221,7 @@ struct SwapRecord {
   DeviceAddress address = 0;
   int64_t bytes = 0;
   absl::Time at;
+  bool copied = true;  // false: a swap-out that copies nothing (Note [Current host copies])
 };
 
 // One swap copy's measured device time (ResidencyOptions::time_copies).
@@ -388,6 +396,7 @@ class ResidencyManager {
     // (Note [Tracing hooks]), so that the trace shows every swap the summary counts.
     std::optional<SwapRecord::Kind> swap_end;
     AllocationId allocation = 0;
+    bool swap_copied = true;  // SwapRecord::copied of that swap
   };
 
   ResidencyManager(Device& device, ResidencyOptions options, ResidencyObserver* observer,
@@ -420,6 +429,15 @@ class ResidencyManager {
   // copy; false when its chunk is gone.
   absl::StatusOr<int64_t> ReclaimRetainedLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> ResurrectLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Current host copies] (residency_swap.cc). StartCurrentSwapOutLocked swaps out an
+  // allocation whose host copy is current, copying nothing. ForgetCurrentHostCopiesLocked gives
+  // back current host copies of resident allocations that nothing reads until `bytes` went, and
+  // returns the bytes given back.
+  absl::Status StartCurrentSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A swap-out of `a` was queued (`copies`: a D2H copy) and completes with `done`.
+  void SwapOutStartedLocked(Allocation& a, EventRef done, bool copies)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t ForgetCurrentHostCopiesLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // When `bytes` more do not fit: gives back the first kind of memory held for reuse that there
   // is, in the order spares, the reuse cache, retained chunks (MakeRoomLocked and Prefetch take
   // it before they wait or evict). True when something went; false when nothing is held.
@@ -533,6 +551,8 @@ class ResidencyManager {
   void NotifyMemoryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifySwapLocked(SwapRecord::Kind kind, const Allocation& a)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SwapRecord::copied of a swap of `a` of that kind.
+  static bool SwapCopies(SwapRecord::Kind kind, const Allocation& a);
 
   // Constant after construction.
   Device& device_;

@@ -36,11 +36,7 @@ class EvictTest : public ::pooch::testing::ResidencyFixture {
   void Init(ResidencyOptions::Eviction eviction, int64_t granules) {
     FakeDevice::Options o;
     o.copy_bytes_per_us = 1000;
-    ResidencyOptions r;
-    r.memory_limit = granules * kG;
-    r.min_swap_bytes = kG;
-    r.pinned_wait = absl::Milliseconds(50);
-    r.reuse_cache_bytes = 0;
+    ResidencyOptions r = Options(granules * kG);
     r.eviction = eviction;
     Start(o, r);
   }

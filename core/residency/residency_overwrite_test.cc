@@ -18,18 +18,9 @@ class ResidencyOverwriteTest : public ::pooch::testing::ResidencyFixture {
   // A device limit of `limit` bytes; allocation `a_` (2 granules) holds a pattern and is swapped
   // out by `b_` (2 granules).
   void SetUpSwappedOut(int64_t limit) {
-    FakeDevice::Options o;
-    ResidencyOptions r;
-    r.memory_limit = limit;
-    r.min_swap_bytes = kG;
-    r.pinned_wait = absl::Milliseconds(50);
-    r.reuse_cache_bytes = 0;
-    Start(o, r);
+    Start(FakeDevice::Options(), Options(limit));
     a_ = *manager_->Allocate(2 * kG);
-    pattern_.resize(2 * kG);
-    for (size_t i = 0; i < pattern_.size(); ++i) {
-      pattern_[i] = static_cast<uint8_t>(i * 7 + i / 251);  // an offset error shows
-    }
+    pattern_ = Pattern(2 * kG);
     ASSERT_TRUE(device_->Write(a_, pattern_.data(), 2 * kG).ok());
     b_ = *manager_->Allocate(2 * kG);
     const std::vector<uint8_t> zeros(2 * kG, 0);

@@ -80,6 +80,7 @@ absl::Status ResidencyManager::Drop(DeviceAddress base) {
 
 void ResidencyManager::DropLocked(Allocation& a) {
   a.state = ResidencyState::kDropped;
+  a.host_current = false;  // Note [Current host copies]: the chunk's bytes are to be rebuilt
   dropping_.insert(a.id);
 }
 

@@ -27,20 +27,9 @@ class ResidencyPlanTest : public ::pooch::testing::ResidencyFixture {
     FakeDevice::Options o;
     o.mode = mode;
     o.copy_bytes_per_us = 1000;
-    ResidencyOptions r;
-    r.memory_limit = limit;
-    r.min_swap_bytes = kG;
-    r.pinned_wait = absl::Milliseconds(50);
-    r.reuse_cache_bytes = reuse_cache_bytes_;
+    ResidencyOptions r = Options(limit, std::nullopt, reuse_cache_bytes_);
     r.time_copies = time_copies_;
     Start(o, r);
-  }
-
-  // A pattern, not a constant, so that an offset error shows.
-  static std::vector<uint8_t> Pattern(int64_t bytes) {
-    std::vector<uint8_t> p(static_cast<size_t>(bytes));
-    for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint8_t>(i * 7 + i / 251);
-    return p;
   }
 
   std::optional<int64_t> reuse_cache_bytes_ = 0;  // off unless a test turns it on

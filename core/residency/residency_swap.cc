@@ -27,9 +27,14 @@ constexpr size_t kRetainedCompactAt = 1024;
 //    the chunk counts against the budget and the data on the device stays valid, which is what
 //    makes cancellation free.
 absl::Status ResidencyManager::StartSwapOutLocked(Allocation& a) {
+  if (a.host_current && a.host != nullptr) return StartCurrentSwapOutLocked(a);
   bool took_host = false;
   if (a.host == nullptr) {
     absl::StatusOr<void*> host = host_pool_.Acquire(a.bytes);
+    if (!host.ok() && absl::IsResourceExhausted(host.status()) &&
+        ForgetCurrentHostCopiesLocked(a.bytes) > 0) {
+      host = host_pool_.Acquire(a.bytes);
+    }
     if (!host.ok()) return host.status();  // Note [Swap-out failure]
     a.host = *host;
     took_host = true;
@@ -66,16 +71,85 @@ absl::Status ResidencyManager::StartSwapOutLocked(Allocation& a) {
     // (it is reused by the next attempt, which is ordered after this copy on the same stream).
     return done.status();
   }
-  a.transfer = *std::move(done);
+  stats_.bytes_swapped_out += a.bytes;
+  SwapOutStartedLocked(a, *std::move(done), /*copies=*/true);
+  return absl::OkStatus();
+}
+
+void ResidencyManager::SwapOutStartedLocked(Allocation& a, EventRef done, bool copies) {
+  a.transfer = std::move(done);
   a.state = ResidencyState::kSwappingOut;
-  a.last_uses.clear();  // the copy waited for them; `transfer` stands for all of them now
+  a.out_copies = copies;
+  a.last_uses.clear();  // the swap-out waited for them; `transfer` stands for all of them now
   in_flight_.insert(a.id);
   ++a.swap_outs;
   ++stats_.swap_outs;
-  stats_.bytes_swapped_out += a.bytes;
   NotifySwapLocked(SwapRecord::Kind::kOutStart, a);
   NotifyMemoryLocked();
+}
+
+// Note [Current host copies]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A swap-in copies the host copy to the device; from then until an op writes the allocation, the
+// host copy and the device hold the same bytes. Weights are the common case: read in the forward
+// pass, swapped out, read again in the backward pass, and written only by the optimizer; a
+// routed expert may be read in several iterations before it is chosen for an update. So the host
+// copy is not given back when the swap-in completes (nor when a retained chunk comes back) but
+// kept with `host_current` set, and a swap-out of such an allocation copies nothing: it only
+// waits, as every swap-out does, until the allocation's last uses completed before its chunk is
+// unmapped (Note [Swap-out ordering], 4). Its `transfer` is then that last use's event, or, when
+// several streams used it, an event recorded on the D2H stream after waiting for all of them.
+//
+// What makes it safe is that every write of device memory reaches the manager as an op: BeforeOp
+// lists the allocations that a range other than kRead touches (a hook that cannot tell a read
+// from a write says kReadWrite), and AfterOp clears their `host_current` and gives their host
+// copies back; a replay's recomputed output and an overwritten allocation are such writes too,
+// and a drop clears it (the chunk's bytes are then garbage until a replay writes them). The flag
+// is set only where the copy is queued (StartCopyInLocked) or the chunk comes back untouched
+// (ResurrectLocked), never at completion, so a write issued while the copy is in flight, which is
+// ordered after the copy, still clears it. Kept copies hold pinned host memory: when the pool has
+// no room for a swap-out's buffer, kept copies of resident allocations are given back first
+// (ForgetCurrentHostCopiesLocked), and a free gives the copy back so that the chunk may go to the
+// reuse cache.
+absl::Status ResidencyManager::StartCurrentSwapOutLocked(Allocation& a) {
+  std::vector<const EventRef*> pending;
+  for (const auto& [stream, event] : a.last_uses) {
+    if (!event->known_complete()) pending.push_back(&event);
+  }
+  if (a.transfer != nullptr && !a.transfer->known_complete()) pending.push_back(&a.transfer);
+  EventRef done;
+  if (pending.size() == 1) {
+    done = *pending.front();
+  } else if (pending.size() > 1) {
+    for (const EventRef* event : pending) {
+      if (absl::Status s = device_.StreamWaitEvent(d2h_stream_, (*event)->handle()); !s.ok()) {
+        return s;
+      }
+    }
+    absl::StatusOr<EventRef> recorded = events_.Record(d2h_stream_);
+    if (!recorded.ok()) return recorded.status();
+    done = *std::move(recorded);
+  }
+  ++stats_.current_swap_outs;
+  stats_.bytes_not_copied_out += a.bytes;
+  // `done` null: nothing pending; the next poll finishes it.
+  SwapOutStartedLocked(a, std::move(done), /*copies=*/false);
   return absl::OkStatus();
+}
+
+int64_t ResidencyManager::ForgetCurrentHostCopiesLocked(int64_t bytes) {
+  int64_t released = 0;
+  table_.ForEach([&](Allocation& a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (released >= bytes || !a.host_current || a.host == nullptr ||
+        a.state != ResidencyState::kResident || a.transfer != nullptr || a.host_readers > 0 ||
+        !a.host_reads.empty()) {
+      return;
+    }
+    a.host_current = false;
+    released += a.bytes;
+    ReleaseHostLocked(a);
+  });
+  return released;
 }
 
 absl::Status ResidencyManager::FinishSwapOutLocked(Allocation& a) {
@@ -146,6 +220,7 @@ absl::Status ResidencyManager::StartCopyInLocked(Allocation& a) {
     return done.status();
   }
   a.transfer = *std::move(done);
+  a.host_current = true;  // Note [Current host copies]
   in_flight_.insert(a.id);
   ++a.swap_ins;
   ++stats_.swap_ins;
@@ -202,13 +277,14 @@ absl::Status ResidencyManager::PollLocked() {
       status.Update(FinishSwapOutLocked(*a));
       continue;
     }
-    // A swap-in completed, or a cancelled swap-out's copy did: the host copy is not needed.
+    // A swap-in completed, or a cancelled swap-out's copy did: the host copy is not needed,
+    // unless it is current (Note [Current host copies]).
     a->transfer.reset();
     if (a->state == ResidencyState::kSwappingIn) {
       a->state = ResidencyState::kResident;
       NotifySwapLocked(SwapRecord::Kind::kInEnd, *a);
     }
-    status.Update(ReleaseHostCopyLocked(*a, &held));
+    if (!a->host_current) status.Update(ReleaseHostCopyLocked(*a, &held));
     NotifyMemoryLocked();
   }
   for (AllocationId id : finished) in_flight_.erase(id);
@@ -217,7 +293,7 @@ absl::Status ResidencyManager::PollLocked() {
     Allocation* a = table_.Find(id);
     // Gone, or the buffer was taken over by a swap-out (which waited for the reads' last uses).
     if (a == nullptr || a->host == nullptr || a->transfer != nullptr ||
-        a->state != ResidencyState::kResident) {
+        a->state != ResidencyState::kResident || a->host_current) {
       host_held_.erase(id);
       continue;
     }
@@ -266,6 +342,7 @@ absl::StatusOr<bool> ResidencyManager::HostIdleLocked(Allocation& a) {
 void ResidencyManager::ReleaseHostLocked(Allocation& a) {
   host_pool_.Release(a.host, a.bytes);
   a.host = nullptr;
+  a.host_current = false;
 }
 
 int64_t ResidencyManager::PendingReleaseBytesLocked(EventRef* oldest) {
@@ -364,7 +441,8 @@ absl::StatusOr<bool> ResidencyManager::ResurrectLocked(Allocation& a) {
   retained_bytes_ -= a.mapped_bytes;  // its entry in retained_ is stale from here on
   a.state = ResidencyState::kResident;
   ++stats_.retained_hits;
-  if (absl::Status s = ReleaseHostCopyLocked(a); !s.ok()) return s;
+  // Note [Current host copies]: the chunk and the host copy hold the same bytes.
+  a.host_current = a.host != nullptr;
   return true;
 }
 
@@ -390,6 +468,7 @@ absl::StatusOr<bool> ResidencyManager::MapForWriteLocked(Allocation& a, uint64_t
   if (!chunk.ok()) return chunk.status();
   a.physical = *chunk;
   a.state = ResidencyState::kResident;
+  a.host_current = false;  // Note [Current host copies]: the chunk holds garbage for the op
   return true;
 }
 

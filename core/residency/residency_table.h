@@ -62,7 +62,13 @@ struct Allocation {
   // and released.
   PhysicalHandle physical = 0;
   void* host = nullptr;  // pinned copy, or nullptr
-  EventRef transfer;     // the last copy to or from `host`; null when none is pending
+  // The last copy to or from `host`, or what a swap-out that copies nothing waits for (Note
+  // [Current host copies]); null when none is pending.
+  EventRef transfer;
+  // Note [Current host copies] (residency_swap.cc): `host` holds the bytes the device holds, and
+  // no op has written the allocation since they were copied, so a swap-out need not copy.
+  bool host_current = false;
+  bool out_copies = true;  // false while a swap-out that copies nothing is in progress
   // The most recent op on each stream that touched it (Decision 8: a copy or an unmap waits for
   // all of them, not just the latest, when several streams share the allocation).
   std::vector<std::pair<StreamHandle, EventRef>> last_uses;

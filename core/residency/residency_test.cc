@@ -38,13 +38,7 @@ class ResidencyTest : public ::pooch::testing::ResidencyFixture {
             FakeDevice::Mode mode = FakeDevice::Mode::kImmediate) {
     FakeDevice::Options o;
     o.mode = mode;
-    ResidencyOptions r;
-    r.memory_limit = limit;
-    r.min_swap_bytes = kG;
-    r.host_memory_limit = host_limit;
-    r.pinned_wait = absl::Milliseconds(50);
-    r.reuse_cache_bytes = reuse_cache_bytes_;
-    Start(o, r, &observer_);
+    Start(o, Options(limit, host_limit, reuse_cache_bytes_), &observer_);
   }
 
   // Note [Reuse cache]: off unless a test turns it on, so that the other tests see every release.
@@ -231,12 +225,13 @@ TEST_F(ResidencyTest, ReadsTheHostCopyWhenThereIsNoRoomToSwapIn) {
   EXPECT_TRUE(absl::IsResourceExhausted(t.status())) << t.status();
   t = manager_->BeforeOp(stream_, {{a + 1, kG, Mode::kRead, /*host_copy_ok=*/true}});
   EXPECT_TRUE(absl::IsResourceExhausted(t.status())) << t.status();
-  // Once there is room, a read swaps it in as before and its host buffer goes back.
+  // Once there is room, a read swaps it in as before; its host buffer stays, current (Note
+  // [Current host copies]).
   ASSERT_TRUE(manager_->Free(d).ok());
   EXPECT_TRUE(Holds(a, kG, 0xA));
   ASSERT_TRUE(manager_->Poll().ok());
   EXPECT_EQ(StateOf(a), ResidencyState::kResident);
-  EXPECT_EQ(manager_->Stats().host_bytes, kG);
+  EXPECT_EQ(manager_->Stats().host_bytes, 2 * kG);
   EXPECT_TRUE(Holds(b, kG, 0xB));
   for (DeviceAddress x : {a, b, c}) ASSERT_TRUE(manager_->Free(x).ok());
   EXPECT_EQ(manager_->Stats().host_bytes, 0);
@@ -664,7 +659,7 @@ TEST_F(ResidencyTest, AFinishedSwapOutComesBackWithoutACopyUntilItsRoomIsTaken) 
   ResidencyStats s = manager_->Stats();
   EXPECT_EQ(s.swap_ins, 0);
   EXPECT_EQ(s.retained_hits, 1);
-  EXPECT_EQ(s.host_bytes, 0);  // the host copy went back
+  EXPECT_EQ(s.host_bytes, kG);  // the host copy stays, current (Note [Current host copies])
   EXPECT_EQ(s.cached_bytes, 0);
 
   ASSERT_TRUE(manager_->Offload(a).ok());
@@ -672,6 +667,8 @@ TEST_F(ResidencyTest, AFinishedSwapOutComesBackWithoutACopyUntilItsRoomIsTaken) 
   DeviceAddress c = *manager_->Allocate(3 * kG);  // takes a's room; b stays
   EXPECT_EQ(StateOf(b), ResidencyState::kResident);
   EXPECT_EQ(manager_->Stats().swap_outs, 2);
+  EXPECT_EQ(manager_->Stats().current_swap_outs, 1);  // nothing read it since: no copy
+  EXPECT_EQ(manager_->Stats().bytes_swapped_out, kG);
   EXPECT_EQ(device_->mapped_bytes(), 4 * kG);
   ASSERT_TRUE(Fill(c, 3 * kG, 3).ok());
   ASSERT_TRUE(manager_->Free(c).ok());

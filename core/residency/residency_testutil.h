@@ -23,6 +23,26 @@ class ResidencyFixture : public ::testing::Test {
  protected:
   using Mode = AccessRange::Mode;
 
+  // The options the residency tests share: a limit of `limit` bytes, allocations of a granule
+  // and more swappable, a short wait for pins, and the reuse cache off unless asked for.
+  static ResidencyOptions Options(int64_t limit, std::optional<int64_t> host_limit = std::nullopt,
+                                  std::optional<int64_t> reuse_cache_bytes = 0) {
+    ResidencyOptions r;
+    r.memory_limit = limit;
+    r.min_swap_bytes = kG;
+    r.host_memory_limit = host_limit;
+    r.pinned_wait = absl::Milliseconds(50);
+    r.reuse_cache_bytes = reuse_cache_bytes;
+    return r;
+  }
+
+  // `bytes` of a pattern in which a copy to the wrong offset shows.
+  static std::vector<uint8_t> Pattern(int64_t bytes) {
+    std::vector<uint8_t> p(static_cast<size_t>(bytes));
+    for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint8_t>(i * 7 + i / 251);
+    return p;
+  }
+
   // A device of 64 granules in `mode` (with `device` for the rest) and a manager with `options`.
   void Start(FakeDevice::Options device, const ResidencyOptions& options,
              ResidencyObserver* observer = nullptr) {

@@ -18,7 +18,9 @@
 // core/exec/recomputer.h) rest on the same rule: a launch forgets the recipes whose inputs or
 // output its words point into, and no other. Forgetting every recipe at every launch, as for an
 // opaque call, would leave no recomputation under a framework whose elementwise ops are all
-// kernels (PyTorch's ReLU and residual additions between its convolutions). Kernels that
+// kernels (PyTorch's ReLU and residual additions between its convolutions). So do the kept host
+// copies of Note [Current host copies] (core/residency/residency_swap.cc): a launch makes stale
+// the copies of the allocations its words point into, and no other. Kernels that
 // follow pointers stored in device memory are outside this rule, for residency and
 // recomputation alike (README, "Kernel launches").
 #include <string>

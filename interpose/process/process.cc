@@ -297,14 +297,15 @@ void Process::WriteSummary() const {
     LogLine(
         "swaps: out %lld (%lld bytes) in %lld (%lld bytes) demand_in %lld cancelled %lld "
         "wait_ms %.3f oom %lld allocations %lld frees %lld host_reads %lld overwritten_ins %lld "
-        "reserve_outs %lld",
+        "reserve_outs %lld current_outs %lld (%lld bytes not copied)",
         static_cast<long long>(s.swap_outs), static_cast<long long>(s.bytes_swapped_out),
         static_cast<long long>(s.swap_ins), static_cast<long long>(s.bytes_swapped_in),
         static_cast<long long>(s.demand_swap_ins), static_cast<long long>(s.cancelled_swap_outs),
         absl::ToDoubleMilliseconds(s.swap_wait), static_cast<long long>(s.out_of_memory),
         static_cast<long long>(s.allocations), static_cast<long long>(s.frees),
         static_cast<long long>(s.host_reads), static_cast<long long>(s.overwritten_ins),
-        static_cast<long long>(s.reserve_swap_outs));
+        static_cast<long long>(s.reserve_swap_outs), static_cast<long long>(s.current_swap_outs),
+        static_cast<long long>(s.bytes_not_copied_out));
     // The reuse cache (Note [Reuse cache] in core/residency/residency.cc): freed chunks handed
     // out again without a device call.
     // And Note [Spare chunks] (core/residency/residency_swap.cc): mappings served by the chunk a

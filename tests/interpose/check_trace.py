@@ -15,7 +15,8 @@ Checks:
     event, and hold no other kind of event;
   - a "memory" counter with a "device" series exists and never exceeds --limit;
   - with --summary (pooch's stderr): the swaps the trace shows equal the summary's counts and
-    bytes: out = "swap out" events + "swap out cancelled" instants, in = "swap in" events. With
+    bytes: out = "swap out" events + "swap out cancelled" instants (bytes: of those with args.copied
+    not 0; a swap-out whose host copy was current copies nothing), in = "swap in" events. With
     --allow-unfinished the trace may show fewer (a swap whose end pooch never observed, because
     the program freed the buffer first, has no complete event), never more.
 Prints one line of counts on success; otherwise what failed, and exits 1.
@@ -149,7 +150,8 @@ def main():
 
     n_out, n_in = len(swaps["swap out"]), len(swaps["swap in"])
     n_cancelled = len(swaps["swap out cancelled"])
-    out_bytes = sum(e["args"]["bytes"] for e in swaps["swap out"] + swaps["swap out cancelled"])
+    out_bytes = sum(e["args"]["bytes"] for e in swaps["swap out"] + swaps["swap out cancelled"]
+                    if e["args"].get("copied", 1) != 0)
     in_bytes = sum(e["args"]["bytes"] for e in swaps["swap in"])
     compared = ""
     if args.summary:

@@ -568,14 +568,17 @@ demand)
   [ "$used" -le "$limit" ] || fail "peak $used above the limit $limit"
   [ "$limit" -le "$SIMGPU_MEMORY" ] || fail "limit $limit above the device's $SIMGPU_MEMORY bytes"
   # The host: line (Note [Host time] in core/device/timed_device.h): the ops pooch made resident
-  # and the device calls it made; every swap queued exactly one copy, and memory was mapped.
+  # and the device calls it made; every swap queued exactly one copy but a swap-out whose host
+  # copy was current (Note [Current host copies]), and memory was mapped.
   host_field() { awk -v k="$1" '$2 == "host:" { for (i = 3; i < NF; i++) if ($i == k) print $(i + 1) }' "$work/pooch.err"; }
+  current=$(awk '$2 == "swaps:" { for (i = 3; i < NF; i++) if ($i == "current_outs") print $(i + 1) }' "$work/pooch.err")
   host_ops=$(host_field op)
   host_copies=$(host_field copy)
   host_map=$(host_field map)
   [ "${host_ops:-0}" -gt 0 ] || fail "host: line: op ${host_ops:-missing}"
-  [ "${host_copies:--1}" -eq $((outs + ins)) ] ||
-    fail "host: line: copy ${host_copies:-missing}, want the $((outs + ins)) swaps"
+  [ -n "$current" ] || fail "swaps: line: no current_outs"
+  [ "${host_copies:--1}" -eq $((outs - current + ins)) ] ||
+    fail "host: line: copy ${host_copies:-missing}, want the $((outs - current + ins)) swaps that copied"
   [ "${host_map:-0}" -gt 0 ] || fail "host: line: map ${host_map:-missing}"
   # POOCH_TRACE: a terminated document with the swaps in it.
   tail -c 200 "$work/trace.json" | grep -q '"displayTimeUnit"' || fail "trace not terminated"
