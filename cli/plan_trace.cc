@@ -67,9 +67,7 @@ absl::Status WritePlanTrace(const std::string& path, const std::string& title,
         break;
       case SimEvent::Kind::kSwapOut:
         w.Complete(kPid, kSwapOut, tensor_name(e.tensor), "swap-out", e.start_us, dur,
-                   {{"bytes", tensor_bytes(e.tensor)},
-                    {"after", op_name(e.op)},
-                    {"copied", e.copied ? 1 : 0}});  // Note [Swap-outs that copy nothing]
+                   {{"bytes", tensor_bytes(e.tensor)}, {"after", op_name(e.op)}});
         break;
       case SimEvent::Kind::kSwapIn:
         w.Complete(kPid, kSwapIn, tensor_name(e.tensor), "swap-in", e.start_us, dur,

@@ -144,8 +144,6 @@ ActivityLanes SortLanes(const Profile& profile, const std::vector<SimEvent>& eve
         lanes.recompute_us += e.end_us - e.start_us;
         break;
       case SimEvent::Kind::kSwapOut:
-        if (!e.copied)
-          break;  // no copy, no time on the engine (Note [Swap-outs that copy nothing])
         lanes.swap_out.push_back(bar);
         lanes.swap_out_bytes += bytes_of(e.tensor);
         break;

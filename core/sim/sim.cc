@@ -48,19 +48,6 @@
 // flight the device copy was never freed, so the pending free is cancelled and no memory is
 // allocated.
 //
-// Note [Swap-outs that copy nothing]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The runtime keeps the host copy a swap-in came from until an op writes the tensor, and a
-// swap-out before then copies nothing (Note [Current host copies] in
-// core/residency/residency_swap.cc): a weight read in the forward pass and again in the backward
-// pass, written only by the optimizer. So a swapped interval whose tensor came in from the host
-// at the end of its previous interval (clean_after_: that interval, swapped, its swap-in not
-// cancelled), with no op writing it from that interval's close through this one's open, takes no
-// time on the D2H engine, and its memory is free when the op opening it ends, as a drop's is.
-// The previous interval is the tensor's candidate that closes last at or before this one opens,
-// cyclically (an interval that wraps closes at the iteration's start; an interval that wraps and
-// is the tensor's only candidate follows itself).
-//
 // Note [Recomputation]
 // ~~~~~~~~~~~~~~~~~~~~
 // A recomputed interval of tensor Z is rematerialised at its need q by replaying Z's producer p
@@ -215,9 +202,6 @@ struct Simulator::Impl {
   ReplayFacts facts_;
   std::vector<std::vector<CandidateId>> of_tensor_;  // per tensor: its candidates
   std::vector<double> swap_out_us_, swap_in_us_;     // per candidate
-  // Note [Swap-outs that copy nothing]: per candidate, the previous interval of its tensor when
-  // no op writes the tensor between the two, else -1.
-  std::vector<CandidateId> clean_after_;
   std::vector<int64_t> candidate_bytes_;
   std::vector<OpIndex> earliest_;  // per candidate: the first op its swap-in may be issued at
   // Per op j, the candidates it closes (close_list_[close_begin_[j], close_begin_[j+1])) and
@@ -256,7 +240,6 @@ struct Simulator::Impl {
   size_t swap_in_queue_head_ = 0;    // the next swap-in to issue
   OpIndex head_blocked_until_ = -1;  // the queue's head cannot be issued up to this op
   std::vector<double> swap_out_end_us_, swap_in_end_us_;  // per candidate
-  std::vector<bool> came_from_host_;        // per candidate: its swap-in copied (was not cancelled)
   std::vector<int32_t> pending_free_of_;    // per candidate: its index in pending_frees_, or -1
   std::vector<PendingFree> pending_frees_;  // in completion order (Note [Engines])
   size_t pending_head_ = 0;                 // pending_frees_[0, pending_head_) are applied
@@ -268,7 +251,6 @@ struct Simulator::Impl {
   double compute_free_us_ = 0;  // when the compute engine is next free
   size_t next_replay_ = 0;      // into replays_
 
-  void BuildCleanAfter();
   void BuildUseLists();
   void BuildStaticMemory();
   bool Fail(OpIndex at, std::string why);
@@ -298,10 +280,8 @@ struct Simulator::Impl {
     return absl::StrFormat("op %d (%s)", j, profile_.ops[j].name);
   }
   void Record(SimEvent::Kind kind, OpIndex op, CandidateId c, TensorId tensor, OpIndex before,
-              double start, double end, bool copied = true) {
-    if (options_->record) {
-      result_.events.push_back({kind, op, tensor, before, start, end, c, copied});
-    }
+              double start, double end) {
+    if (options_->record) result_.events.push_back({kind, op, tensor, before, start, end, c});
   }
 
   // When each copy engine is next free (Note [Engines]); one engine when !machine_.duplex.
@@ -327,7 +307,6 @@ Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine, Candi
     earliest_.push_back(k.wraps ? 0 : k.open + 1);
     if (k.recomputable) by_producer_desc_.push_back(c);
   }
-  BuildCleanAfter();
   BuildUseLists();
   BuildStaticMemory();
   prev_conv_.assign(op_count_, -1);
@@ -340,37 +319,6 @@ Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine, Candi
                : a < b;
   });
   if (!machine_.duplex) h2d_free_us_ = &copy_engine_free_us_[0];
-}
-
-// Note [Swap-outs that copy nothing].
-void Simulator::Impl::BuildCleanAfter() {
-  clean_after_.assign(candidates_.size(), -1);
-  for (CandidateId c = 0; c < static_cast<CandidateId>(candidates_.size()); ++c) {
-    const Candidate& k = candidates_[c];
-    const Tensor& t = profile_.tensors[k.tensor];
-    // The candidate closing last at or before k.open (k itself when it wraps and none closes
-    // between); nothing brings a tail back.
-    CandidateId before = -1, last = -1;
-    for (CandidateId p : of_tensor_[k.tensor]) {
-      const Candidate& q = candidates_[p];
-      if (q.tail) continue;
-      if (q.close <= k.open && (before < 0 || q.close > candidates_[before].close)) before = p;
-      if (last < 0 || q.close > candidates_[last].close) last = p;
-    }
-    // None: the one closing last in the previous iteration, if the tensor lives across it (its
-    // swap-in comes after k's swap-out in the run, so came_from_host_ is false then and k copies:
-    // the simulator errs towards the copy).
-    const bool persistent = t.alloc_before == kBeforeIteration && t.free_after == kAfterIteration;
-    const CandidateId p = before >= 0 ? before : persistent ? last : -1;
-    if (p < 0) continue;
-    // No writer in [close of p, open of k], through the iteration's end when p closes after it.
-    const OpIndex from = candidates_[p].close, to = k.open;
-    bool written = false;
-    for (OpIndex w : facts_.writers[k.tensor]) {
-      if (from <= to ? (w >= from && w <= to) : (w >= from || w <= to)) written = true;
-    }
-    if (!written) clean_after_[c] = p;
-  }
 }
 
 // The per-op lists of candidates: those each op closes and opens.
@@ -699,8 +647,6 @@ bool Simulator::Impl::IssueSwapIn(CandidateId c, OpIndex j, double t, bool can_w
     pending_frees_[pi].cancelled = true;  // Note [Swap-in after swap-out]: never left the device
   } else if (!Allocate(bytes, &t, can_wait, j, "swap-in", tensor)) {
     return false;
-  } else {
-    came_from_host_[c] = true;
   }
   const double start = std::max({t, *h2d_free_us_, swap_out_end_us_[c]});
   const double end = start + swap_in_us_[c];
@@ -780,7 +726,6 @@ bool Simulator::Impl::StartTimeline() {
   const int32_t candidate_count = static_cast<int32_t>(candidates_.size());
   swap_out_end_us_.assign(candidate_count, 0);
   swap_in_end_us_.assign(candidate_count, 0);
-  came_from_host_.assign(candidate_count, false);
   pending_free_of_.assign(candidate_count, -1);
   pending_frees_.clear();
   pending_head_ = 0;
@@ -902,13 +847,6 @@ void Simulator::Impl::FinishOp(OpIndex j, double end) {
     const CandidateId c = open_list_[k];
     if (decisions_[c] == Decision::kRecompute) {
       bytes_in_use_ -= candidate_bytes_[c];
-    } else if (decisions_[c] == Decision::kSwap && clean_after_[c] >= 0 &&
-               decisions_[clean_after_[c]] == Decision::kSwap && came_from_host_[clean_after_[c]]) {
-      // Note [Swap-outs that copy nothing].
-      bytes_in_use_ -= candidate_bytes_[c];
-      swap_out_end_us_[c] = end;
-      Record(SimEvent::Kind::kSwapOut, j, c, candidates_[c].tensor, -1, end, end,
-             /*copied=*/false);
     } else if (decisions_[c] == Decision::kSwap) {
       const double swap_start = std::max(end, *d2h_free_us_);
       const double swap_end = swap_start + swap_out_us_[c];

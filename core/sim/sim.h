@@ -17,7 +17,6 @@
 //   Note [Swap-out]              starts after the interval opens; memory freed when done.
 //   Note [Swap-in scheduling]    kWithPreviousOp, kWithPreviousConv, kWhenMemoryAllows.
 //   Note [Swap-in after swap-out] a swap-in never starts before its swap-out completed.
-//   Note [Swap-outs that copy nothing] a tensor only read since it came in leaves with no copy.
 //   Note [Recomputation]         replaying the producer; recursive needs; transient memory.
 //   Note [Memory accounting]     what is held when; waiting for swap-out frees; overflow.
 //
@@ -54,9 +53,6 @@ struct SimEvent {
   // The interval swapped or recomputed; -1 for kCompute and for a kRecompute that rebuilds a
   // freed intermediate another replay reads (Note [Recomputation]).
   CandidateId candidate = -1;
-  // kSwapOut: false when it copies nothing and takes no engine time (Note [Swap-outs that copy
-  // nothing]; start_us == end_us then).
-  bool copied = true;
 };
 
 // Device memory in use from t_us on (until the next sample).
@@ -87,7 +83,7 @@ struct SimResult {
   double recompute_us = 0;    // of which recomputation
   double forward_end_us = 0;  // end of the last forward-phase op
   int64_t peak_bytes = 0;
-  int64_t swapped_out_bytes = 0;  // copied (Note [Swap-outs that copy nothing])
+  int64_t swapped_out_bytes = 0;
   int64_t swapped_in_bytes = 0;
   int32_t recomputed_ops = 0;  // number of replays
 
