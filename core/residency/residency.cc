@@ -316,12 +316,9 @@ absl::Status ResidencyManager::Free(DeviceAddress address) {
 }
 
 absl::Status ResidencyManager::FreeLocked(Allocation* a) {
-  if (a->host_current) {  // Note [Current host copies]: given back, so the chunk may be cached
-    a->host_current = false;
-    if (a->state == ResidencyState::kResident && a->transfer == nullptr) {
-      ReleaseHostCopyLocked(*a).IgnoreError();  // a failed query keeps it held; freed below
-    }
-  }
+  // Note [Current host copies]: given back, so that the chunk may be cached; a failed query keeps
+  // it held, and it is freed below.
+  HostCopyStaleLocked(*a).IgnoreError();
   Retired r;
   r.address = a->address;
   r.mapped_bytes = a->mapped_bytes;
@@ -629,16 +626,10 @@ absl::Status ResidencyManager::AfterOp(OpTicket ticket, bool op_ran) {
   } else {
     status.Update(RestoreOverwrittenLocked(ticket));
   }
-  // Note [Current host copies] (residency_swap.cc): written (or maybe written: an op that failed
-  // may have written part), so the host copy is stale; it goes back unless a copy still uses it
-  // (PollLocked gives it back then).
+  // Note [Current host copies] (residency_swap.cc): written, or maybe written (an op that failed
+  // may have written part).
   for (AllocationId id : ticket.written_) {
-    Allocation* a = table_.Find(id);
-    if (a == nullptr || !a->host_current) continue;
-    a->host_current = false;
-    if (a->state == ResidencyState::kResident && a->transfer == nullptr) {
-      status.Update(ReleaseHostCopyLocked(*a));
-    }
+    if (Allocation* a = table_.Find(id); a != nullptr) status.Update(HostCopyStaleLocked(*a));
   }
   if (!ticket.ids_.empty() || !ticket.freed_touched_.empty()) {
     absl::StatusOr<EventRef> event = events_.Record(ticket.stream_);

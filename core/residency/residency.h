@@ -438,6 +438,9 @@ class ResidencyManager {
   void SwapOutStartedLocked(Allocation& a, EventRef done, bool copies)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t ForgetCurrentHostCopiesLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `a` is written (or freed): its host copy is no longer current, and goes back to the pool when
+  // no copy uses it.
+  absl::Status HostCopyStaleLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // When `bytes` more do not fit: gives back the first kind of memory held for reuse that there
   // is, in the order spares, the reuse cache, retained chunks (MakeRoomLocked and Prefetch take
   // it before they wait or evict). True when something went; false when nothing is held.

@@ -187,10 +187,8 @@ absl::Status ResidencyManager::ReleaseDroppedLocked() {
     status.Update(UnmapChunkLocked(a->address, a->mapped_bytes, a->physical));
     a->physical = 0;
     a->last_uses.clear();
-    if (a->host != nullptr) {  // left attached by a swap-out that could not be tracked
-      host_pool_.Release(a->host, a->bytes);
-      a->host = nullptr;
-    }
+    // Left attached by a swap-out that could not be tracked.
+    if (a->host != nullptr) ReleaseHostLocked(*a);
     released.push_back(id);
   }
   if (!released.empty()) {

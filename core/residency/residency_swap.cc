@@ -137,6 +137,14 @@ absl::Status ResidencyManager::StartCurrentSwapOutLocked(Allocation& a) {
   return absl::OkStatus();
 }
 
+absl::Status ResidencyManager::HostCopyStaleLocked(Allocation& a) {
+  if (!a.host_current) return absl::OkStatus();
+  a.host_current = false;
+  // A copy still using it (a swap-in, a cancelled swap-out): PollLocked gives it back then.
+  if (a.state != ResidencyState::kResident || a.transfer != nullptr) return absl::OkStatus();
+  return ReleaseHostCopyLocked(a);
+}
+
 int64_t ResidencyManager::ForgetCurrentHostCopiesLocked(int64_t bytes) {
   int64_t released = 0;
   table_.ForEach([&](Allocation& a) ABSL_NO_THREAD_SAFETY_ANALYSIS {

@@ -570,11 +570,11 @@ demand)
   # The host: line (Note [Host time] in core/device/timed_device.h): the ops pooch made resident
   # and the device calls it made; every swap queued exactly one copy but a swap-out whose host
   # copy was current (Note [Current host copies]), and memory was mapped.
-  host_field() { awk -v k="$1" '$2 == "host:" { for (i = 3; i < NF; i++) if ($i == k) print $(i + 1) }' "$work/pooch.err"; }
-  current=$(awk '$2 == "swaps:" { for (i = 3; i < NF; i++) if ($i == "current_outs") print $(i + 1) }' "$work/pooch.err")
-  host_ops=$(host_field op)
-  host_copies=$(host_field copy)
-  host_map=$(host_field map)
+  summary_field() { awk -v l="$1:" -v k="$2" '$2 == l { for (i = 3; i < NF; i++) if ($i == k) print $(i + 1) }' "$work/pooch.err"; }
+  current=$(summary_field swaps current_outs)
+  host_ops=$(summary_field host op)
+  host_copies=$(summary_field host copy)
+  host_map=$(summary_field host map)
   [ "${host_ops:-0}" -gt 0 ] || fail "host: line: op ${host_ops:-missing}"
   [ -n "$current" ] || fail "swaps: line: no current_outs"
   [ "${host_copies:--1}" -eq $((outs - current + ins)) ] ||
