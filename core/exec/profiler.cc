@@ -86,7 +86,7 @@ class Profiler::Impl {
 
   ProfiledOp OpBegin(const char* name, uintptr_t stream,
                      const std::vector<pooch::AccessRange>& ranges, bool replay_capable,
-                     bool exact_accesses) {
+                     bool exact_accesses, HostCopyBytes copy) {
     pooch::MutexLock lock(&mu_);
     FinalizeIfDueLocked();
     std::vector<pooch::OpStreamRecorder::Access> accesses;
@@ -110,7 +110,7 @@ class Profiler::Impl {
     }
     const bool profiling = ProfilingLocked();
     const IterationTracker::Step step =
-        recorder_.Op(name, accesses, replay_capable, exact_accesses);
+        recorder_.Op(name, accesses, replay_capable, exact_accesses, copy);
     HandleStepLocked(step);
     if (actions_.has_value() && step.position >= 0 && !actions_->diverged) {
       NoteDivergenceLocked(step.position, old_touched);
@@ -1070,8 +1070,8 @@ bool Profiler::WantedBy(const Config& config) {
 
 ProfiledOp Profiler::OpBegin(const char* name, uintptr_t stream,
                              const std::vector<AccessRange>& ranges, bool replay_capable,
-                             bool exact_accesses) {
-  return impl_->OpBegin(name, stream, ranges, replay_capable, exact_accesses);
+                             bool exact_accesses, HostCopyBytes copy) {
+  return impl_->OpBegin(name, stream, ranges, replay_capable, exact_accesses, copy);
 }
 
 void Profiler::OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe) {

@@ -59,6 +59,7 @@
 #include "core/config/config.h"
 #include "core/device/device.h"
 #include "core/lineage/replay_recipe.h"
+#include "core/profile/profile_builder.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
 
@@ -98,8 +99,10 @@ class Profiler {
   // call, End after the manager's AfterOp. `name` outlives the process. `replay_capable`: the hook
   // could give a replay recipe (the profile's replay_capable flag). `exact_accesses` false:
   // `ranges` were guessed (OpStreamRecorder::Op).
+  // `copy`: what the op copies between host and device memory (Note [Program copies] in
+  // core/sim/sim.cc).
   ProfiledOp OpBegin(const char* name, uintptr_t stream, const std::vector<AccessRange>& ranges,
-                     bool replay_capable, bool exact_accesses = true);
+                     bool replay_capable, bool exact_accesses = true, HostCopyBytes copy = {});
   // The recipe of an op whose ProfiledOp::record_output was set (nullopt: it could not be made,
   // and the map is swapped instead of dropped).
   void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe);

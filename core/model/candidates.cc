@@ -282,14 +282,22 @@ double CopyUs(int64_t bytes, double gbps, double latency_us) {
 
 }  // namespace
 
+double ToHostUs(int64_t bytes, const MachineModel& machine) {
+  return CopyUs(bytes, machine.d2h_gbps, machine.d2h_latency_us);
+}
+
+double ToDeviceUs(int64_t bytes, const MachineModel& machine) {
+  return CopyUs(bytes, machine.h2d_gbps, machine.h2d_latency_us);
+}
+
 double SwapOutUs(const Tensor& tensor, const MachineModel& machine) {
   if (tensor.swap_out_us >= 0) return tensor.swap_out_us;
-  return CopyUs(tensor.bytes, machine.d2h_gbps, machine.d2h_latency_us);
+  return ToHostUs(tensor.bytes, machine);
 }
 
 double SwapInUs(const Tensor& tensor, const MachineModel& machine) {
   if (tensor.swap_in_us >= 0) return tensor.swap_in_us;
-  return CopyUs(tensor.bytes, machine.h2d_gbps, machine.h2d_latency_us);
+  return ToDeviceUs(tensor.bytes, machine);
 }
 
 Plan KeepAllPlan(size_t candidates) {

@@ -82,6 +82,9 @@ void LabelPhasesByPeak(Profile& profile);
 // bytes / bandwidth + latency.
 double SwapOutUs(const Tensor& tensor, const MachineModel& machine);
 double SwapInUs(const Tensor& tensor, const MachineModel& machine);
+// bytes / bandwidth + latency of a copy of `bytes` to the host, or to the device.
+double ToHostUs(int64_t bytes, const MachineModel& machine);
+double ToDeviceUs(int64_t bytes, const MachineModel& machine);
 
 // How a plan decides over the candidates: the keep/swap/recompute split that `pooch plan`, the
 // plan's JSON and the run-time summary show. A candidate beyond the plan's decisions is kept.

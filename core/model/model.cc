@@ -64,6 +64,12 @@ absl::Status Profile::Validate() const {
       return Bad("ops[%d].unprofiled_inputs_until: op %d is not -1 or an op from this one on", i,
                  op.unprofiled_inputs_until);
     }
+    if (op.to_host_bytes < 0 || op.to_device_bytes < 0) {
+      return Bad("ops[%d]: copied bytes must not be negative", i);
+    }
+    if (op.to_host_bytes > 0 && op.to_device_bytes > 0) {
+      return Bad("ops[%d]: copies both to the host and to the device", i);
+    }
     for (int pass = 0; pass < 2; ++pass) {
       const bool reading = pass == 0;
       const std::vector<TensorId>& ids = reading ? op.reads : op.writes;

@@ -91,6 +91,12 @@ struct Op {
   // (allocations below POOCH_MIN_SWAP_BYTES) unchanged iff q <= unprofiled_inputs_until; -1: for
   // every q (Note [Unprofiled inputs] in core/profile/op_stream_recorder.cc).
   OpIndex unprofiled_inputs_until = -1;
+  // The bytes the op copies from device to host memory (a read-back) or from host to device
+  // memory (an input's upload); at most one is not 0. Such an op runs on that direction's copy
+  // engine, behind the swaps queued before it, for the time the machine's bandwidth gives it
+  // (Note [Program copies] in core/sim/sim.cc).
+  int64_t to_host_bytes = 0;
+  int64_t to_device_bytes = 0;
 
   friend bool operator==(const Op&, const Op&) = default;
 };

@@ -189,6 +189,11 @@ absl::Status ParseOp(const Json& j, size_t index, Op* op) {
   POOCH_RETURN_IF_ERROR(r.Bool("replayable", &op->replayable));
   POOCH_RETURN_IF_ERROR(
       r.Int("unprofiled_inputs_until", false, -1, kMaxIndex, &op->unprofiled_inputs_until));
+  POOCH_RETURN_IF_ERROR(r.Int("to_host_bytes", false, 0, kMaxBytes, &op->to_host_bytes));
+  POOCH_RETURN_IF_ERROR(r.Int("to_device_bytes", false, 0, kMaxBytes, &op->to_device_bytes));
+  if (op->to_host_bytes > 0 && op->to_device_bytes > 0) {
+    return Bad(r.Path("to_device_bytes"), "an op copies one way: to_host_bytes is set too");
+  }
   return absl::OkStatus();
 }
 
@@ -311,6 +316,8 @@ std::string ProfileToJson(const Profile& profile, int indent) {
       if (op.unprofiled_inputs_until >= 0) {
         ops.back()["unprofiled_inputs_until"] = op.unprofiled_inputs_until;
       }
+      if (op.to_host_bytes > 0) ops.back()["to_host_bytes"] = op.to_host_bytes;
+      if (op.to_device_bytes > 0) ops.back()["to_device_bytes"] = op.to_device_bytes;
     }
     doc["ops"] = std::move(ops);
     return Dump(doc, indent);

@@ -87,6 +87,10 @@ TEST(ModelJsonTest, RoundTripsRandomProfiles) {
     if (seed % 3 == 1) {
       p.ops[0].unprofiled_inputs_until = static_cast<OpIndex>(p.ops.size()) - 1;
     }
+    if (seed % 4 == 2) {  // Note [Program copies]
+      p.ops[0].to_device_bytes = int64_t{3} << 30;
+      p.ops[1].to_host_bytes = 4;
+    }
     for (int indent : {-1, 1}) {
       const std::string text = ProfileToJson(p, indent);
       absl::StatusOr<Profile> back = ParseProfileJson(text);
@@ -95,6 +99,25 @@ TEST(ModelJsonTest, RoundTripsRandomProfiles) {
       EXPECT_EQ(ProfileToJson(*back, indent), text);
     }
   }
+}
+
+// Note [Program copies]: an op copies one way, and a profile built in memory is checked too.
+TEST(ModelJsonTest, AnOpCopiesOneWay) {
+  nlohmann::json doc = nlohmann::json::parse(kSmall);
+  doc["ops"][1]["to_host_bytes"] = 4;
+  doc["ops"][1]["to_device_bytes"] = 8;
+  absl::StatusOr<Profile> p = ParseProfileJson(doc.dump());
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("ops[1].to_device_bytes: an op copies one way"));
+  doc["ops"][1].erase("to_device_bytes");
+  p = ParseProfileJson(doc.dump());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->ops[1].to_host_bytes, 4);
+  p->ops[1].to_device_bytes = 8;
+  EXPECT_THAT(p->Validate().message(),
+              HasSubstr("ops[1]: copies both to the host and to the device"));
+  p->ops[1].to_device_bytes = -8;
+  EXPECT_THAT(p->Validate().message(), HasSubstr("ops[1]: copied bytes must not be negative"));
 }
 
 // Each error class gives InvalidArgument whose message starts with the JSON path.
@@ -145,6 +168,10 @@ TEST(ModelJsonTest, ErrorsNameThePath) {
        "ops[1].unprofiled_inputs_until:", "not -1 or an op from this one on"},
       {"unprofiled inputs past the end", "/ops/1/unprofiled_inputs_until", "4",
        "ops[1].unprofiled_inputs_until:", "not -1 or an op from this one on"},
+      {"negative bytes to the host", "/ops/1/to_host_bytes", "-4",
+       "ops[1].to_host_bytes:", "out of range"},
+      {"bytes to the device as string", "/ops/1/to_device_bytes", R"("4")",
+       "ops[1].to_device_bytes:", "must be an integer"},
       {"id not position", "/tensors/2/id", "7", "tensors[2].id:", "must equal its position"},
       {"feature_map not bool", "/tensors/0/feature_map", "1",
        "tensors[0].feature_map:", "true or false"},

@@ -43,12 +43,14 @@ OpStreamRecorder::OpStreamRecorder(IterationTrackerOptions options)
     : tracker_(options), max_kept_(options.max_detect_events) {}
 
 IterationTracker::Step OpStreamRecorder::Op(const char* name, absl::Span<const Access> accesses,
-                                            bool replay_capable, bool exact_accesses) {
+                                            bool replay_capable, bool exact_accesses,
+                                            HostCopyBytes copy) {
   size_t signature = absl::HashOf(std::string_view(name));
   Kept k;
   k.kind = StreamEvent::Kind::kOp;
   k.name = name;
   k.replay_capable = replay_capable;
+  k.copy = copy;
   for (const Access& a : accesses) {
     auto it = live_.find(a.allocation);
     if (it == live_.end()) continue;
@@ -193,6 +195,7 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
         op.name = k.name;
         op.duration_us = k.duration_us;
         op.replay_capable = k.replay_capable;
+        op.copy = k.copy;
         for (const Access& a : k.accesses) {
           note_outside(a.allocation);
           op.accesses.push_back({a.allocation, a.mode});

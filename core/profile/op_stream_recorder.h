@@ -47,8 +47,10 @@ class OpStreamRecorder {
   // `exact_accesses` false: the accesses were guessed (a kernel's scanned parameter words) and
   // may differ between iterations of the same op, so they stay out of its signature (Note
   // [Event signatures]).
+  // `copy`: what it copies between host and device memory (RecordedOp::copy).
   IterationTracker::Step Op(const char* name, absl::Span<const Access> accesses,
-                            bool replay_capable = false, bool exact_accesses = true);
+                            bool replay_capable = false, bool exact_accesses = true,
+                            HostCopyBytes copy = {});
   // `managed`: the residency manager owns it (>= POOCH_MIN_SWAP_BYTES); only managed allocations
   // become tensors of the profile; the others only shape the iteration's signature.
   IterationTracker::Step Alloc(uint64_t allocation, int64_t bytes, bool managed);
@@ -102,6 +104,7 @@ class OpStreamRecorder {
     std::vector<Access> unmanaged;  // kOp: the others (Note [Unprofiled inputs])
     double duration_us = 0;         // kOp
     bool replay_capable = false;    // kOp
+    HostCopyBytes copy;             // kOp
     uint64_t allocation = 0;        // kAlloc, kFree
     uint64_t alloc_seq = 0;         // kFree: its allocation's sequence number
     uint64_t freed_unmanaged = 0;   // kFree of an allocation that is not managed

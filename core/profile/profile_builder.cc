@@ -171,6 +171,13 @@ absl::StatusOr<BuiltProfile> BuildProfile(const RecordedIteration& it,
         op.name = rec.name;
         op.kind = OpKindFromApiName(rec.name);
         op.duration_us = rec.duration_us;
+        if (rec.copy.to_host < 0 || rec.copy.to_device < 0 ||
+            (rec.copy.to_host > 0 && rec.copy.to_device > 0)) {
+          return Bad("ops[%d]: copies %d bytes to the host and %d to the device", next_op,
+                     rec.copy.to_host, rec.copy.to_device);
+        }
+        op.to_host_bytes = rec.copy.to_host;
+        op.to_device_bytes = rec.copy.to_device;
         op.workspace_bytes = rec.workspace_bytes;
         if (rec.unprofiled_inputs_until < -1 || rec.unprofiled_inputs_until >= n) {
           return Bad("ops[%d].unprofiled_inputs_until: op %d does not exist (%d ops)", next_op,

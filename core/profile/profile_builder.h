@@ -32,6 +32,13 @@ struct RecordedAccess {
   Mode mode = kRead;
 };
 
+// The bytes an op copies from device to host memory or from host to device memory, as the hook
+// that made the copy knows them (Op::to_host_bytes, to_device_bytes).
+struct HostCopyBytes {
+  int64_t to_host = 0;
+  int64_t to_device = 0;
+};
+
 struct RecordedOp {
   std::string name;  // API name: "cudnnConvolutionForward", "cublasSgemm_v2", "cudaMemcpyAsync"
   double duration_us = 0;  // measured with events
@@ -43,6 +50,7 @@ struct RecordedOp {
   // Note [Unprofiled inputs]: the last op (an index into RecordedIteration::ops) before which a
   // replay of this op still reads what it read outside the profile; -1: to the end.
   int unprofiled_inputs_until = -1;
+  HostCopyBytes copy;
 };
 
 struct RecordedIteration {

@@ -408,6 +408,24 @@ TEST(ProfileBuilderTest, ReadOfUninitialisedAllocationIsDroppedAndNotReplayable)
   EXPECT_TRUE(b.profile.ops[1].replayable);
 }
 
+// Note [Program copies]: what an op copies between host and device memory reaches the profile.
+TEST(ProfileBuilderTest, HostCopiesReachTheProfile) {
+  Recorder r;
+  const uint64_t t = r.Alloc(1 << 20);
+  const int upload = r.Op("cudaMemcpyAsync", 1, {}, {t});
+  const int read_back = r.Op("cudaMemcpy", 1, {t}, {});
+  r.iteration().ops[upload].copy.to_device = 1 << 20;
+  r.iteration().ops[read_back].copy.to_host = 4;
+  BuiltProfile b = Build(r.iteration());
+  EXPECT_EQ(b.profile.ops[0].to_device_bytes, 1 << 20);
+  EXPECT_EQ(b.profile.ops[0].to_host_bytes, 0);
+  EXPECT_EQ(b.profile.ops[1].to_host_bytes, 4);
+  EXPECT_EQ(b.profile.ops[1].to_device_bytes, 0);
+  r.iteration().ops[read_back].copy.to_device = 4;
+  EXPECT_THAT(BuildProfile(r.iteration()).status().message(),
+              HasSubstr("ops[1]: copies 4 bytes to the host and 4 to the device"));
+}
+
 TEST(ProfileBuilderTest, RejectsInconsistentRecordings) {
   EXPECT_THAT(BuildProfile(RecordedIteration{}).status().message(), HasSubstr("no ops"));
   {

@@ -3,10 +3,11 @@
 // Note [Engines]
 // ~~~~~~~~~~~~~~
 // Three engines, each a FIFO: compute (ops in profile order, recomputation inserted before the op
-// that needs it), D2H (swap-outs) and H2D (swap-ins). With !machine.duplex the two copy
-// directions share one engine. Work starts when its engine is free and its dependencies are done;
-// it never preempts. Because every engine is FIFO, swap-out completions are non-decreasing in
-// time, which lets memory freed by swap-outs be kept in a simple queue.
+// that needs it), D2H (swap-outs, the program's read-backs) and H2D (swap-ins, the program's
+// uploads: Note [Program copies]). With !machine.duplex the two copy directions share one
+// engine. Work starts when its engine is free and its dependencies are done; it never preempts.
+// Because every engine is FIFO, swap-out completions are non-decreasing in time, which lets
+// memory freed by swap-outs be kept in a simple queue.
 //
 // Note [Swap-out]
 // ~~~~~~~~~~~~~~~
@@ -62,6 +63,17 @@
 // that is not kept, or until the program frees it. A replay also needs p's workspace (freed when
 // it ends) and memory for those outputs of p that are not resident at q (freed after the last
 // replay before op q that reads them).
+//
+// Note [Program copies]
+// ~~~~~~~~~~~~~~~~~~~~~
+// An op of the program that copies between host and device memory (Op::to_host_bytes,
+// to_device_bytes) runs on that direction's copy engine, as on a GPU, where its copy waits behind
+// the swaps queued before it. The program's next op waits for it (stream order; a read-back is
+// also where the host waits to decide what runs next), so the compute engine is idle meanwhile:
+// a plan whose swap-outs crowd the D2H engine just before a read-back pays for it. Its duration
+// is the machine's bandwidth and latency, not the profile's measured duration_us: a profile
+// measured under swapping has the copy's wait in that queue in it (a 64-byte read-back of
+// cnn_train skipnet measured 226 us with demand swap-outs ahead of it, 5 us alone).
 //
 // Note [Memory accounting]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -821,9 +833,21 @@ bool Simulator::Impl::ComputeOp(OpIndex j, double* end) {
   if (!Allocate(alloc_bytes_[j] + op.workspace_bytes, &start, true, j, "allocation", -1)) {
     return false;
   }
-  *end = start + op.duration_us;
+  // Note [Program copies]: a copy between host and device takes its copy engine's turn.
+  double duration = op.duration_us;
+  double* engine = nullptr;
+  if (op.to_host_bytes > 0) {
+    engine = d2h_free_us_;
+    duration = ToHostUs(op.to_host_bytes, machine_);
+  } else if (op.to_device_bytes > 0) {
+    engine = h2d_free_us_;
+    duration = ToDeviceUs(op.to_device_bytes, machine_);
+  }
+  if (engine != nullptr) start = std::max(start, *engine);
+  *end = start + duration;
+  if (engine != nullptr) *engine = *end;
   compute_free_us_ = *end;
-  result_.compute_us += op.duration_us;
+  result_.compute_us += duration;
   if (op.phase == Phase::kForward) result_.forward_end_us = *end;
   Record(SimEvent::Kind::kCompute, j, -1, -1, -1, start, *end);
   return true;

@@ -72,6 +72,12 @@ class TimelineChecker {
  private:
   Decision DecisionOf(CandidateId c) const { return pooch::DecisionOf(plan_, c); }
 
+  double DurationOf(const Op& op) const {
+    if (op.to_host_bytes > 0) return ToHostUs(op.to_host_bytes, m_);
+    if (op.to_device_bytes > 0) return ToDeviceUs(op.to_device_bytes, m_);
+    return op.duration_us;
+  }
+
   // The interval of t that a use at op j closes or lies in, or -1.
   CandidateId IntervalAt(TensorId t, OpIndex j) const {
     auto it = of_tensor_.find(t);
@@ -94,9 +100,12 @@ class TimelineChecker {
           }
           compute_[e.op] = &e;
           engine_compute_.push_back(&e);
-          if (std::abs(e.end_us - e.start_us - p_.ops[e.op].duration_us) > kEps) {
+          if (std::abs(e.end_us - e.start_us - DurationOf(p_.ops[e.op])) > kEps) {
             bad_.push_back(absl::StrCat("op ", e.op, " has the wrong duration"));
           }
+          // Note [Program copies]: a copy of the program's takes its copy engine's turn.
+          if (p_.ops[e.op].to_host_bytes > 0) engine_d2h_.push_back(&e);
+          if (p_.ops[e.op].to_device_bytes > 0) engine_h2d_.push_back(&e);
           break;
         case SimEvent::Kind::kRecompute: {
           if (e.candidate >= 0) recompute_[e.candidate].push_back(&e);
@@ -282,7 +291,9 @@ class TimelineChecker {
     double last_end = 0;
     for (const SimEvent& e : r_.events) last_end = std::max(last_end, e.end_us);
     if (std::abs(last_end - r_.iteration_us) > kEps) bad_.push_back("iteration time != last event");
-    if (r_.iteration_us + kEps < TotalDuration(p_) + r_.recompute_us) {
+    double computation = r_.recompute_us;
+    for (const Op& op : p_.ops) computation += DurationOf(op);
+    if (r_.iteration_us + kEps < computation) {
       bad_.push_back("iteration shorter than its computation");
     }
   }
@@ -440,6 +451,61 @@ TEST(SimTest, WhenMemoryAllowsIsNeverSlowerThanWithPreviousOpWithAmpleMemory) {
     const double sched = Sim(p, m, plan).iteration_us;
     EXPECT_LE(sched, nosched + kEps) << "seed " << seed;
   }
+}
+
+// Note [Program copies]: x (1 MiB) is written at op 0 and read at op 3; op 1 reads 4 bytes back
+// to the host and op 2 uploads 1 MiB. With x swapped, the read-back waits for x's swap-out on
+// the D2H engine and the upload queues on the H2D engine with x's swap-in; the program's ops
+// after each copy wait for it. Each copy takes the machine's time, not its measured duration.
+TEST(SimTest, ProgramCopiesTakeTheirCopyEnginesTurn) {
+  ProfileBuilder b("copies");
+  const TensorId x = b.Tensor("x", 1 << 20);
+  const TensorId y = b.Tensor("y", 1 << 20);
+  b.Op("write x", OpKind::kConv, Phase::kForward, 10, {}, {x});
+  b.Op("read back", OpKind::kCopy, Phase::kForward, 500, {}, {});
+  b.Op("upload", OpKind::kCopy, Phase::kForward, 500, {}, {y});
+  b.Op("read x", OpKind::kConv, Phase::kBackward, 10, {x, y}, {});
+  Profile p = b.Finish();
+  p.ops[1].to_host_bytes = 4;
+  p.ops[2].to_device_bytes = 1 << 20;
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  const MachineModel m = TestMachine(int64_t{1} << 40);
+  const double read_back_us = ToHostUs(4, m);
+  const double upload_us = ToDeviceUs(1 << 20, m);
+  const double x_out_us = SwapOutUs(p.tensors[x], m);
+
+  auto start_of = [](const SimResult& r, SimEvent::Kind kind, OpIndex op) {
+    for (const SimEvent& e : r.events) {
+      if (e.kind == kind && e.op == op) return e.start_us;
+    }
+    return -1.0;
+  };
+  const SimResult kept = Sim(p, m, KeepAllPlan(FindCandidates(p).size()));
+  ASSERT_TRUE(kept.feasible) << kept.failure;
+  EXPECT_NEAR(start_of(kept, SimEvent::Kind::kCompute, 1), 10, kEps);
+  EXPECT_NEAR(start_of(kept, SimEvent::Kind::kCompute, 2), 10 + read_back_us, kEps);
+  EXPECT_NEAR(kept.iteration_us, 10 + read_back_us + upload_us + 10, kEps);
+
+  Plan plan = KeepAllPlan(FindCandidates(p).size());
+  std::vector<Candidate> cands = FindCandidates(p);
+  plan.decisions.assign(cands.size(), Decision::kKeep);
+  for (size_t c = 0; c < cands.size(); ++c) {
+    if (cands[c].tensor == x) plan.decisions[c] = Decision::kSwap;
+  }
+  plan.schedule = SwapInSchedule::kWithPreviousOp;  // x's swap-in issued at op 2
+  const SimResult swapped = Sim(p, m, plan);
+  ASSERT_TRUE(swapped.feasible) << swapped.failure;
+  EXPECT_THAT(CheckTimeline(p, m, plan, swapped, cands), ::testing::IsEmpty());
+  EXPECT_NEAR(start_of(swapped, SimEvent::Kind::kSwapOut, 0), 10, kEps);
+  const double read_back_start = start_of(swapped, SimEvent::Kind::kCompute, 1);
+  EXPECT_NEAR(read_back_start, 10 + x_out_us, kEps);
+  // The upload and x's swap-in, issued together at op 2, share the H2D engine; the swap-in goes
+  // first (issued when the compute engine is ready for op 2), so the upload waits for it.
+  const double upload_start = start_of(swapped, SimEvent::Kind::kCompute, 2);
+  const double x_in_start = start_of(swapped, SimEvent::Kind::kSwapIn, 2);
+  EXPECT_NEAR(x_in_start, read_back_start + read_back_us, kEps);
+  EXPECT_NEAR(upload_start, x_in_start + SwapInUs(p.tensors[x], m), kEps);
+  EXPECT_NEAR(swapped.iteration_us, upload_start + upload_us + 10, kEps);
 }
 
 TEST(SimTest, NonDuplexSharesOneCopyEngine) {
@@ -612,7 +678,12 @@ TEST(SimTest, RandomPlansRespectDependenciesAndCapacity) {
                                      CandidateFilter{.long_only = false}};
   int feasible = 0, infeasible = 0, tails = 0;
   for (uint64_t seed = 100; seed < 400; ++seed) {
-    const Profile p = seed % 4 < 2 ? RandomProfile(seed) : WithTails(RandomProfile(seed), rng);
+    Profile p = seed % 4 < 2 ? RandomProfile(seed) : WithTails(RandomProfile(seed), rng);
+    if (seed % 3 == 0) {  // Note [Program copies]: a read-back and an upload somewhere
+      const size_t i = rng() % p.ops.size();
+      p.ops[i].to_host_bytes = 4;
+      p.ops[(i + 1) % p.ops.size()].to_device_bytes = int64_t{1} << 20;
+    }
     ASSERT_TRUE(p.Validate().ok()) << p.Validate();
     const int64_t in_core = Sim(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0)).peak_bytes;
     const double fraction = std::uniform_real_distribution<double>(0.3, 1.1)(rng);

@@ -33,18 +33,22 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
   Ranges r;
   r.AddOverwritten(dstDevice, ByteCount);
-  return RunOp<CUresult>(0, r,
-                         [&] { return real::cuMemcpyHtoD_v2()(dstDevice, srcHost, ByteCount); });
+  return RunOp<CUresult>(
+      0, r, [&] { return real::cuMemcpyHtoD_v2()(dstDevice, srcHost, ByteCount); },
+      CopyToDevice(ByteCount));
 }
 
 CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
   Ranges r;
   bool from_host = false;
   r.AddSource(&srcDevice, ByteCount, &from_host);
-  const CUresult e = RunOp<CUresult>(0, r, [&] {
-    return from_host ? real::cuMemcpy()(D(dstHost), srcDevice, ByteCount)
-                     : real::cuMemcpyDtoH_v2()(dstHost, srcDevice, ByteCount);
-  });
+  const CUresult e = RunOp<CUresult>(
+      0, r,
+      [&] {
+        return from_host ? real::cuMemcpy()(D(dstHost), srcDevice, ByteCount)
+                         : real::cuMemcpyDtoH_v2()(dstHost, srcDevice, ByteCount);
+      },
+      CopyToHost(ByteCount));
   if (e == CUDA_SUCCESS) NoteReadBack(dstHost, ByteCount);
   return e;
 }
@@ -63,17 +67,20 @@ CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t By
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
   Ranges r;
   r.AddOverwritten(dst, ByteCount);
+  const OpEffects effects = RuntimeCopyEffects(cudaMemcpyDefault, dst, src, ByteCount);
   r.AddSource(&src, ByteCount, nullptr);
-  return RunOp<CUresult>(0, r, [&] { return real::cuMemcpy()(dst, src, ByteCount); });
+  return RunOp<CUresult>(
+      0, r, [&] { return real::cuMemcpy()(dst, src, ByteCount); }, effects);
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
                               CUstream hStream) {
   Ranges r;
   r.AddOverwritten(dstDevice, ByteCount);
-  return RunOp<CUresult>(S(hStream), r, [&] {
-    return real::cuMemcpyHtoDAsync_v2()(dstDevice, srcHost, ByteCount, hStream);
-  });
+  return RunOp<CUresult>(
+      S(hStream), r,
+      [&] { return real::cuMemcpyHtoDAsync_v2()(dstDevice, srcHost, ByteCount, hStream); },
+      CopyToDevice(ByteCount));
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
@@ -81,10 +88,13 @@ CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteC
   Ranges r;
   bool from_host = false;
   r.AddSource(&srcDevice, ByteCount, &from_host);
-  return RunOp<CUresult>(S(hStream), r, [&] {
-    return from_host ? real::cuMemcpyAsync()(D(dstHost), srcDevice, ByteCount, hStream)
-                     : real::cuMemcpyDtoHAsync_v2()(dstHost, srcDevice, ByteCount, hStream);
-  });
+  return RunOp<CUresult>(
+      S(hStream), r,
+      [&] {
+        return from_host ? real::cuMemcpyAsync()(D(dstHost), srcDevice, ByteCount, hStream)
+                         : real::cuMemcpyDtoHAsync_v2()(dstHost, srcDevice, ByteCount, hStream);
+      },
+      CopyToHost(ByteCount));
 }
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
@@ -102,9 +112,10 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
   Ranges r;
   r.AddOverwritten(dst, ByteCount);
+  const OpEffects effects = RuntimeCopyEffects(cudaMemcpyDefault, dst, src, ByteCount);
   r.AddSource(&src, ByteCount, nullptr);
-  return RunOp<CUresult>(S(hStream), r,
-                         [&] { return real::cuMemcpyAsync()(dst, src, ByteCount, hStream); });
+  return RunOp<CUresult>(
+      S(hStream), r, [&] { return real::cuMemcpyAsync()(dst, src, ByteCount, hStream); }, effects);
 }
 
 CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {

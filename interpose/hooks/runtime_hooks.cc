@@ -72,9 +72,10 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpy
   Ranges r;
   r.AddOverwritten(dst, count);
   const bool read_back = kind == cudaMemcpyDeviceToHost;  // RunOp may change kind
+  const OpEffects effects = RuntimeCopyEffects(kind, dst, src, count);
   r.AddSource(&src, count, &kind);
-  const cudaError_t e =
-      RunOp<cudaError_t>(0, r, [&] { return real::cudaMemcpy()(dst, src, count, kind); });
+  const cudaError_t e = RunOp<cudaError_t>(
+      0, r, [&] { return real::cudaMemcpy()(dst, src, count, kind); }, effects);
   if (e == cudaSuccess && read_back) NoteReadBack(dst, count);
   return e;
 }
@@ -83,25 +84,33 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaM
                             cudaStream_t stream) {
   Ranges r;
   r.AddOverwritten(dst, count);
+  const OpEffects effects = RuntimeCopyEffects(kind, dst, src, count);
   r.AddSource(&src, count, &kind);
-  return RunOp<cudaError_t>(S(stream), r,
-                            [&] { return real::cudaMemcpyAsync()(dst, src, count, kind, stream); });
+  return RunOp<cudaError_t>(
+      S(stream), r, [&] { return real::cudaMemcpyAsync()(dst, src, count, kind, stream); },
+      effects);
 }
 
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                          size_t height, enum cudaMemcpyKind kind) {
+  const OpEffects effects = RuntimeCopyEffects(kind, dst, src, Span2D(width, width, height));
   const Ranges r = Copy2DRanges(dst, dpitch, &src, spitch, width, height, &kind);
   return RunOp<cudaError_t>(
-      0, r, [&] { return real::cudaMemcpy2D()(dst, dpitch, src, spitch, width, height, kind); });
+      0, r, [&] { return real::cudaMemcpy2D()(dst, dpitch, src, spitch, width, height, kind); },
+      effects);
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                               size_t width, size_t height, enum cudaMemcpyKind kind,
                               cudaStream_t stream) {
+  const OpEffects effects = RuntimeCopyEffects(kind, dst, src, Span2D(width, width, height));
   const Ranges r = Copy2DRanges(dst, dpitch, &src, spitch, width, height, &kind);
-  return RunOp<cudaError_t>(S(stream), r, [&] {
-    return real::cudaMemcpy2DAsync()(dst, dpitch, src, spitch, width, height, kind, stream);
-  });
+  return RunOp<cudaError_t>(
+      S(stream), r,
+      [&] {
+        return real::cudaMemcpy2DAsync()(dst, dpitch, src, spitch, width, height, kind, stream);
+      },
+      effects);
 }
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {

@@ -155,6 +155,7 @@ struct OpEffects {
   bool known = true;
   bool scanned = false;
   const ReplaySource* replay = nullptr;
+  pooch::HostCopyBytes copy = {};  // a copy between host and device memory (CopyBetween)
 };
 
 // Makes the ranges resident on `stream` (or points a copy's source at its host copy:
@@ -200,11 +201,11 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
     }
   }
   Profiler* profiler = process.profiler();
-  ProfiledOp profiled =
-      profiler == nullptr
-          ? ProfiledOp{}
-          : profiler->OpBegin(HookScope::CurrentName(), stream, ranges.get(),
-                              effects.replay != nullptr, effects.known && !effects.scanned);
+  ProfiledOp profiled = profiler == nullptr
+                            ? ProfiledOp{}
+                            : profiler->OpBegin(HookScope::CurrentName(), stream, ranges.get(),
+                                                effects.replay != nullptr,
+                                                effects.known && !effects.scanned, effects.copy);
   // Note [DTR recipes] (core/exec/recomputer.h): under dtr every call that can be replayed and
   // writes one of the manager's allocations is timed and keeps its recipe.
   const bool produces = recomputer != nullptr && recomputer->dtr() && effects.replay != nullptr &&
@@ -341,6 +342,42 @@ inline PointerOwner OwnerOf(uintptr_t address) {
   }
   if (process.small()->InSlab(address)) return {PointerOwner::Kind::kUnallocated};
   return {};
+}
+
+// Note [Program copies] (core/sim/sim.cc): the effects of a copy of `bytes` from device to host
+// memory, or from host to device memory.
+inline OpEffects CopyToHost(size_t bytes) {
+  OpEffects effects;
+  effects.copy.to_host = static_cast<int64_t>(bytes);
+  return effects;
+}
+inline OpEffects CopyToDevice(size_t bytes) {
+  OpEffects effects;
+  effects.copy.to_device = static_cast<int64_t>(bytes);
+  return effects;
+}
+
+// The effects of a runtime copy of `kind`: cudaMemcpyDefault and the driver's unified copies
+// take the direction from whose memory each side is (pooch's memory is the device's; under a
+// policy every device allocation is pooch's). Device to device, or host to host: no copy
+// between the two.
+inline OpEffects RuntimeCopyEffects(cudaMemcpyKind kind, uintptr_t dst, uintptr_t src,
+                                    size_t bytes) {
+  if (kind == cudaMemcpyDefault) {
+    const bool dst_device = OwnerOf(dst).kind != PointerOwner::Kind::kNone;
+    const bool src_device = OwnerOf(src).kind != PointerOwner::Kind::kNone;
+    if (src_device && !dst_device) return CopyToHost(bytes);
+    if (dst_device && !src_device) return CopyToDevice(bytes);
+    return {};
+  }
+  if (kind == cudaMemcpyDeviceToHost) return CopyToHost(bytes);
+  if (kind == cudaMemcpyHostToDevice) return CopyToDevice(bytes);
+  return {};
+}
+inline OpEffects RuntimeCopyEffects(cudaMemcpyKind kind, const void* dst, const void* src,
+                                    size_t bytes) {
+  return RuntimeCopyEffects(kind, reinterpret_cast<uintptr_t>(dst),
+                            reinterpret_cast<uintptr_t>(src), bytes);
 }
 
 }  // namespace pooch::interpose

@@ -94,7 +94,7 @@ Ret RunOpaque(const char* function, uintptr_t stream, bool stream_known, Forward
         if (!stream_known) SynchronizeAfterOpaque();
         return r;
       },
-      OpEffects{/*known=*/false});
+      OpEffects{.known = false});
   if (!called) {
     // BeforeOp or a rebuild failed (RunOp logged the cause): say what it means for this call.
     LogOpaqueRefused(function, needed, manager->memory_limit(),

@@ -664,6 +664,17 @@ p = json.load(open(sys.argv[1]))
 print(sum(1 for t in p["tensors"] if t.get("swap_out_us", -1) > 0 and t.get("swap_in_us", -1) > 0))' \
     "$work/profile.json") || fail "cannot read the profile"
   [ "${timed:-0}" -gt 0 ] || fail "no tensor of the profile has measured copy times"
+  # Note [Program copies] (core/sim/sim.cc): the input's upload and the output's read-back are
+  # ops that say what they copy, one way each.
+  copies=$(python3 -c 'import json, sys
+ops = json.load(open(sys.argv[1]))["ops"]
+up = sum(1 for o in ops if o.get("to_device_bytes", 0) > 0)
+down = sum(1 for o in ops if o.get("to_host_bytes", 0) > 0)
+both = sum(1 for o in ops if o.get("to_device_bytes", 0) > 0 and o.get("to_host_bytes", 0) > 0)
+print("ok" if up > 0 and down > 0 and both == 0 else
+      "%d to the device, %d to the host, %d both ways" % (up, down, both))' \
+    "$work/profile.json") || fail "cannot read the profile"
+  [ "$copies" = ok ] || fail "the profile's copies: $copies"
   if [ -z "$vary" ]; then
     # Note [Swap-all profiling]: the profile is an iteration with every interval swapped, so
     # each swapped tensor's swap-out was measured; with POOCH_PROFILE_SWAP=demand it is a
