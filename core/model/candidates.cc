@@ -207,7 +207,10 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel
     return over_before[hi + 1] - over_before[lo] > 0;
   };
   std::vector<double> us_before(n + 1, 0);  // compute time of the ops before j
-  for (OpIndex j = 0; j < n; ++j) us_before[j + 1] = us_before[j] + profile.ops[j].duration_us;
+  for (OpIndex j = 0; j < n; ++j) {
+    const Op& op = profile.ops[j];
+    us_before[j + 1] = us_before[j] + (machine != nullptr ? OpUs(op, *machine) : op.duration_us);
+  }
   auto us_in = [&](OpIndex lo, OpIndex hi) {
     return lo > hi ? 0.0 : us_before[hi + 1] - us_before[lo];
   };
@@ -288,6 +291,12 @@ double ToHostUs(int64_t bytes, const MachineModel& machine) {
 
 double ToDeviceUs(int64_t bytes, const MachineModel& machine) {
   return CopyUs(bytes, machine.h2d_gbps, machine.h2d_latency_us);
+}
+
+double OpUs(const Op& op, const MachineModel& machine) {
+  if (op.to_host_bytes > 0) return ToHostUs(op.to_host_bytes, machine);
+  if (op.to_device_bytes > 0) return ToDeviceUs(op.to_device_bytes, machine);
+  return op.duration_us;
 }
 
 double SwapOutUs(const Tensor& tensor, const MachineModel& machine) {

@@ -85,6 +85,9 @@ double SwapInUs(const Tensor& tensor, const MachineModel& machine);
 // bytes / bandwidth + latency of a copy of `bytes` to the host, or to the device.
 double ToHostUs(int64_t bytes, const MachineModel& machine);
 double ToDeviceUs(int64_t bytes, const MachineModel& machine);
+// The time the simulator gives an op (Note [Program copies] in core/sim/sim.cc): a copy between
+// host and device takes its bytes' time at the machine's bandwidth, any other op its duration_us.
+double OpUs(const Op& op, const MachineModel& machine);
 
 // How a plan decides over the candidates: the keep/swap/recompute split that `pooch plan`, the
 // plan's JSON and the run-time summary show. A candidate beyond the plan's decisions is kept.

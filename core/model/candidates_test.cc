@@ -118,6 +118,28 @@ TEST(CandidatesTest, ATensorHeldAfterItsLastUseHasATail) {
   }
 }
 
+// Note [Intervals that matter]: an interval is long enough to hide x's copy out and back (1 MiB:
+// 2 x 66.5 us on the test machine) by the ops inside it. Op 1 is a read-back whose measured
+// duration holds its wait behind swaps; the simulator gives it its 4 bytes' time (Note [Program
+// copies] in core/sim/sim.cc), and so does this.
+TEST(CandidatesTest, AProgramCopyLastsItsBytesTime) {
+  ProfileBuilder pb("read-back");
+  const TensorId x = pb.Tensor("x", 1 << 20);
+  const TensorId y = pb.Tensor("y", 1 << 20);
+  pb.Op("make_x", OpKind::kOther, Phase::kForward, 1, {}, {x});       // 0
+  pb.Op("read_back", OpKind::kCopy, Phase::kForward, 500, {}, {});    // 1
+  pb.Op("make_y", OpKind::kOther, Phase::kForward, 1, {}, {y});       // 2
+  pb.Op("read_x_y", OpKind::kOther, Phase::kForward, 1, {x, y}, {});  // 3
+  Profile p = pb.Finish();
+  const MachineModel m = TestMachine(int64_t{3} << 19);  // 1.5 MiB: x and y do not fit together
+  EXPECT_THAT(FindCandidates(p, &m, 0), ElementsAre(C(x, 0, 3, 0, true)));
+  p.ops[1].to_host_bytes = 4;
+  EXPECT_THAT(FindCandidates(p, &m, 0), IsEmpty());
+  EXPECT_THAT(FindCandidates(p, &m, 0, /*long_only=*/false), ElementsAre(C(x, 0, 3, 0, true)));
+  EXPECT_NEAR(OpUs(p.ops[1], m), ToHostUs(4, m), 1e-9);
+  EXPECT_EQ(OpUs(p.ops[0], m), 1);
+}
+
 TEST(CandidatesTest, InCoreBytesPerOp) {
   const Small s = MakeSmall();
   EXPECT_THAT(InCoreBytesPerOp(s.profile), ElementsAre(110, 110, 610, 110, 1110, 1110, 110));

@@ -72,7 +72,7 @@
 // also where the host waits to decide what runs next), so the compute engine is idle meanwhile:
 // a plan whose swap-outs crowd the D2H engine just before a read-back pays for it. Its duration
 // is the machine's bandwidth and latency, not the profile's measured duration_us: a profile
-// measured under swapping has the copy's wait in that queue in it (a 64-byte read-back of
+// measured under swapping has the copy's wait in that queue in it (a 4-byte read-back of
 // cnn_train skipnet measured 226 us with demand swap-outs ahead of it, 5 us alone).
 //
 // Note [Memory accounting]
@@ -834,15 +834,10 @@ bool Simulator::Impl::ComputeOp(OpIndex j, double* end) {
     return false;
   }
   // Note [Program copies]: a copy between host and device takes its copy engine's turn.
-  double duration = op.duration_us;
+  const double duration = OpUs(op, machine_);
   double* engine = nullptr;
-  if (op.to_host_bytes > 0) {
-    engine = d2h_free_us_;
-    duration = ToHostUs(op.to_host_bytes, machine_);
-  } else if (op.to_device_bytes > 0) {
-    engine = h2d_free_us_;
-    duration = ToDeviceUs(op.to_device_bytes, machine_);
-  }
+  if (op.to_host_bytes > 0) engine = d2h_free_us_;
+  if (op.to_device_bytes > 0) engine = h2d_free_us_;
   if (engine != nullptr) start = std::max(start, *engine);
   *end = start + duration;
   if (engine != nullptr) *engine = *end;

@@ -79,7 +79,9 @@ struct SimResult {
   OpIndex failed_at = -1;  // the op at (or before) which the plan failed; -1 when feasible
 
   double iteration_us = 0;    // until every engine is idle
-  double compute_us = 0;      // busy time of the compute engine (ops plus recomputation)
+  // Busy time of the ops (the program's copies on their copy engine: Note [Program copies]) plus
+  // recomputation.
+  double compute_us = 0;
   double recompute_us = 0;    // of which recomputation
   double forward_end_us = 0;  // end of the last forward-phase op
   int64_t peak_bytes = 0;
