@@ -3,11 +3,11 @@
 // Note [Engines]
 // ~~~~~~~~~~~~~~
 // Three engines, each a FIFO: compute (ops in profile order, recomputation inserted before the op
-// that needs it), D2H (swap-outs, the program's read-backs) and H2D (swap-ins, the program's
-// uploads: Note [Program copies]). With !machine.duplex the two copy directions share one
-// engine. Work starts when its engine is free and its dependencies are done; it never preempts.
-// Because every engine is FIFO, swap-out completions are non-decreasing in time, which lets
-// memory freed by swap-outs be kept in a simple queue.
+// that needs it; the program's own copies too: Note [Program copies]), D2H (swap-outs) and H2D
+// (swap-ins). With !machine.duplex the two copy directions share one engine. Work starts when its
+// engine is free and its dependencies are done; it never preempts. Because every engine is FIFO,
+// swap-out completions are non-decreasing in time, which lets memory freed by swap-outs be kept in
+// a simple queue.
 //
 // Note [Swap-out]
 // ~~~~~~~~~~~~~~~
@@ -67,13 +67,17 @@
 // Note [Program copies]
 // ~~~~~~~~~~~~~~~~~~~~~
 // An op of the program that copies between host and device memory (Op::to_host_bytes,
-// to_device_bytes) runs on that direction's copy engine, as on a GPU, where its copy waits behind
-// the swaps queued before it. The program's next op waits for it (stream order; a read-back is
-// also where the host waits to decide what runs next), so the compute engine is idle meanwhile:
-// a plan whose swap-outs crowd the D2H engine just before a read-back pays for it. Its duration
-// is the machine's bandwidth and latency, not the profile's measured duration_us: a profile
-// measured under swapping has the copy's wait in that queue in it (a 4-byte read-back of
-// cnn_train skipnet measured 226 us with demand swap-outs ahead of it, 5 us alone).
+// to_device_bytes) takes its bytes' time at the machine's bandwidth and latency (OpUs), not the
+// profile's measured duration_us: a profile measured under swapping has the copy's wait behind
+// the swaps queued before it in that (a 4-byte read-back of cnn_train skipnet measured 226 us with
+// demand swap-outs ahead of it, 5 us alone), which is no work of the op's. It stays in the compute
+// engine's order: the program's next op waits for it either way (stream order), and nothing else
+// runs on the compute engine meanwhile. On a GPU the copy runs on its copy engine, behind the
+// swaps queued before it; running it so here, FIFO with the swaps, was tried and made the plans
+// slower, not faster: cnn_train ResNet-50 on simgpu v100-pcie3 (16 GiB), 1976.8 ms at batch 512
+// against 1768.8 with the copy in the compute engine's order, 2399.6 against 2345.9 at 640; skipnet
+// and moe did not move. Why is not known; the run's and the simulator's orders of an upload and
+// the prefetches issued just before it are where to look.
 //
 // Note [Memory accounting]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -833,14 +837,8 @@ bool Simulator::Impl::ComputeOp(OpIndex j, double* end) {
   if (!Allocate(alloc_bytes_[j] + op.workspace_bytes, &start, true, j, "allocation", -1)) {
     return false;
   }
-  // Note [Program copies]: a copy between host and device takes its copy engine's turn.
-  const double duration = OpUs(op, machine_);
-  double* engine = nullptr;
-  if (op.to_host_bytes > 0) engine = d2h_free_us_;
-  if (op.to_device_bytes > 0) engine = h2d_free_us_;
-  if (engine != nullptr) start = std::max(start, *engine);
+  const double duration = OpUs(op, machine_);  // Note [Program copies]
   *end = start + duration;
-  if (engine != nullptr) *engine = *end;
   compute_free_us_ = *end;
   result_.compute_us += duration;
   if (op.phase == Phase::kForward) result_.forward_end_us = *end;

@@ -79,8 +79,8 @@ struct SimResult {
   OpIndex failed_at = -1;  // the op at (or before) which the plan failed; -1 when feasible
 
   double iteration_us = 0;    // until every engine is idle
-  // Busy time of the ops (the program's copies on their copy engine: Note [Program copies]) plus
-  // recomputation.
+  // Busy time of the compute engine: the ops (a program's copy for its bytes' time: Note [Program
+  // copies]) plus recomputation.
   double compute_us = 0;
   double recompute_us = 0;    // of which recomputation
   double forward_end_us = 0;  // end of the last forward-phase op
