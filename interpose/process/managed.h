@@ -155,7 +155,7 @@ struct OpEffects {
   bool known = true;
   bool scanned = false;
   const ReplaySource* replay = nullptr;
-  pooch::HostCopyBytes copy = {};  // a copy between host and device memory (CopyBetween)
+  pooch::HostCopyBytes copy = {};  // a copy between host and device memory (CopyToHost, ...)
 };
 
 // Makes the ranges resident on `stream` (or points a copy's source at its host copy:
@@ -360,10 +360,11 @@ inline OpEffects CopyToDevice(size_t bytes) {
 // The effects of a runtime copy of `kind`: cudaMemcpyDefault and the driver's unified copies
 // take the direction from whose memory each side is (pooch's memory is the device's; under a
 // policy every device allocation is pooch's). Device to device, or host to host: no copy
-// between the two.
+// between the two. Only the profiler reads it, so without one the look-ups are not made.
 inline OpEffects RuntimeCopyEffects(cudaMemcpyKind kind, uintptr_t dst, uintptr_t src,
                                     size_t bytes) {
   if (kind == cudaMemcpyDefault) {
+    if (Process::Get().profiler() == nullptr) return {};
     const bool dst_device = OwnerOf(dst).kind != PointerOwner::Kind::kNone;
     const bool src_device = OwnerOf(src).kind != PointerOwner::Kind::kNone;
     if (src_device && !dst_device) return CopyToHost(bytes);
