@@ -77,7 +77,11 @@
 // slower, not faster: cnn_train ResNet-50 on simgpu v100-pcie3 (16 GiB), 1976.8 ms at batch 512
 // against 1768.8 with the copy in the compute engine's order, 2399.6 against 2345.9 at 640; skipnet
 // and moe did not move. Why is not known; the run's and the simulator's orders of an upload and
-// the prefetches issued just before it are where to look.
+// the prefetches issued just before it are where to look. In the run, cnn_train skipnet's
+// read-backs at 40 % of its peak wait 0.30 ms per iteration of 2.37 behind swap-outs; issuing each
+// swap-out that would still be queued at a read-back after it instead was tried (in the run only):
+// the read-backs no longer waited, but the compute engine's idle time behind the host's waits on
+// swap events grew more (8.9 -> 14.1 ms over 16 iterations), 2.368 -> 2.399 ms per iteration.
 //
 // Note [Memory accounting]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
