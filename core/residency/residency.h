@@ -194,9 +194,12 @@ struct ResidencyStats {
   int64_t out_of_memory = 0;  // Allocate/BeforeOp that returned ResourceExhausted
   int64_t pin_backoffs = 0;   // ops that gave way to an older one (Note [Waiting for pins])
   // Note [Reuse cache]: swappable Allocate calls served from the cache without a device call,
-  // and those that were not (cache disabled or no completed entry of the size).
+  // and those that were not (cache disabled or no entry of the size it could hand out).
   int64_t reuse_hits = 0;
   int64_t reuse_misses = 0;
+  // Of reuse_hits, those served on the stream the entry's queued work is on (Note [Reuse on the
+  // allocating stream], residency.cc).
+  int64_t reuse_ordered_hits = 0;
   int64_t cached_bytes = 0;  // now; part of device_bytes (and of peak_device_bytes)
   // Note [Spare chunks]: mappings served by a spare chunk instead of a new one (cached_bytes
   // includes the spares' bytes: memory held for reuse, free to the program).
@@ -251,8 +254,13 @@ class ResidencyManager {
 
   // Reserves an address range and backs it with one physical chunk, evicting least recently
   // used allocations if needed. ResourceExhausted when it cannot fit (bytes > limit, everything
-  // else pinned, host budget exhausted, or the device refused the chunk).
-  absl::StatusOr<DeviceAddress> Allocate(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  // else pinned, host budget exhausted, or the device refused the chunk). `ordered_on`: the
+  // stream of a stream-ordered allocation (cudaMallocAsync), whose memory the program uses on
+  // that stream, or on another only after synchronising with it; the reuse cache may then hand
+  // out memory whose queued work is all on that stream (Note [Reuse on the allocating stream]).
+  absl::StatusOr<DeviceAddress> Allocate(int64_t bytes,
+                                         std::optional<StreamHandle> ordered_on = std::nullopt)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Frees the allocation at `address` (its base) wherever its data is. Memory still used by
   // queued work is released when that work completes. NotFound if not the manager's.
@@ -387,6 +395,9 @@ class ResidencyManager {
   // Memory whose release waits for events: a freed allocation's chunk, range and host copy.
   struct Retired {
     std::vector<EventRef> events;
+    // Note [Reuse on the allocating stream]: the program stream every one of `events` was
+    // recorded on; nullopt when they are on several, or on one of the manager's copy streams.
+    std::optional<StreamHandle> events_stream;
     DeviceAddress address = 0;
     int64_t mapped_bytes = 0;
     PhysicalHandle physical = 0;  // 0: nothing mapped
@@ -475,8 +486,12 @@ class ResidencyManager {
   // fit the cache's bounds (then the caller retires it as before).
   bool CacheLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the oldest cached entry of exactly `mapped_bytes` whose events all completed (queried,
-  // never waited for); nullopt when none.
-  std::optional<Retired> TakeCachedLocked(int64_t mapped_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // never waited for), or else, with `ordered_on`, the oldest whose events are all on that
+  // stream (Note [Reuse on the allocating stream]); nullopt when none. The entry keeps its events
+  // only in the second case.
+  std::optional<Retired> TakeCachedLocked(int64_t mapped_bytes,
+                                          std::optional<StreamHandle> ordered_on)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gives back at least `bytes` of cached memory (or all of it), oldest first: entries whose
   // events completed are released now, then others are retired (released once their events
   // complete, as a plain Free would have). Returns the bytes given back.

@@ -577,6 +577,78 @@ TEST_F(ResidencyTest, ReuseCacheNeverHandsOutMemoryWithPendingWork) {
   ASSERT_TRUE(manager_->Free(c).ok());
 }
 
+// Note [Reuse on the allocating stream]: a stream-ordered allocation on the stream the old
+// owner's work is queued on takes its memory at once; its own work runs after the old owner's.
+TEST_F(ResidencyTest, ReuseCacheHandsMemoryQueuedOnAStreamToAnAllocationOrderedOnIt) {
+  reuse_cache_bytes_ = 4 * kG;
+  Init(8 * kG, std::nullopt, FakeDevice::Mode::kManual);
+  DeviceAddress a = *manager_->Allocate(kG, stream_);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());  // queued, not run
+  ASSERT_TRUE(manager_->Free(a).ok());
+  const int64_t creates = device_->create_physical_calls();
+  DeviceAddress b = *manager_->Allocate(kG, stream_);
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(device_->create_physical_calls(), creates);
+  ResidencyStats s = manager_->Stats();
+  EXPECT_EQ(s.reuse_hits, 1);
+  EXPECT_EQ(s.reuse_ordered_hits, 1);
+  EXPECT_EQ(s.cached_bytes, 0);
+  ASSERT_TRUE(Fill(b, kG, 2).ok());  // queued behind a's
+  EXPECT_TRUE(Holds(b, kG, 2));      // runs both, in order
+  ASSERT_TRUE(manager_->Free(b).ok());
+}
+
+TEST_F(ResidencyTest, ReuseCacheKeepsMemoryQueuedOnAnotherStreamFromAnOrderedAllocation) {
+  reuse_cache_bytes_ = 4 * kG;
+  Init(8 * kG, std::nullopt, FakeDevice::Mode::kManual);
+  const StreamHandle other = *device_->CreateStream();
+  DeviceAddress a = *manager_->Allocate(kG, stream_);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());  // queued on stream_
+  ASSERT_TRUE(manager_->Free(a).ok());
+  DeviceAddress b = *manager_->Allocate(kG, other);
+  DeviceAddress c = *manager_->Allocate(kG);  // not stream-ordered
+  EXPECT_NE(b, a);
+  EXPECT_NE(c, a);
+  // Used on two streams: an allocation on either must wait for both.
+  DeviceAddress d = *manager_->Allocate(2 * kG, stream_);
+  ASSERT_TRUE(Fill(d, 2 * kG, 3).ok());
+  ASSERT_TRUE(Fill(d, 2 * kG, 4, Mode::kWrite, other).ok());
+  ASSERT_TRUE(manager_->Free(d).ok());
+  DeviceAddress e = *manager_->Allocate(2 * kG, stream_);
+  EXPECT_NE(e, d);
+  ResidencyStats s = manager_->Stats();
+  EXPECT_EQ(s.reuse_hits, 0);
+  EXPECT_EQ(s.reuse_ordered_hits, 0);
+  device_->RunPending();
+  DeviceAddress f = *manager_->Allocate(kG, other);  // a's work is done: any stream may have it
+  EXPECT_EQ(f, a);
+  EXPECT_EQ(manager_->Stats().reuse_ordered_hits, 0);
+  for (DeviceAddress x : {b, c, e, f}) ASSERT_TRUE(manager_->Free(x).ok());
+}
+
+// The manager's own work on memory reused on its stream waits for the old owner's: evicting it
+// before the new owner's first op copies and unmaps only after the old owner's kernel ran (the
+// fake device records a violation for an Unmap under a queued command).
+TEST_F(ResidencyTest, EvictingMemoryReusedOnItsStreamWaitsForTheOldOwnersWork) {
+  reuse_cache_bytes_ = 2 * kG;
+  Init(2 * kG, std::nullopt, FakeDevice::Mode::kManual);
+  DeviceAddress a = *manager_->Allocate(kG, stream_);
+  ASSERT_TRUE(Fill(a, kG, 1).ok());  // queued, not run
+  ASSERT_TRUE(manager_->Free(a).ok());
+  DeviceAddress b = *manager_->Allocate(kG, stream_);
+  ASSERT_EQ(b, a);
+  ASSERT_EQ(manager_->Stats().reuse_ordered_hits, 1);
+  DeviceAddress c = *manager_->Allocate(2 * kG);  // b must go
+  EXPECT_EQ(StateOf(b), ResidencyState::kOnHost);
+  EXPECT_THAT(device_->violations(), ::testing::IsEmpty());
+  ASSERT_TRUE(manager_->Free(c).ok());
+  ASSERT_TRUE(Fill(b, kG, 5).ok());
+  EXPECT_TRUE(Holds(b, kG, 5));
+  ASSERT_TRUE(manager_->Free(b).ok());
+  device_->RunPending();
+  ASSERT_TRUE(manager_->Drain().ok());
+}
+
 TEST_F(ResidencyTest, ReuseCacheIsGivenBackBeforeAnySwapOut) {
   reuse_cache_bytes_ = 3 * kG;
   Init(3 * kG);

@@ -51,11 +51,13 @@ cudaError_t cudaFree(void* devPtr) {
                      [&] { return real::cudaFree()(devPtr); });
 }
 
-// Stream-ordered allocation: the manager's memory is usable by any stream once allocated, and
-// a free waits for the last use it recorded, so the stream order is kept.
+// Stream-ordered allocation: a free waits for the last use it recorded, so the stream order is
+// kept; the reuse cache may hand an allocation on hStream memory whose last uses are queued on
+// hStream (Note [Reuse on the allocating stream] in core/residency/residency.cc).
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
-  return ManagedAlloc(reinterpret_cast<uintptr_t*>(devPtr), size, cudaSuccess,
-                      [&] { return real::cudaMallocAsync()(devPtr, size, hStream); });
+  return ManagedAlloc(
+      reinterpret_cast<uintptr_t*>(devPtr), size, cudaSuccess,
+      [&] { return real::cudaMallocAsync()(devPtr, size, hStream); }, S(hStream));
 }
 
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {

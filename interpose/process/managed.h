@@ -238,18 +238,21 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
   return result;
 }
 
-// cudaMalloc-like: the manager's for large sizes, the sub-allocator's for small ones (Note [Small
-// allocations]). `real_alloc()` performs the real allocation into *out and returns the API's
-// code; it is used only when pooch does not manage memory. When the parts could not be made
-// under a policy, the allocation fails rather than escape the limit (process.h).
 // A synchronous copy to the host finished: the program may now decide from its bytes what runs
 // next, a block boundary of the pilot model (Note [Pilot model], core/pilot/pilot.h).
 inline void NoteReadBack(const void* host, size_t bytes) {
   if (pooch::Profiler* p = Process::Get().profiler()) p->ReadBack(host, bytes);
 }
 
+// cudaMalloc-like: the manager's for large sizes, the sub-allocator's for small ones (Note [Small
+// allocations]). `real_alloc()` performs the real allocation into *out and returns the API's
+// code; it is used only when pooch does not manage memory. When the parts could not be made
+// under a policy, the allocation fails rather than escape the limit (process.h). `ordered_on`:
+// the stream of a stream-ordered allocation (cudaMallocAsync; Note [Reuse on the allocating
+// stream] in core/residency/residency.cc).
 template <typename Ret, typename RealAlloc>
-Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_alloc) {
+Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_alloc,
+                 std::optional<pooch::StreamHandle> ordered_on = std::nullopt) {
   Process& process = Process::Get();
   pooch::ResidencyManager* manager = process.manager();
   if (out == nullptr || bytes == 0) return real_alloc();
@@ -265,7 +268,7 @@ Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_all
                            : static_cast<int64_t>(bytes);
   const bool swappable = size >= process.config().min_swap_bytes;
   absl::StatusOr<pooch::DeviceAddress> address =
-      swappable ? manager->Allocate(size) : process.small()->Allocate(size);
+      swappable ? manager->Allocate(size, ordered_on) : process.small()->Allocate(size);
   if (!address.ok()) {
     POOCH_LOG_AT(kInfo, "allocation of %zu bytes failed: %.*s", bytes,
                  static_cast<int>(address.status().message().size()),

@@ -307,14 +307,17 @@ void Process::WriteSummary() const {
         static_cast<long long>(s.reserve_swap_outs), static_cast<long long>(s.current_swap_outs),
         static_cast<long long>(s.bytes_not_copied_out));
     // The reuse cache (Note [Reuse cache] in core/residency/residency.cc): freed chunks handed
-    // out again without a device call.
+    // out again without a device call, of them `ordered_hits` to a cudaMallocAsync on the stream
+    // the old owner's work was still queued on (Note [Reuse on the allocating stream]).
     // And Note [Spare chunks] (core/residency/residency_swap.cc): mappings served by the chunk a
     // swap-out or a release left, with no cuMemCreate; Note [Retained chunks]: swap-ins that
     // found their chunk still mapped and copied nothing.
-    LogLine("reuse: hits %lld misses %lld cached_bytes %lld chunk_reuses %lld retained_hits %lld",
-            static_cast<long long>(s.reuse_hits), static_cast<long long>(s.reuse_misses),
-            static_cast<long long>(s.cached_bytes), static_cast<long long>(s.chunk_reuses),
-            static_cast<long long>(s.retained_hits));
+    LogLine(
+        "reuse: hits %lld ordered_hits %lld misses %lld cached_bytes %lld chunk_reuses %lld "
+        "retained_hits %lld",
+        static_cast<long long>(s.reuse_hits), static_cast<long long>(s.reuse_ordered_hits),
+        static_cast<long long>(s.reuse_misses), static_cast<long long>(s.cached_bytes),
+        static_cast<long long>(s.chunk_reuses), static_cast<long long>(s.retained_hits));
   }
   if (const Parts* parts = parts_.load(std::memory_order_acquire); parts != nullptr) {
     // Note [Host time] (core/device/timed_device.h): the hooks' own host time around the real
