@@ -299,6 +299,12 @@ double OpUs(const Op& op, const MachineModel& machine) {
   return op.duration_us;
 }
 
+double BackToBackUs(const Profile& profile, const MachineModel& machine) {
+  double us = 0;
+  for (const Op& op : profile.ops) us += OpUs(op, machine);
+  return us;
+}
+
 double SwapOutUs(const Tensor& tensor, const MachineModel& machine) {
   if (tensor.swap_out_us >= 0) return tensor.swap_out_us;
   return ToHostUs(tensor.bytes, machine);

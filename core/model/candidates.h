@@ -88,6 +88,9 @@ double ToDeviceUs(int64_t bytes, const MachineModel& machine);
 // The time the simulator gives an op (Note [Program copies] in core/sim/sim.cc): a copy between
 // host and device takes its bytes' time at the machine's bandwidth, any other op its duration_us.
 double OpUs(const Op& op, const MachineModel& machine);
+// The sum of OpUs over the profile's ops: the iteration with every op back to back, which no plan
+// beats (Note [Swap-opt search] in core/plan/plan_swap.cc).
+double BackToBackUs(const Profile& profile, const MachineModel& machine);
 
 // How a plan decides over the candidates: the keep/swap/recompute split that `pooch plan`, the
 // plan's JSON and the run-time summary show. A candidate beyond the plan's decisions is kept.

@@ -68,7 +68,7 @@ absl::StatusOr<Plan> PlanOptimal(PlanContext& ctx) {
   in_core.schedule = SwapInSchedule::kWhenMemoryAllows;
   if (ctx.Evaluate(in_core).feasible) return in_core;
   Search s(ctx, cands);
-  for (const Op& op : ctx.profile().ops) s.compute_us += OpUs(op, ctx.machine());
+  s.compute_us = BackToBackUs(ctx.profile(), ctx.machine());
   s.plan = in_core;
   s.replays_of.assign(ctx.profile().ops.size(), 0);
   s.Visit(0, s.compute_us);

@@ -208,8 +208,7 @@ Plan RefineStep(PlanContext& ctx, Plan plan) {
   if (!start.feasible) return plan;  // not ours to repair; callers pass feasible plans
   double best_us = start.iteration_us;
   // No plan beats the ops back to back (Note [Swap-opt search]); there is nothing to refine.
-  double compute_us = 0;
-  for (const Op& op : ctx.profile().ops) compute_us += OpUs(op, ctx.machine());
+  const double compute_us = BackToBackUs(ctx.profile(), ctx.machine());
   if (best_us <= compute_us * (1 + 1e-12)) return plan;
   // Feasible and faster by more than a rounding error: then it becomes the plan.
   auto better = [&](const Plan& candidate) {

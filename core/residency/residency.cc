@@ -336,25 +336,18 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
   r.host_bytes = a->bytes;
   const bool cacheable = a->swappable && a->state == ResidencyState::kResident &&
                          a->physical != 0 && a->host == nullptr && a->transfer == nullptr;
-  if (a->transfer != nullptr) r.events.push_back(a->transfer);
+  // Note [Reuse on the allocating stream]: a transfer is on a copy stream of the manager's.
+  if (a->transfer != nullptr) r.AddEvent(a->transfer, std::nullopt);
   if (a->state == ResidencyState::kSwappingIn || a->state == ResidencyState::kSwappingOut) {
     r.swap_end = a->state == ResidencyState::kSwappingIn ? SwapRecord::Kind::kInEnd
                                                          : SwapRecord::Kind::kOutEnd;
     r.allocation = a->id;
     r.swap_copied = SwapCopies(*r.swap_end, *a);
   }
-  for (auto& [stream, event] : a->last_uses) {
-    // Note [Reuse on the allocating stream]: a transfer is on a copy stream of the manager's.
-    r.events_stream = a->transfer == nullptr && (r.events.empty() || r.events_stream == stream)
-                          ? std::optional<StreamHandle>(stream)
-                          : std::nullopt;
-    r.events.push_back(event);
-  }
-  // Note [Reading the host copy]: the host buffer goes back only after the reads of it.
-  for (const EventRef& event : a->host_reads) {
-    r.events.push_back(event);
-    r.events_stream.reset();  // recorded on some op's stream: not known here
-  }
+  for (auto& [stream, event] : a->last_uses) r.AddEvent(event, stream);
+  // Note [Reading the host copy]: the host buffer goes back only after the reads of it. (Each
+  // was recorded on some op's stream, not known here.)
+  for (const EventRef& event : a->host_reads) r.AddEvent(event, std::nullopt);
   in_flight_.erase(a->id);
   dropping_.erase(a->id);
   host_held_.erase(a->id);
@@ -656,14 +649,7 @@ absl::Status ResidencyManager::AfterOp(OpTicket ticket, bool op_ran) {
       for (DeviceAddress address : ticket.freed_touched_) {
         for (std::vector<Retired>* list : {&cache_, &retired_}) {
           for (Retired& r : *list) {
-            if (r.address != address) continue;
-            // Note [Reuse on the allocating stream]
-            if (!r.events.empty() && r.events_stream != ticket.stream_) {
-              r.events_stream.reset();
-            } else {
-              r.events_stream = ticket.stream_;
-            }
-            r.events.push_back(*event);
+            if (r.address == address) r.AddEvent(*event, ticket.stream_);
           }
         }
       }

@@ -396,8 +396,14 @@ class ResidencyManager {
   struct Retired {
     std::vector<EventRef> events;
     // Note [Reuse on the allocating stream]: the program stream every one of `events` was
-    // recorded on; nullopt when they are on several, or on one of the manager's copy streams.
+    // recorded on; nullopt when they are on several, or one is not known to be on a program
+    // stream (a copy of the manager's).
     std::optional<StreamHandle> events_stream;
+    // Adds `event`, recorded on `stream` (nullopt: not known to be a program stream).
+    void AddEvent(EventRef event, std::optional<StreamHandle> stream) {
+      events_stream = events.empty() || events_stream == stream ? stream : std::nullopt;
+      events.push_back(std::move(event));
+    }
     DeviceAddress address = 0;
     int64_t mapped_bytes = 0;
     PhysicalHandle physical = 0;  // 0: nothing mapped
