@@ -10,6 +10,7 @@ namespace pooch {
 namespace {
 
 // Note [Calibration]
+// ~~~~~~~~~~~~~~~~~~
 // The roofline in the zoo (zoo_builder.cc) charges each op max(flops / compute, bytes / memory)
 // plus a launch latency. Datasheet peaks are never reached by real kernels: STREAM-like kernels
 // reach about 85 % of the HBM peak (kMemoryEfficiency, an assumption, not calibrated), and

@@ -3,6 +3,7 @@
 // predictions were.
 //
 // Note [Pilot model]
+// ~~~~~~~~~~~~~~~~~~
 // A network whose structure depends on its data decides on the host what runs next, from values
 // it reads back from the device: SkipNet's gates, a mixture of experts' routing, an early exit.
 // Each such read-back (a synchronous device-to-host copy of a few bytes) is a block boundary;

@@ -17,7 +17,9 @@
 // one (a program that frees and allocates one small buffer per step would otherwise map and
 // unmap a slab every step).
 //
-// Note [Reuse after free]: cudaFree synchronises the device, so a program may free a buffer right
+// Note [Reuse after free]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// cudaFree synchronises the device, so a program may free a buffer right
 // after queuing work that uses it, and the real allocator never hands it out while that work runs.
 // Free() here must not block (that is the cost this allocator exists to avoid), so a freed block is
 // not reusable at once: it joins a pending list. When an allocation finds no free range that holds

@@ -1,6 +1,8 @@
 // Kernel ops: device code from fat binaries, which simgpu times but never runs.
 //
-// Note [Kernel ops]: a kernel is opaque to simgpu; all it knows is the kernel's parameter
+// Note [Kernel ops]
+// ~~~~~~~~~~~~~~~~~
+// A kernel is opaque to simgpu; all it knows is the kernel's parameter
 // buffer, laid out from the cubin's parameter info (driver/cubin.h). Each 8-byte word at an
 // 8-byte aligned offset of the buffer that points into a live allocation is taken as the kernel
 // reading and writing that whole allocation: the hazard checker records a write, and the

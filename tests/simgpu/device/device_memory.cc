@@ -78,7 +78,9 @@ Err Device::EnsureReservedLocked() {
   return Err::kOk;
 }
 
-// Note [Malloc slabs]: MemAlloc blocks are cut from slabs, runs of the reserved range mapped
+// Note [Malloc slabs]
+// ~~~~~~~~~~~~~~~~~~~
+// MemAlloc blocks are cut from slabs, runs of the reserved range mapped
 // read-write once (kSlabBytes, or the block's size rounded up to 2 MiB when larger), rather than
 // mapped one by one. The kernel caps a process's mappings (vm.max_map_count, 65530 by default):
 // a mapping per block plus the PROT_NONE guard page after it cost two, so cudaMalloc failed
@@ -94,7 +96,9 @@ Err Device::EnsureReservedLocked() {
 // itself fault on the page after a block. VMM keeps a real mapping per cuMemMap, since unmapping
 // is what pooch does there and what simgpu must judge.
 //
-// Note [Stream-ordered reuse]: MemFreeAsync on stream A takes effect when A reaches the free, at
+// Note [Stream-ordered reuse]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// MemFreeAsync on stream A takes effect when A reaches the free, at
 // virtual time t. Until the host's clock reaches t the block stays in the pool, a PendingFree that
 // still holds its capacity and addresses. CUDA's default pool hands such a block to
 // cudaMallocAsync on stream S only when it knows that S runs after the free:

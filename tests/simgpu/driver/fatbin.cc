@@ -1,6 +1,8 @@
 // The fat binary container and its two compressions.
 //
-// Note [Fat binary layout]: NVIDIA does not document the container; this is what nvcc 13.0
+// Note [Fat binary layout]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// NVIDIA does not document the container; this is what nvcc 13.0
 // writes and what torch 2.15's libtorch_cuda.so holds (checked field by field, fatbin_test.cc).
 // All fields little-endian.
 //   __fatBinC_Wrapper_t (fatbinary_section.h; the pointer given to __cudaRegisterFatBinary):
@@ -168,7 +170,9 @@ bool Decompress(const Entry& e, std::vector<uint8_t>* out, std::string* why) {
   return false;
 }
 
-// Note [Any cubin will do]: a GPU runs only a cubin of its own architecture family (or JIT-
+// Note [Any cubin will do]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A GPU runs only a cubin of its own architecture family (or JIT-
 // compiles PTX). simgpu runs no device code and reads a cubin only for the kernel's parameter
 // layout, which nvcc derives from the source and is the same for every architecture. So any ELF
 // entry serves, and simgpu does not refuse a module that has no code for the preset's

@@ -1,7 +1,9 @@
 // runtime_kernels.h: libcudart.so.13's registry of the kernels and variables that nvcc-compiled
 // code registers (__cudaRegisterFatBinary and friends), and its way to the driver's modules.
 //
-// Note [Lazy registration]: nvcc emits a static constructor per translation unit that calls
+// Note [Lazy registration]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// nvcc emits a static constructor per translation unit that calls
 // __cudaRegisterFatBinary with the unit's fat binary, then __cudaRegisterFunction per kernel and
 // __cudaRegisterVar per device variable. torch's libtorch_cuda.so runs thousands of these at
 // `import torch` (336 MB of fat binaries), before any CUDA call and often in processes that
