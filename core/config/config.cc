@@ -116,7 +116,9 @@ struct Variable {
   Apply apply;
 };
 
-// Note [One table]: every POOCH_* variable is one row here. Adding a variable = adding a row
+// Note [One table]
+// ~~~~~~~~~~~~~~~~
+// Every POOCH_* variable is one row here. Adding a variable = adding a row
 // (and a field in Config); the README table is generated from the same rows.
 const Variable kVariables[] = {
     {{"POOCH_MEMORY_LIMIT", "device's free memory", "size",
