@@ -89,15 +89,10 @@ def main(root):
         heading_lines = set()
         for i, line in enumerate(lines):
             m = HEADING.match(line)
-            if not m:
-                continue
-            heading_lines.add(i + 1)
-            if i + 1 < len(lines) and UNDERLINE.match(lines[i + 1]):
+            # A heading without its underline is a pointer to the Note at that place.
+            if m and i + 1 < len(lines) and UNDERLINE.match(lines[i + 1]):
+                heading_lines.add(i + 1)
                 definitions.setdefault(m.group(1), []).append((rel, i + 1))
-            else:
-                problems.append(f"{rel}:{i + 1}: {WORD} [{m.group(1)}] heading has no ~~~ "
-                                "underline on the next line (write it as a definition, or "
-                                "refer to it inside a sentence)")
         for line, name in references(lines):
             if line not in heading_lines:
                 refs.append((rel, line, name))
@@ -110,7 +105,8 @@ def main(root):
     for rel, line, name in refs:
         if name not in definitions:
             problems.append(f"{rel}:{line}: {WORD} [{name}] is referenced but defined nowhere "
-                            f"(renamed or removed? define it, or point to the right name)")
+                            "(renamed or removed? point to the right name; a definition is a comment line "
+                            f"holding only '{WORD} [{name}]' and a ~~~ line under it)")
 
     index_lines = read_lines(root, INDEX) or []
     listed = {}
@@ -126,7 +122,7 @@ def main(root):
         elif path is None:
             problems.append(f"{where}: [{name}]: the second cell must be the defining file in "
                             f"backticks, `{definitions[name][0][0]}`")
-        elif path != definitions[name][0][0]:
+        elif len(definitions[name]) == 1 and path != definitions[name][0][0]:
             problems.append(f"{where}: [{name}] is listed in `{path}` but defined in "
                             f"`{definitions[name][0][0]}`")
     for name, places in sorted(definitions.items()):
