@@ -116,8 +116,8 @@ Err Device::EnsureReservedLocked() {
 // them. cudaMalloc and cuMemCreate take nothing from the pool: while unfinished frees hold the
 // memory they fail with out of memory, as on a GPU until the program synchronises. A pending block
 // larger than the request is split; the rest stays pending with the same stream and time.
-// Before this rule a freed block went to any stream at once, and simgpu then blamed the program
-// for a race at its first use on another stream (the free's hazard record, kept as a check).
+// Handing a freed block to any stream at once would make simgpu blame the program for a race at
+// its first use on another stream; the free's hazard record stays as a check that it never does.
 
 bool Device::ReusableLocked(const PendingFree& f, const StreamClock& s) const {
   return f.stream == s.id || f.free_ns <= timeline_.ReadyTime(s);
