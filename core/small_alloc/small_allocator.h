@@ -18,27 +18,27 @@
 //
 // Note [Reuse after free]
 // ~~~~~~~~~~~~~~~~~~~~~~~
-// cudaFree synchronises the device, so a program may free a buffer right
-// after queuing work that uses it, and the real allocator never hands it out while that work runs.
-// Free() here must not block (that is the cost this allocator exists to avoid), so a freed block is
-// not reusable at once: it joins a pending list. When an allocation finds no free range that holds
-// it, the pending list is sealed into a batch: one event is recorded on the legacy default stream
-// (stream 0), which on a real GPU and on simgpu waits for all work queued before it on every
-// blocking stream, hence for all work queued before each of the batch's frees. Blocks of a batch
-// become free when its event has completed (QueryEvent, never blocking). If that does not make room
-// and the batches hold at least the requested bytes, the allocation waits (SynchronizeEvent) for
-// the oldest batches, as the real cudaFree would have waited, but only once per batch instead of
-// once per free; otherwise, or if waiting did not make room, a new slab is made, and when the
-// budget or the device refuses one the allocation waits for the remaining batches. Waiting before
-// mapping matters under a limit: a new slab is charged to the budget and pushes feature maps out,
-// and freed small blocks would otherwise pile up unused (docs/measurements.md, "Small
-// allocations"). Recording at sealing rather than at each free costs one event per batch instead
-// of one per free and only orders reuse later than needed, never earlier. Alternatives rejected: synchronising the device in Free (correct, but a blocking device
-// call per free, what the pass-through cost) and an event per free (a device call per free).
-// Work on streams created with cudaStreamNonBlocking is not ordered by the legacy default stream,
-// so the batch also records an event on each such stream (SmallAllocatorOptions::
-// unordered_streams; the interposer tracks the program's streams) and is reusable when all
-// its events completed.
+// cudaFree synchronises the device, so a program may free a buffer right after queuing work that
+// uses it, and the real allocator never hands it out while that work runs. Free() here must not
+// block (that is the cost this allocator exists to avoid), so a freed block is not reusable at
+// once: it joins a pending list. When an allocation finds no free range that holds it, the pending
+// list is sealed into a batch: one event is recorded on the legacy default stream (stream 0), which
+// on a real GPU and on simgpu waits for all work queued before it on every blocking stream, hence
+// for all work queued before each of the batch's frees. Blocks of a batch become free when its
+// event has completed (QueryEvent, never blocking). If that does not make room and the batches hold
+// at least the requested bytes, the allocation waits (SynchronizeEvent) for the oldest batches, as
+// the real cudaFree would have waited, but only once per batch instead of once per free; otherwise,
+// or if waiting did not make room, a new slab is made, and when the budget or the device refuses
+// one the allocation waits for the remaining batches. Waiting before mapping matters under a limit:
+// a new slab is charged to the budget and pushes feature maps out, and freed small blocks would
+// otherwise pile up unused (docs/measurements.md, "Small allocations"). Recording at sealing rather
+// than at each free costs one event per batch instead of one per free and only orders reuse later
+// than needed, never earlier. Alternatives rejected: synchronising the device in Free (correct, but
+// a blocking device call per free, what the pass-through cost) and an event per free (a device call
+// per free). Work on streams created with cudaStreamNonBlocking is not ordered by the legacy
+// default stream, so the batch also records an event on each such stream (SmallAllocatorOptions::
+// unordered_streams; the interposer tracks the program's streams) and is reusable when all its
+// events completed.
 //
 // Thread safety: all methods may be called from any thread; one mutex guards the state, and the
 // device and budget callbacks are called with it held (they must not call back into this object).
