@@ -80,9 +80,9 @@ Err Device::EnsureReservedLocked() {
 
 // Note [Malloc slabs]
 // ~~~~~~~~~~~~~~~~~~~
-// MemAlloc blocks are cut from slabs, runs of the reserved range mapped
-// read-write once (kSlabBytes, or the block's size rounded up to 2 MiB when larger), rather than
-// mapped one by one. The kernel caps a process's mappings (vm.max_map_count, 65530 by default):
+// MemAlloc blocks are cut from slabs, runs of the reserved range mapped read-write once
+// (kSlabBytes, or the block's size rounded up to 2 MiB when larger), rather than mapped one by one.
+// The kernel caps a process's mappings (vm.max_map_count, 65530 by default):
 // a mapping per block plus the PROT_NONE guard page after it cost two, so cudaMalloc failed
 // after about 32,700 live blocks, fewer than a framework without a caching allocator holds.
 // Slabs make the count grow with the memory held, not with the number of blocks: first fit
@@ -98,10 +98,10 @@ Err Device::EnsureReservedLocked() {
 //
 // Note [Stream-ordered reuse]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// MemFreeAsync on stream A takes effect when A reaches the free, at
-// virtual time t. Until the host's clock reaches t the block stays in the pool, a PendingFree that
-// still holds its capacity and addresses. CUDA's default pool hands such a block to
-// cudaMallocAsync on stream S only when it knows that S runs after the free:
+// MemFreeAsync on stream A takes effect when A reaches the free, at virtual time t. Until the
+// host's clock reaches t the block stays in the pool, a PendingFree that still holds its capacity
+// and addresses. CUDA's default pool hands such a block to cudaMallocAsync on stream S only when it
+// knows that S runs after the free:
 //   - S is A: A's own order puts every later use after the free;
 //   - S is ordered after t through an event or the legacy stream
 //     (cudaMemPoolReuseFollowEventDependencies): here, S's ready time (Timeline::ReadyTime) is
