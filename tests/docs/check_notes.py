@@ -2,9 +2,11 @@
 """docs_notes: every Note is defined once, every reference resolves, and the index is exact.
 
 A Note is defined by a comment line that holds only the word Note and its bracketed name,
-underlined by a comment line of tildes (`//` in C++, `#` in CMake and shell). Code and docs refer
-to it by the same words anywhere, a reference may wrap across lines. docs/architecture.md's table
-under "Where each Note lives" lists each defined Note once, with the file that defines it.
+underlined by a comment line of tildes (`//` in C++, `#` in CMake and shell); a heading line
+without the underline is a pointer to the Note at that place. Code and docs refer to it by the
+same words anywhere, and a reference may wrap across lines; one followed by "in FILE" must name
+the file that defines it. docs/architecture.md's table under "Where each Note lives" lists each
+defined Note once, with the file that defines it.
 
 Usage: check_notes.py SOURCE_ROOT. Prints one line per problem and exits 1 if there is any.
 """
@@ -22,7 +24,9 @@ INDEX_HEADING = "## Where each Note lives"
 WORD = "Note"  # kept apart from the bracket so that this file holds no reference itself
 HEADING = re.compile(r"^\s*(?://|#)\s*" + WORD + r" \[([^\]]+)\]\s*$")
 UNDERLINE = re.compile(r"^\s*(?://|#)\s*~{3,}\s*$")
-REFERENCE = re.compile(r"\b" + WORD + r"\s+\[([^\]\[]+)\]")
+# A reference, and the file it names when "in FILE" follows.
+REFERENCE = re.compile(r"\b" + WORD + r"\s+\[([^\]\[]+)\]"
+                       r"(?:\s+in\s+`?([\w./-]+\.(?:h|cc|cmake|md|py|sh|txt))\b)?")
 # A comment marker at the start of a line, dropped when lines are joined so that a reference
 # wrapped across comment lines reads as one.
 COMMENT_LEAD = re.compile(r"^\s*(?://+|#+|\*+(?!\*)|<!--)?\s*")
@@ -49,7 +53,8 @@ def read_lines(root, rel):
 
 
 def references(lines):
-    """(line number, name) of each reference, names with their whitespace collapsed."""
+    """(line number, name, file named after "in" or None) of each reference, names with their
+    whitespace collapsed."""
     text, starts = [], []
     offset = 0
     for line in lines:
@@ -60,7 +65,15 @@ def references(lines):
     joined = " ".join(text)
     for m in REFERENCE.finditer(joined):
         line = bisect.bisect_right(starts, m.start())
-        yield line, " ".join(m.group(1).split())
+        yield line, " ".join(m.group(1).split()), m.group(2)
+
+
+def names_file(referrer, named, defining):
+    """Whether `named` (as written after "in": a path from the root, one relative to the
+    referring file, or its tail) is the file `defining`."""
+    if named.startswith(("./", "../")):
+        named = os.path.normpath(os.path.join(os.path.dirname(referrer), named))
+    return defining == named or defining.endswith("/" + named)
 
 
 def index_rows(lines):
@@ -81,7 +94,7 @@ def index_rows(lines):
 def main(root):
     problems = []
     definitions = {}  # name -> [(file, line)]
-    refs = []  # (file, line, name)
+    refs = []  # (file, line, name, the file it names or None)
     for rel in source_files(root):
         lines = read_lines(root, rel)
         if lines is None:
@@ -93,20 +106,23 @@ def main(root):
             if m and i + 1 < len(lines) and UNDERLINE.match(lines[i + 1]):
                 heading_lines.add(i + 1)
                 definitions.setdefault(m.group(1), []).append((rel, i + 1))
-        for line, name in references(lines):
+        for line, name, where in references(lines):
             if line not in heading_lines:
-                refs.append((rel, line, name))
+                refs.append((rel, line, name, where))
 
     for name, places in sorted(definitions.items()):
         if len(places) > 1:
             where = ", ".join(f"{f}:{n}" for f, n in places)
             problems.append(f"{places[1][0]}:{places[1][1]}: {WORD} [{name}] is defined "
                             f"{len(places)} times ({where}); keep one, refer to it elsewhere")
-    for rel, line, name in refs:
+    for rel, line, name, where in refs:
+        if name in definitions and where and not names_file(rel, where, definitions[name][0][0]):
+            problems.append(f"{rel}:{line}: {WORD} [{name}] is said to be in {where} but is "
+                            f"defined in {definitions[name][0][0]}")
         if name not in definitions:
             problems.append(f"{rel}:{line}: {WORD} [{name}] is referenced but defined nowhere "
-                            "(renamed or removed? point to the right name; a definition is a comment line "
-                            f"holding only '{WORD} [{name}]' and a ~~~ line under it)")
+                            "(renamed or removed? point to the right name; a definition is a "
+                            f"comment line holding only '{WORD} [{name}]', a ~~~ line under it)")
 
     index_lines = read_lines(root, INDEX) or []
     listed = {}
