@@ -19,7 +19,7 @@
 
 namespace pooch::cli {
 
-// Exit codes shared by every subcommand (README, "pooch command line").
+// Exit codes shared by every subcommand (docs/usage.md, "The pooch command").
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitNoPlan = 1;    // the request was valid but nothing fits (plan)
 inline constexpr int kExitUsage = 2;     // bad input: flags, values, files

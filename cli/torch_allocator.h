@@ -21,7 +21,7 @@ namespace pooch::cli {
 //       max_memory_allocated() report pooch's device bytes;
 //   PYTORCH_NO_CUDA_MEMORY_CACHING=1   cudaMalloc/cudaFree per tensor; torch keeps no statistics
 //       (max_memory_allocated() is 0), and without pooch a real cudaFree synchronises.
-// Measured on simgpu (README, "PyTorch's allocator under pooch"), the two cost pooch the same
+// Measured on simgpu (docs/measurements.md, "Allocation"), the two cost pooch the same
 // host time per allocation, so `pooch run` sets the first, which keeps
 // PyTorch's memory statistics truthful. An explicit setting of the user's wins, unchanged; when
 // it leaves the caching allocator in place, pooch says so in one line. Under POOCH_POLICY=off

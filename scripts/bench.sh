@@ -1,9 +1,8 @@
 #!/bin/sh
 # bench.sh [BUILD_DIR]: throughput of cnn_train's networks (ResNet-50, a U-Net, a DenseNet) under
 # every pooch policy on simgpu, in simgpu's virtual time (SIMGPU_COMPUTE=timing). In-core and
-# demand runs give the same figures on every run; so did runs under a carried-out plan, in the
-# runs compared (ResNet-50 b384-640, two or three runs each; before commit 566a04a they varied by
-# a few percent).
+# demand runs give the same figures on every run; so do runs under a carried-out plan
+# (docs/measurements.md, "Benchmarks").
 # A benchmark, not a test: a run that fails (exit 3, out of memory) is a table cell, never a
 # failure of the script, and no figure (however slow) makes it fail.
 #

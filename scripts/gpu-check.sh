@@ -10,7 +10,7 @@
 #                                         into gpu-carry/ (ignored by git) at the repository root
 #   scripts/gpu-check.sh [DIR]            on the GPU machine: runs the checks with DIR's binaries
 #                                         (default gpu-carry/, else build/)
-# libpooch.so and pooch need only the C and C++ runtime (README, "What libpooch.so needs"), so
+# libpooch.so and pooch need only the C and C++ runtime (docs/gpus.md, "What libpooch.so needs"), so
 # a build made here runs there. cnn_train links the CUDA runtime, cuDNN and cuBLAS dynamically:
 # the check finds them in the NVIDIA wheels beside torch (site-packages/nvidia/*/lib).
 #
@@ -22,7 +22,7 @@
 #      in-core, pooch, torch.utils.checkpoint on every block and save_on_cpu(pin_memory=True),
 #      all at the same batch;
 #   3. the transformer of tests/simgpu/torch/transformer_loop.py: max_memory_allocated, to
-#      compare with simgpu's figure (README, "Unmodified PyTorch on simgpu");
+#      compare with simgpu's figure (docs/simgpu.md, "Unmodified PyTorch on simgpu");
 #   4. the dynamic networks of bench_dynamic.sh (skipnet, moe top 2, tiny with --vary-image,
 #      ITERS_DYNAMIC iterations, NVTX iteration marks): params_checksum under pooch (its pilot
 #      on) and under pooch with POOCH_PILOT=off equals in-core.
@@ -228,7 +228,7 @@ timeout "$run_timeout" "$python" tests/simgpu/torch/transformer_loop.py 5 >"$wor
 {
   echo "## tests/simgpu/torch/transformer_loop.py 5"
   echo
-  echo "max_memory_allocated on this GPU: $(value "$work/transformer-loop.out" max_memory_allocated) bytes (simgpu: see README)"
+  echo "max_memory_allocated on this GPU: $(value "$work/transformer-loop.out" max_memory_allocated) bytes (simgpu: see docs/simgpu.md)"
 } >>"$report"
 
 # 4. The dynamic networks (issue 16), iterations marked by NVTX ranges as in bench_dynamic.sh.

@@ -42,7 +42,7 @@ sanitized_tree() {  # dir, optimisation, cmake args, target, ctest label
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" -L "^$label\$"
 }
 # The ASan and TSan trees build at -O0: their unit tests are short, and -O0 compiles about a third
-# faster than -O1 (8.5 s against 5.5 s for core/residency/residency.cc under ASan), which keeps CI
+# faster than -O1 (docs/measurements.md, "Build and setup times"), which keeps CI
 # inside its budget; the sanitizers find the same faults at either level. The fuzzer runs for a
 # fixed time, so it is built at -O1 to try more inputs.
 sanitized_tree build-asan -O0 "-DPOOCH_SANITIZE=address,undefined" tests_unit unit

@@ -116,8 +116,10 @@ struct Variable {
   Apply apply;
 };
 
-// Note [One table]: every POOCH_* variable is one row here. Adding a variable = adding a row
-// (and a field in Config); the README table is generated from the same rows.
+// Note [One table]
+// ~~~~~~~~~~~~~~~~
+// Every POOCH_* variable is one row here. Adding a variable = adding a row
+// (and a field in Config); the docs/usage.md table is generated from the same rows.
 const Variable kVariables[] = {
     {{"POOCH_MEMORY_LIMIT", "device's free memory", "size",
       "Device memory pooch may use for the program's allocations; beyond it, data is swapped to "

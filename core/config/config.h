@@ -2,7 +2,7 @@
 //
 // All variables live in one table (config.cc: kVariables) with their name, default, units and
 // help text; LoadConfig() is the only parser, and ConfigMarkdownTable() renders the same table
-// for the README, so the documentation cannot drift from the code.
+// for docs/usage.md, so the documentation cannot drift from the code.
 //
 //   absl::StatusOr<pooch::Config> config = pooch::LoadConfig(&getenv_wrapper);
 //   if (!config.ok()) { fprintf(stderr, "pooch: %s\n", ...message...); _exit(2); }
@@ -87,19 +87,19 @@ struct Config {
 // One row of the table, for documentation and for tools that list the variables.
 struct ConfigVariable {
   absl::string_view name;          // "POOCH_MEMORY_LIMIT"
-  absl::string_view default_text;  // as the README shows it
+  absl::string_view default_text;  // as docs/usage.md shows it
   absl::string_view units;         // "size", "integer >= 1", "path", or the accepted values
   absl::string_view help;          // one sentence or two
 };
 
-// Every POOCH_* variable, in the order the README lists them.
+// Every POOCH_* variable, in the order docs/usage.md lists them.
 absl::Span<const ConfigVariable> ConfigVariables();
 
 // Reads every variable through `getenv` (returns nullptr when unset) and validates it. Returns
 // the first error in table order as InvalidArgument with a one-line message (see above).
 absl::StatusOr<Config> LoadConfig(const std::function<const char*(const char*)>& getenv);
 
-// The README table: "| Variable | Default | Meaning |" with one row per variable.
+// docs/usage.md's table: "| Variable | Default | Meaning |" with one row per variable.
 std::string ConfigMarkdownTable();
 
 // Names in `names` that start with "POOCH_" but are not in the table (typos such as

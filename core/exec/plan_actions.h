@@ -21,7 +21,9 @@
 //          Profiler::OfferRecipe); after the op that opens the interval the tensor is dropped
 //          (Recomputer::Drop), or swapped out when it cannot be (no recipe). The Recomputer
 //          rebuilds it when an op next touches it: the op that closes the interval.
-// Note [Carried slots]: with a reference whose lifetimes cross its boundary (Note [Carried
+// Note [Carried slots]
+// ~~~~~~~~~~~~~~~~~~~~
+// With a reference whose lifetimes cross its boundary (Note [Carried
 // lifetimes], iteration_tracker.h), a tensor freed in the iteration but made in the one before
 // is a persistent tensor of the profile whose allocation changes every iteration: it is the
 // allocation that its successor (the reference's allocation one period later, still live at the

@@ -366,7 +366,9 @@ class Profiler::Impl {
     if (step.switched) SwitchPlanLocked(step.switched_to, step.position);
   }
 
-  // Note [Measured iteration time]: an iteration's time is the device time between timing
+  // Note [Measured iteration time]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // An iteration's time is the device time between timing
   // events recorded before the first op of consecutive followed iterations, on that op's stream
   // (virtual time on simgpu, as the planner's prediction and the program's own figures are).
   // An iteration may start at an allocation, which has no stream: the event then goes before
@@ -640,6 +642,7 @@ class Profiler::Impl {
   }
 
   // Note [Swap-all profiling]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~
   // PoocH §4.2 profiles with every feature map swapped, so that each map's swap-out and swap-in
   // times are measured rather than estimated. The iterations in which the reference is found
   // cannot run that way: which allocations are feature maps, and where their last forward use
@@ -710,6 +713,7 @@ class Profiler::Impl {
   }
 
   // Note [Headroom]
+  // ~~~~~~~~~~~~~~~
   // The planner's simulation frees memory at the device time the work completes; at run time the
   // host runs ahead of the device and memory comes back only when the host sees completion, and
   // the runtime holds a little the profile does not show (the reuse cache, replay scratch). A

@@ -28,14 +28,12 @@
 // never brought back; the free releases the host copy. It cannot be recomputed (nothing needs
 // the value). The copy is still made, though the profile says nothing reads the tensor again:
 // a profile that is wrong must cost time, never data, and the runtime's demand swap-in brings
-// it back if something does read it. Without tails, tiny at side 44 and batch 64 had no plan at
-// 30 % of its peak (simgpu v100-pcie3: a 4 MiB map held from its last use at op 55 to its free
-// after op 57 made op 56 need 18 MiB of 16.33), though demand swapping ran it.
+// it back if something does read it. Without tails, a map held from its last use to a later free
+// can make a plan infeasible where demand swapping runs the program.
 // Tails are offered with the short intervals, when no plan fits without them (Note [Short
-// intervals] in core/plan/plan.cc), and always without a machine. Offered from the start, they
-// made the PoocH search start from a different swap-all and end worse where a plan fitted
-// anyway: torchvision's ResNet-50 at batch 32 under PyTorch (simgpu v100-pcie3, 1206278144
-// bytes) was planned at 137.1 ms and ran at 140.0, against 122.9 and 124.4 without them.
+// intervals] in core/plan/plan.cc), and always without a machine: offered from the start, they
+// change the swap-all the PoocH search starts from and can end it worse where a plan fits anyway.
+// The cases behind both rules: docs/measurements.md, "Candidates".
 //
 // Note [Sound replays]
 // ~~~~~~~~~~~~~~~~~~~~
@@ -67,9 +65,8 @@
 //     plentiful (the start and end of a ResNet-50 iteration) never do.
 //   - long enough: its inner ops take at least the tensor's copy out and back
 //     (SwapOutUs + SwapInUs). A shorter one cannot hide its own copies, and offering it misleads
-//     the search, which starts from every interval swapped (§4.4): measured with `pooch plan` on
-//     resnext101-3d at batch 256 (v100-pcie3, 16 GiB), offering them gave +27.4 % over in-core
-//     against +13.7 % without, and +9.4 % against +9.9 % on ResNet-50 at batch 640. (Such an
+//     the search, which starts from every interval swapped (§4.4; docs/measurements.md,
+//     "Candidates"). (Such an
 //     interval is typically a block input between its first use and the addition a few ops
 //     later; its tensor still has the long interval to backward that the planner sees.) When no
 //     plan fits without them, MakePlan plans again with them (Note [Short intervals] in

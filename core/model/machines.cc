@@ -10,6 +10,7 @@ namespace pooch {
 namespace {
 
 // Note [Calibration]
+// ~~~~~~~~~~~~~~~~~~
 // The roofline in the zoo (zoo_builder.cc) charges each op max(flops / compute, bytes / memory)
 // plus a launch latency. Datasheet peaks are never reached by real kernels: STREAM-like kernels
 // reach about 85 % of the HBM peak (kMemoryEfficiency, an assumption, not calibrated), and
@@ -18,7 +19,7 @@ namespace {
 // PoocH paper's measured in-core throughput of 316 images/s (§5.2, Figure 17; Chainer 3,
 // cuDNN 7.1, fp32): with 0.64 the model gives 314-319 img/s over batch 64-640, of which about a
 // quarter of the time is bandwidth-bound BN/ReLU/add/pool work (core/zoo/zoo_test.cc,
-// InCoreResNet50MatchesPaperThroughput, accepts 290-345). 0.5 gave 264 img/s.
+// InCoreResNet50MatchesPaperThroughput, accepts 290-345).
 // The same factors are applied to every preset: the newer GPUs were not calibrated against
 // measurements, so their absolute times are estimates; their ratios of compute to link speed are
 // what the planner cares about.

@@ -6,7 +6,7 @@
 // decides for every idle interval of every tensor whether to keep, swap or recompute it; the
 // simulator (sim.h) predicts the iteration time and peak memory of a plan on a MachineModel.
 //
-// Its JSON form ("pooch-profile", version 1) is documented in the README and read and written by
+// Its JSON form ("pooch-profile", version 1) is documented in docs/usage.md and read and written by
 // model_json.h; `pooch plan --profile` reads it and POOCH_PROFILE_OUT writes it.
 //
 // Thread safety: plain values; no internal synchronisation.

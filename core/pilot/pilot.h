@@ -3,6 +3,7 @@
 // predictions were.
 //
 // Note [Pilot model]
+// ~~~~~~~~~~~~~~~~~~
 // A network whose structure depends on its data decides on the host what runs next, from values
 // it reads back from the device: SkipNet's gates, a mixture of experts' routing, an early exit.
 // Each such read-back (a synchronous device-to-host copy of a few bytes) is a block boundary;
@@ -25,10 +26,8 @@
 // Why stumps: a routing or a gate is a threshold on one read-back word, or on its rank among
 // the words (a top-k), often against the program's own running mean of it (Features); a rule on
 // one feature is what such a decision is, and the set of consistent rules learns it from a few
-// blocks. The first byte model here was a logistic regression over the same kind of features,
-// trained by one SGD step per block: on cnn_train moe (top-2 of 16, 40 iterations, simgpu
-// v100-pcie3 at 40 % of its peak) it scored accuracy 0.173, the stumps 0.488 on the same
-// features (most of the remaining misses are each expert's first touches).
+// blocks. A logistic regression over the same features, trained by one SGD step per block, needs
+// far more blocks than a run gives (docs/measurements.md, "Pilot").
 //
 // POOCH_PILOT picks the model that acts:
 // `on` the one with more hits than misses and wastes together so far at this boundary's

@@ -35,21 +35,14 @@ void FrequencyModel::Forget(const PilotBoundary& b, PilotKey key) {
 // Note [Stump tables]
 // ~~~~~~~~~~~~~~~~~~~
 // Everything the pilot does at a read-back runs on the program's thread while it waits to launch
-// what it decided: the last block's learning as much as the next block's query. Learning was
-// the larger part: each block rebuilt every key's rules from all n features (n = 96 for a
-// 16-word routing), though a rule that a block contradicts never holds again (ranges only
-// widen). Now a key's rules are made from every feature once, when it has seen both classes,
-// and each later block rechecks only the rules left (Add). The tables are flat per context:
-// per key (found by one hash of the key) its counts, its features' ranges and its rules' slots
-// at a fixed stride, so that a rule set is rewritten in place and a new key is appended. A vote
-// is branch-free (Rule). build/bin/core_pilot_bench (a synthetic routing, top 2 of 16 experts,
-// 116 keys, two read-backs per iteration; median of 9 runs on the development machine): mean
-// host time per boundary over 40 iterations 48.2 us before, 34.6 us after (last 20 boundaries
-// 46.5 and 25.9 us); over 200 iterations 37.7 and 20.7 us (last 20: 31.2 and 16.0 us), with the
-// same hits, misses and wastes. A query of cnn_train moe's 90 candidates stays at 12-15 us
-// (about 140 ns a candidate, against 11 ns in the benchmark, whose tables stay in the cache:
-// simgpu computes the program's kernels on the same CPU between two read-backs), and moe's
-// whole boundary takes 56 us.
+// what it decided: the last block's learning as much as the next block's query. A rule that a
+// block contradicts never holds again (ranges only widen), so a key's rules are made from every
+// feature once, when it has seen both classes, and each later block rechecks only the rules left
+// (Add) rather than rebuilding them from all n features (n = 96 for a 16-word routing). The
+// tables are flat per context: per key (found by one hash of the key) its counts, its features'
+// ranges and its rules' slots at a fixed stride, so that a rule set is rewritten in place and a
+// new key is appended. A vote is branch-free (Rule). build/bin/core_pilot_bench measures the
+// host time per boundary (docs/measurements.md, "Pilot").
 std::vector<float> StumpModel::Score(const PilotBoundary& b, absl::Span<const PilotKey> keys) {
   std::vector<float> scores(keys.size(), 0.0f);
   auto it = tables_.find(b.bytes_context);

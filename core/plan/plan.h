@@ -62,8 +62,8 @@ struct PlanOptions {
   bool long_intervals_first = true;
   // PoocH §4.4.2 brute-forces keep/swap over L_I. Beyond this many maps the extra ones (those
   // whose swap-in stalls least) are decided greedily instead: Note [Bounded brute force].
-  // Measured on zoo ResNet-50 (70 maps in L_I on PCIe): limits 6 and 10 choose the same plan;
-  // 10 costs 8x the simulations.
+  // Larger limits cost exponentially more simulations for plans that rarely differ
+  // (docs/measurements.md, "Planner").
   int brute_force_limit = 6;
   // PoocH §4.4.3 prices every swapped interval again after each swap -> recompute choice; we
   // make ceil(|L| / recompute_rounds) choices per pricing, each checked by simulation (Note
@@ -78,10 +78,9 @@ struct PlanOptions {
   // plan` use the same budget, so `pooch plan` reproduces a run's plan. A run plans once per
   // profile (and per re-plan, Note [Headroom] in core/exec/profiler.cc) and then trains for
   // hours; the budget is what issue 12's 0.3 s of CPU for the whole planner on 3D ResNeXt-101
-  // b256 allows (scripts/bench_plan.sh). On ResNet-50 b640 as profiled at run time (v100-pcie3,
-  // 16 GiB less the run's headroom) 300, 1000, 2000 and 3000 simulations predict 2323, 2222,
-  // 2219 and 2219 ms; on the ResNeXt (zoo) 2000 ends at 2056 ms where 1000 ends at 2103 ms. On
-  // plan_test.cc's random graphs of at most 10 maps the step ends long before the budget.
+  // b256 allows (scripts/bench_plan.sh), and past it the predicted time hardly improves
+  // (docs/measurements.md, "Planner"). On plan_test.cc's random graphs of at most 10 maps the step
+  // ends long before the budget.
   int refine_simulations = 2000;
 };
 

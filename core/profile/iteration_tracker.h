@@ -1,151 +1,7 @@
 // IterationTracker: finds training-iteration boundaries in the stream of intercepted events (ops,
-// allocations, frees) and follows later iterations against a reference iteration, reporting
-// where they depart from it (DESIGN.md, decision 6: identity across iterations comes from the
-// op stream).
-//
-// The interposer feeds every intercepted op, allocation and free, in the order they happen; each
-// event gets a sequence number 0, 1, 2, ... in Feed order. The tracker is in one of three modes:
-//
-//   kProfiling  looking for iterations. With IterationMarker::kAuto it searches the stream for
-//               the period (Note [Period detection]); with kSync/kNvtx the caller calls
-//               MarkBoundary() where an iteration ends. When profile_iterations iterations are
-//               complete, the Step (auto) or BoundaryResult (explicit markers) that completes
-//               them has profile_ready set; Reference() is then the LAST complete iteration and
-//               ReferenceWindow() its [first, end) sequence numbers.
-//   kFollowing  each event is compared with the reference: Step::position is its index in the
-//               reference iteration and Step::iteration_start marks position 0.
-//   kDeparted   an event did not match (Step::departed is set once, on that event), or an
-//               explicit boundary came at the wrong place. The caller must treat the departed
-//               iteration as unknown: its events have no position and run in demand mode (the
-//               plan is not applied). Auto: the tracker re-synchronises on the first event that
-//               equals Reference()[0] while every allocation made since the departed iteration
-//               started has been freed; that event is position 0 of a new iteration. Explicit
-//               markers: the next iteration starts at the next boundary.
-//
-// Two events are "the same" when kind and signature are equal; `allocation` ids only pair
-// allocations with their frees (for balance) and never take part in the comparison.
-//
-// Note [Period detection]: after event n, the tracker looks for the smallest period p such that
-// the window W = events [n-p+1, n] (1) equals the window V just before it, event for event (a
-// tandem repeat), and (2) is balanced: every allocation made in W is freed in W, every free in
-// W frees an allocation made in W, and W makes at least one allocation. Balance rules out the
-// repeats inside one pass (ResNet's conv-bn-relu blocks repeat in the forward pass but each
-// leaves its feature maps allocated; the backward pass frees maps it did not allocate). The
-// first n where such a W exists ends detection; W may be a rotation of the program's own loop
-// body (it starts wherever the balanced repeat first closes), which is still one full
-// iteration. A first iteration that differs (warm-up allocations that are never freed) only
-// delays detection: windows after those allocations are still balanced.
-// When no balanced W ends at n, a periodic carry-over is accepted instead (Note [Carried
-// lifetimes]).
-// Cost: candidates p are the earlier positions holding the same event as n (or as the last
-// allocation, which W must hold too; whichever list is shorter), restricted by balance to a range
-// found in O(1) (W must start after the last still-live allocation and contain at least one
-// allocation); each candidate costs O(log n) for the free-interval check (a start inside a
-// forbidden stretch skips every candidate in that stretch at once), O(1) for the tandem test
-// (polynomial prefix hashes mod 2^61-1), and a hit is verified event by event. At most
-// kMaxCandidatesPerEvent candidates are tried per event so an adversarial stream (one event
-// repeated forever) cannot make Feed quadratic; the carried search (below) walks at most as
-// many again. Memory: at most max_detect_events events are kept;
-// beyond it the oldest are dropped and the search goes on in a sliding window (so a period longer
-// than half of it is never found).
-//
-// Note [Carried lifetimes]: a Python loop holds some tensors across the iteration boundary
-// (`loss = f(...)` makes the new loss before the old one is dropped; the model output; gradients
-// under zero_grad(set_to_none=True)): each is allocated in iteration i and freed in i+1 after its
-// successor was allocated, so no window of one period is balanced. Such a window is accepted
-// when its lifetimes, those that cross the boundary included, repeat with the period. With
-// V = [s-p, s) and W = [s, s+p) tandem-equal:
-//   (a) every free in W frees an allocation made in V or W (at most one period old);
-//   (b) an allocation g of V freed in W has its successor g+p still live at the end of W, and
-//       an allocation a of W live at the end of W has its predecessor a-p freed in W;
-//   (c) W makes at least one allocation;
-//   (d) each free of W frees an allocation as many events back as the free one period earlier
-//       does (Lifetime(): the lifetimes repeat, not only the events; without it a window whose
-//       blocks swap which allocation they carry passes (a) to (c)).
-// (b) follows from the others and is not checked on its own: W allocates as many as it frees
-// (counted in O(1), and a window start with the current net count comes from levels_), which
-// with (a) makes W's live allocations as many as its frees of V's allocations; by (d) a free of
-// g in W at f repeats one period before (f-p frees g-p), so g+p is not freed in W (its free at
-// f' would repeat as f'-p freeing g, which is freed at f): the successors of V's allocations
-// freed in W are live, one each, hence all of W's live allocations. The unit tests check the
-// rule as written, (b) included, by brute force.
-// The forward blocks of one pass fail the count (they keep their maps), a backward pass fails (a)
-// (it frees maps made long before), so the repeats balance rules out stay ruled out. The rule is
-// tried only when no balanced window ends at n, over the occurrences of n's event or of the
-// last allocation, or the window starts at the right net count (whichever list is shortest),
-// under the same kMaxCandidatesPerEvent cap: O(1) per candidate for the hashes of events and of
-// lifetimes and the count, O(log n) for (a) (a monotone stack of suffix minima of the frees'
-// partners; a failure skips every candidate whose period is too short for that partner), and a
-// hit is verified event by event. A first iteration that differs also delays detection by the
-// iteration that frees its carried tensors (they were made at other distances back).
-// Note [Carried window phase]: a carried window is then rotated to start where the fewest bytes
-// of the loop's own allocations are live (its smallest level of live bytes, the first such
-// position on ties): the program's own iteration boundary, where a training loop holds its
-// weights and little else. The reference is what the planner sees as one iteration, and what is
-// live at its start is modelled as existing before it (resident at op 0, not a candidate before
-// its first use): a window that starts inside the forward pass would carry every feature map made
-// so far and find no plan. The window found, W = [n-p+1, n], is rotated backwards: the reference
-// is [n+1+k-2p, n+1+k-p) for the best phase k of W, events already seen (V and W are equal, so
-// it holds W's events rotated by k). Rotating forwards instead would need k more events that
-// repeat, and a program whose iterations differ now and then by a kernel (PyTorch's transformer
-// does) may never give them. Following then starts at position p-k, in the middle of the
-// reference, and profile_ready is reported when that iteration ends, so that a plan starts with
-// an iteration, as always. Balanced windows are not rotated: nothing made in them outlives
-// them.
-// Following a carried reference: re-synchronisation after a departure allows as many
-// allocations of the departed iteration to be live as the reference carries out
-// (reference_carried()); with a balanced reference that is none, as before.
-//
-// Note [Unmatched ops]: while following (auto marker), an op event that is not the one the
-// reference has at this position is passed over, without a position and without departing, up
-// to MaxUnmatchedOps() per iteration (1 % of the reference, at least 2); the next event must
-// then match. A program may launch one more kernel now and then (PyTorch's attention backward
-// copies a tensor in some iterations and not in others), and departing for it would run half
-// the iterations without the plan. Passing over is safe: an op without a position carries out no
-// planned action, its memory is made resident on demand like any op's, and recomputation's
-// rules (Note [Replay] in core/exec/recomputer.h) hold for every op. Allocations and frees must
-// match: they are what the plan's slots follow. Missing ops are not passed over (the next event
-// departs): skipping ahead in the reference would skip its planned actions too. In an iteration
-// that RecordNextIteration() is recording, ops passed over are listed (ReferenceSkips): its
-// window becomes the reference's, and without them it is the reference event for event, so that
-// the profile made from it has the reference's positions. (Departing there, as before, ran a
-// program whose extra kernels come in every iteration, PyTorch's transformer under the swap-all
-// pass, under demand swapping until it re-profiled, again and again, and it never got its plan.)
-//
-// Note [Switching references]: a program whose iterations change between a few shapes (an
-// image size drawn per iteration, a skip pattern) departs from any one reference in most
-// iterations. The caller keeps the references it planned before as alternates
-// (KeepReferenceAs, under its own key for the plan). An event that does not match the reference
-// at position p, in an iteration followed from its start, switches to an alternate whose first
-// p events are the reference's (those this iteration matched) and whose event p is this one:
-// the alternate becomes the reference, the event gets position p and Step::switched says which
-// alternate, so the caller carries out that plan from p on. The most recently added or used
-// alternate that fits is taken. No switch while an iteration is recorded or awaited
-// (RecordNextIteration) or the reference is taken mid-iteration, nor to or from a reference
-// that carries allocations across its boundary (its carried slots would be another plan's);
-// an op that fits no alternate is passed over or departs as before. Comparing the prefix is
-// O(p) per alternate tried; an iteration switches to each alternate at most once (one left
-// behind differs from the new reference before the point it was left at).
-//
-// Note [Departed references]: with explicit markers and SetTakeDeparted(true), an iteration that
-// departs (and fits no alternate) becomes the reference when its boundary comes: its events are
-// collected from its start (the reference's prefix it matched, then its own) and the boundary
-// reports profile_ready with from_departure set, so the caller profiles and plans the shape it
-// has just run instead of waiting for departures to pile up and profiling again. The caller
-// must then keep each iteration's events and times (keeping_iteration()). Not while an
-// iteration is recorded or awaited (RecordNextIteration), and not with the auto marker, whose
-// departed iterations have no known end.
-//
-// Known limit: a balanced repeat inside an iteration (e.g. an optimizer that allocates and
-// frees one same-size temporary per parameter) is taken as the period; following then departs
-// at the first event outside it, which the caller sees as departures (and may Reprofile).
-// The same holds for a chain inside a pass whose blocks each free the previous block's output
-// after making their own (a carried repeat): the carried rule widens this limit.
-// With profile_iterations > 2, the extra windows of profiling must also repeat, or the search
-// resumes.
-//
-// Thread safety: thread-compatible (no internal locking); the caller serialises all calls,
-// e.g. under the interposer's own lock.
+// allocations, frees) and follows later iterations against a reference iteration, reporting where
+// they depart from it (DESIGN.md, decision 6: identity across iterations comes from the op stream).
+// Thread-compatible: the caller serialises all calls (the interposer does, under its own lock).
 #ifndef POOCH_CORE_PROFILE_ITERATION_TRACKER_H_
 #define POOCH_CORE_PROFILE_ITERATION_TRACKER_H_
 
@@ -159,6 +15,119 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+
+// The interposer feeds every intercepted op, allocation and free in the order they happen; each
+// event gets a sequence number 0, 1, 2, ... in Feed order. Two events are "the same" when kind and
+// signature are equal; `allocation` ids only pair allocations with their frees (for balance). The
+// tracker is in one of three modes:
+//
+//   kProfiling  looking for iterations: with IterationMarker::kAuto by the period of the stream
+//               (Note [Period detection]), with kSync/kNvtx at each MarkBoundary(). The Step or
+//               BoundaryResult that completes profile_iterations iterations has profile_ready
+//               set; Reference() is then the LAST complete iteration, ReferenceWindow() its
+//               [first, end) sequence numbers.
+//   kFollowing  each event is compared with the reference: Step::position is its index in the
+//               reference iteration and Step::iteration_start marks position 0.
+//   kDeparted   an event did not match (Step::departed is set once, on that event), or an
+//               explicit boundary came at the wrong place. The departed iteration's events have
+//               no position and run in demand mode. Auto: the tracker re-synchronises on the
+//               first event equal to Reference()[0] while no more allocations of the departed
+//               iteration are live than the reference carries out (reference_carried()).
+//               Explicit markers: the next iteration starts at the next boundary.
+//
+// Note [Period detection]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// After event n, the iteration is the smallest period p such that the window W = events
+// [n-p+1, n] (1) equals the window V just before it, event for event, and (2) is balanced: every
+// allocation made in W is freed in W, every free in W frees an allocation made in W, and W makes
+// at least one allocation. Balance rules out the repeats inside one pass: ResNet's forward blocks
+// repeat but keep their feature maps, and the backward pass frees maps it did not make. W may be
+// a rotation of the program's loop body, which is still one full iteration. A first iteration
+// that differs (warm-up allocations never freed, carried tensors made at other distances) only
+// delays detection. When no balanced W ends at n, a carried one may (Note [Carried lifetimes]).
+// Feed stays near-linear on any stream: the candidate periods are the earlier positions of n's
+// event (or of the last allocation, whichever list is shorter), limited by balance to a range
+// found in O(1); each costs O(log n) for the free-interval check and O(1) for the tandem test
+// (prefix hashes mod 2^61-1); a hit is verified event by event; at most kMaxCandidatesPerEvent
+// are tried per event. At most max_detect_events events are kept (a sliding window), so a period
+// longer than half of it is never found.
+// Limit: a balanced repeat inside an iteration (an optimizer that allocates and frees one
+// temporary per parameter) is taken as the period; following then departs at the first event
+// outside it, and the caller may re-profile. A chain whose blocks each free the previous block's
+// output (a carried repeat) is the same limit under Note [Carried lifetimes]. With
+// profile_iterations > 2, the extra windows must repeat too, or the search resumes.
+//
+// Note [Carried lifetimes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A Python loop holds some tensors across the iteration boundary (`loss = f(...)` makes the new
+// loss before the old one is dropped; the model output; gradients under set_to_none), so no
+// window of one period is balanced. Such a window is accepted when its lifetimes repeat with the
+// period. With V = [s-p, s) and W = [s, s+p) tandem-equal:
+//   (a) every free in W frees an allocation made in V or W (at most one period old);
+//   (b) an allocation g of V freed in W has its successor g+p still live at the end of W, and an
+//       allocation a of W live at the end of W has its predecessor a-p freed in W;
+//   (c) W makes at least one allocation;
+//   (d) each free of W frees an allocation as many events back as the free one period earlier
+//       does (the lifetimes repeat, not only the events: without it a window whose blocks swap
+//       the allocation they carry passes (a) to (c)).
+// (b) is not checked on its own: it follows from (a), (d) and W allocating as many as it frees
+// (the successors of V's allocations freed in W are live, one each, hence all of W's live
+// allocations); the unit tests check the rule as written, (b) included, by brute force. The
+// forward blocks of one pass fail the count and a backward pass fails (a), so what balance rules
+// out stays ruled out. The rule is tried only when no balanced window ends at n, under the same
+// candidate cap, in O(1) per candidate (hashes of events, of lifetimes, the count) plus O(log n)
+// for (a).
+//
+// Note [Carried window phase]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A carried window starts where the fewest bytes of the loop's own allocations are live (the
+// first such position on ties): the program's own iteration boundary, where a training loop holds
+// its weights and little else. What is live at the reference's start is modelled as existing
+// before it, so a window starting inside the forward pass would carry every feature map made so
+// far and find no plan. The window is rotated backwards over events already seen (V equals W):
+// the reference is [n+1+k-2p, n+1+k-p) for the best phase k. Rotating forwards would need k more
+// repeating events, which a program whose iterations differ now and then by a kernel may never
+// give. Following starts at position p-k and profile_ready comes when that iteration ends, so a
+// plan always starts with an iteration. Balanced windows are not rotated: nothing made in them
+// outlives them.
+//
+// Note [Unmatched ops]
+// ~~~~~~~~~~~~~~~~~~~~
+// While following (auto marker), an op that is not the reference's at this position is passed
+// over, without a position and without departing, up to MaxUnmatchedOps() per iteration (1 % of
+// the reference, at least 2); the next event must then match. Programs launch an extra kernel now
+// and then (PyTorch's attention backward copies a tensor in some iterations only), and departing
+// for it would run those iterations without the plan. It is safe: an op without a position
+// carries out no planned action, is made resident on demand like any op, and recomputation's
+// rules (Note [Replay] in core/exec/recomputer.h) hold for every op. Allocations and frees must
+// match (the plan's slots follow them), and a missing op departs (skipping ahead would skip the
+// reference's planned actions). An iteration that RecordNextIteration() records lists its passed
+// ops (ReferenceSkips): without them its window is the reference event for event, so the profile
+// made from it keeps the reference's positions.
+//
+// Note [Switching references]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A program whose iterations change between a few shapes (an image size drawn per iteration, a
+// skip pattern) departs from any one reference in most iterations, so the caller keeps the
+// references it planned as alternates (KeepReferenceAs, keyed by plan). An event that does not
+// match the reference at position p, in an iteration followed from its start, switches to the
+// most recently added or used alternate whose first p events are the reference's and whose event
+// p is this one: it becomes the reference, the event gets position p and Step::switched names the
+// alternate, whose plan the caller carries out from p on. No switch while an iteration is
+// recorded or awaited (RecordNextIteration), when the reference was taken mid-iteration, or to or
+// from a reference that carries allocations across its boundary (its carried slots would be
+// another plan's); an op that fits no alternate is passed over or departs. Each alternate tried
+// costs O(p), and an iteration switches to each at most once (one left behind differs from the
+// new reference before the point it was left at).
+//
+// Note [Departed references]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With explicit markers and SetTakeDeparted(true), an iteration that departs (and fits no
+// alternate) becomes the reference at its boundary: its events are collected from its start (the
+// prefix it matched, then its own), and the boundary reports profile_ready with from_departure,
+// so the caller plans the shape just run instead of waiting for departures to pile up. The caller
+// must then keep each iteration's events and times (keeping_iteration()). Not while an iteration
+// is recorded or awaited, nor with the auto marker, whose departed iterations have no known end.
 
 namespace pooch {
 

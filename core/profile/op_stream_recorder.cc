@@ -11,6 +11,7 @@
 namespace pooch {
 
 // Note [Event signatures]
+// ~~~~~~~~~~~~~~~~~~~~~~~
 // Two iterations of a training loop make the same calls with the same sizes, but not at the same
 // addresses (a freed buffer's address is handed to whichever allocation comes next), so a
 // signature is built from what repeats: an op's API name and, for each allocation it touches,
@@ -24,6 +25,7 @@ namespace pooch {
 // (Note [Kernel op names] in interpose/hooks/kernel_names.h).
 //
 // Note [Unprofiled inputs]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
 // Only managed allocations (POOCH_MIN_SWAP_BYTES and up) become tensors of the profile; a
 // replay may still read the small ones (a GEMM's 4 KB routed input, a 256 KB hidden layer, a
 // convolution's filter). The runtime's lineage sees them (Note [Replay] in

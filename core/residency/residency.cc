@@ -77,6 +77,7 @@ ResidencyManager::~ResidencyManager() {
 }
 
 // Note [Budget]
+// ~~~~~~~~~~~~~
 // device_bytes_ counts every chunk from CreatePhysical until ReleasePhysical, plus external
 // charges. MakeRoomLocked first reclaims what already completed; if that is not enough but
 // swap-outs or frees in flight will release enough, it waits for their events (dropping the
@@ -565,7 +566,9 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
         continue;
       }
     }
-    // Note [Op ordering]: the op runs after the copy that brought the data (or the cancelled
+    // Note [Op ordering]
+    // ~~~~~~~~~~~~~~~~~~
+    // The op runs after the copy that brought the data (or the cancelled
     // copy that still reads it).
     if (a->transfer != nullptr && !a->transfer->known_complete()) {
       if (absl::Status s = device_.StreamWaitEvent(ticket.stream_, a->transfer->handle());
@@ -763,6 +766,7 @@ bool ResidencyManager::Holds(DeviceAddress address) const {
 }
 
 // Note [Words into freed memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A kernel's parameter words are scanned for addresses (interpose/hooks/kernel_args.h), and not
 // every word is a pointer the kernel follows: a struct parameter may carry fields the host never
 // set (PyTorch's ReduceOp leaves dst[1] alone for a reduction with one output), which hold stale
@@ -854,6 +858,7 @@ ResidencyStats ResidencyManager::Stats() const {
 }
 
 // Note [Reuse cache]
+// ~~~~~~~~~~~~~~~~~~
 // Without a caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1, Decision 2) every tensor is a
 // cudaMalloc/cudaFree pair, and each swappable one costs four VMM calls each way. So Free of a
 // resident swappable allocation keeps its reserved range and its chunk mapped in cache_ (with

@@ -214,7 +214,9 @@ struct ResidencyStats {
   absl::Duration swap_wait = absl::ZeroDuration();  // host time blocked in SynchronizeEvent
 };
 
-// Note [Tracing hooks]: the interposer connects core/trace here. Start times are when the copy
+// Note [Tracing hooks]
+// ~~~~~~~~~~~~~~~~~~~~
+// The interposer connects core/trace here. Start times are when the copy
 // was queued, end times when the manager observed its event complete (query or synchronize);
 // exact device times come later from timed events.
 struct SwapRecord {
@@ -279,7 +281,9 @@ class ResidencyManager {
   // to overwrite gets its data back (Note [Overwritten allocations]).
   absl::Status AfterOp(OpTicket ticket, bool op_ran = true) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Note [Small allocations]: allocations below min_swap_bytes are never swapped, and giving
+  // Note [Small allocations]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~
+  // Allocations below min_swap_bytes are never swapped, and giving
   // each its own 2 MiB-granular mapping would waste most of it, so the interposer packs them
   // into slabs with core/small_alloc (which maps the slabs itself) and charges each slab's
   // bytes here; the budget then covers everything the program holds and evicts swappable data
@@ -519,7 +523,9 @@ class ResidencyManager {
   absl::Status WaitUnlocked(const EventRef& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Swap engine (residency_swap.cc).
-  // Note [Swap-out failure]: when the host budget or the copy fails, the allocation stays
+  // Note [Swap-out failure]
+  // ~~~~~~~~~~~~~~~~~~~~~~~
+  // When the host budget or the copy fails, the allocation stays
   // resident and intact and the error is returned; the caller tries another victim or fails.
   absl::Status StartSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FinishSwapOutLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -14,7 +14,9 @@ bool Droppable(const Allocation& a) {
 
 }  // namespace
 
-// Note [Eviction candidates]: any swappable allocation that is mapped (resident, or still being
+// Note [Eviction candidates]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Any swappable allocation that is mapped (resident, or still being
 // swapped in), not pinned by an op in progress and not waiting to be freed. Restricting this to
 // feature maps (DESIGN.md decision 3; Note [Feature-map knowledge]) is a later policy's job: the
 // demand policy stays correct with any choice of victims, only slower when it evicts weights.

@@ -8,6 +8,7 @@
 namespace pooch {
 
 // Note [Planned residency]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
 // A plan (PoocH §4) decides per feature map: keep, swap (Offload after its last forward use,
 // Prefetch ahead of its first backward use) or recompute (Drop after its last forward use; the
 // interposer replays the ops that produced it before the op that needs it). The demand path
@@ -27,7 +28,9 @@ namespace pooch {
 // (and a swap-out made to fit a prefetch is exactly the thrashing a plan avoids); when there is
 // no room it says so and the caller retries at a later op, or BeforeOp swaps in on demand.
 //
-// Note [Prefetch in device order]: the host runs ahead of the device (ops are queued, not run),
+// Note [Prefetch in device order]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The host runs ahead of the device (ops are queued, not run),
 // and memory is released only once the host sees the device finished with it. A prefetch
 // issued where the plan says (its position in the op stream, which the host reaches early)
 // would then find no room that the device, at that point of its own timeline, has: the memory

@@ -17,6 +17,7 @@ constexpr size_t kRetainedCompactAt = 1024;
 }  // namespace
 
 // Note [Swap-out ordering]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
 // 1. A pinned host buffer is taken from the pool (or the one still attached from the last swap)
 //    before anything is queued, so that a full host budget leaves the allocation untouched.
 // 2. The D2H stream waits for every stream's last use of the allocation and for any copy still
@@ -194,7 +195,9 @@ void ResidencyManager::CancelSwapOutLocked(Allocation& a) {
   NotifySwapLocked(SwapRecord::Kind::kOutCancelled, a);
 }
 
-// Note [Swap-in]: a new chunk is mapped at the same address (decision 1) and the H2D copy is
+// Note [Swap-in]
+// ~~~~~~~~~~~~~~
+// A new chunk is mapped at the same address (decision 1) and the H2D copy is
 // queued on the H2D stream. It needs no wait: the host copy is complete (kOnHost is entered only
 // after the D2H event completed) and nothing else uses the range. Every op that touches the
 // allocation before the copy is known complete waits for `transfer`.
@@ -241,7 +244,9 @@ absl::Status ResidencyManager::PollLocked() {
   absl::Status status;
   std::vector<AllocationId> finished;
   std::vector<AllocationId> held;
-  // Note [Polling in stream order]: pooch's copies are queued on its two streams under mu_, so on
+  // Note [Polling in stream order]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // pooch's copies are queued on its two streams under mu_, so on
   // each stream they complete in the order of their events' sequence numbers. Polled in that
   // order, a stream's first copy not yet complete ends the queries on that stream: the copies
   // behind it are not complete either (unless a wait already saw them complete). On a GPU each

@@ -1,6 +1,7 @@
 // The residency manager's per-allocation record and the table that finds records by address.
 //
 // Note [Residency states]
+// ~~~~~~~~~~~~~~~~~~~~~~~
 // An allocation (one cudaMalloc = one tensor, DESIGN.md decision 2) owns a reserved virtual
 // range for its whole life; only the physical memory behind it comes and goes:
 //
@@ -85,7 +86,9 @@ struct Allocation {
   int host_readers = 0;
   std::vector<EventRef> host_reads;
 
-  // Note [Feature-map knowledge]: what a later policy needs to restrict eviction candidates to
+  // Note [Feature-map knowledge]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // What a later policy needs to restrict eviction candidates to
   // feature maps (DESIGN.md decision 3) — allocated in the forward part, used again in backward.
   // The demand policy records it but evicts any swappable allocation; correctness does not
   // depend on the choice of victims.

@@ -6,6 +6,7 @@
 namespace pooch {
 
 // Note [Copy timing]
+// ~~~~~~~~~~~~~~~~~~
 // The plan needs each feature map's swap time on this machine (the profile's swap_out_us and
 // swap_in_us; DESIGN.md decision 7: measured, not assumed). The start event is recorded on the
 // copy stream after the stream's waits for the allocation's last uses, just before the copy, so

@@ -69,19 +69,11 @@
 // An op of the program that copies between host and device memory (Op::to_host_bytes,
 // to_device_bytes) takes its bytes' time at the machine's bandwidth and latency (OpUs), not the
 // profile's measured duration_us: a profile measured under swapping has the copy's wait behind
-// the swaps queued before it in that (a 4-byte read-back of cnn_train skipnet measured 226 us with
-// demand swap-outs ahead of it, 5 us alone), which is no work of the op's. It stays in the compute
+// the swaps queued before it in that, which is no work of the op's. It stays in the compute
 // engine's order: the program's next op waits for it either way (stream order), and nothing else
-// runs on the compute engine meanwhile. On a GPU the copy runs on its copy engine, behind the
-// swaps queued before it; running it so here, FIFO with the swaps, was tried and made the plans
-// slower, not faster: cnn_train ResNet-50 on simgpu v100-pcie3 (16 GiB), 1976.8 ms at batch 512
-// against 1768.8 with the copy in the compute engine's order, 2399.6 against 2345.9 at 640; skipnet
-// and moe did not move. Why is not known; the run's and the simulator's orders of an upload and
-// the prefetches issued just before it are where to look. In the run, cnn_train skipnet's
-// read-backs at 40 % of its peak wait 0.30 ms per iteration of 2.37 behind swap-outs; issuing each
-// swap-out that would still be queued at a read-back after it instead was tried (in the run only):
-// the read-backs no longer waited, but the compute engine's idle time behind the host's waits on
-// swap events grew more (8.9 -> 14.1 ms over 16 iterations), 2.368 -> 2.399 ms per iteration.
+// runs on the compute engine meanwhile. (On a GPU the copy runs on its copy engine, FIFO with the
+// swaps; modelling it so made the plans slower on simgpu, not faster: docs/measurements.md,
+// "Program copies".)
 //
 // Note [Memory accounting]
 // ~~~~~~~~~~~~~~~~~~~~~~~~

@@ -7,38 +7,38 @@
 // physical chunk of max(granularity, max_bytes rounded up to it) bytes. The smallest free range
 // that holds a request is split; a freed range merges with its free neighbours in the same slab.
 // Every size shares the same slabs, so a program with a few buffers of many sizes needs few
-// slabs, and rounding wastes under 512 bytes per block. (Size classes with a slab each were
-// tried first: under a tight limit, one 2 MiB slab per class took the memory the limit leaves
-// for feature maps. A buddy allocator then rounded a 576 KiB weight up to 1 MiB, and ResNet-18's
-// weights, gradients and momenta near that size no longer fitted a 30 % limit.)
+// slabs, and rounding wastes under 512 bytes per block. Not size classes (one slab per class
+// takes, under a tight limit, the memory the limit leaves for feature maps) nor a buddy allocator
+// (which rounds a 576 KiB weight up to 1 MiB); docs/measurements.md, "Small allocations".
 // A slab's whole size is charged to the budget callback (the residency manager's
 // ChargeExternal) when it is created and uncharged when it is released, so the memory limit
 // still covers small allocations. A slab that becomes empty is released unless it is the last
 // one (a program that frees and allocates one small buffer per step would otherwise map and
 // unmap a slab every step).
 //
-// Note [Reuse after free]: cudaFree synchronises the device, so a program may free a buffer right
-// after queuing work that uses it, and the real allocator never hands it out while that work runs.
-// Free() here must not block (that is the cost this allocator exists to avoid), so a freed block is
-// not reusable at once: it joins a pending list. When an allocation finds no free range that holds
-// it, the pending list is sealed into a batch: one event is recorded on the legacy default stream
-// (stream 0), which on a real GPU and on simgpu waits for all work queued before it on every
-// blocking stream, hence for all work queued before each of the batch's frees. Blocks of a batch
-// become free when its event has completed (QueryEvent, never blocking). If that does not make room
-// and the batches hold at least the requested bytes, the allocation waits (SynchronizeEvent) for
-// the oldest batches, as the real cudaFree would have waited, but only once per batch instead of
-// once per free; otherwise, or if waiting did not make room, a new slab is made, and when the
-// budget or the device refuses one the allocation waits for the remaining batches. Waiting before
-// mapping matters under a limit: a new slab is charged to the budget and pushes feature maps out,
-// and freed small blocks would pile up unused (ResNet-18's small feature maps and weights took 18
-// slabs for 10 MiB of live blocks before this rule). Recording at sealing rather than at each free
-// costs one event per batch instead of one per free and only orders reuse later than needed, never
-// earlier. Alternatives rejected: synchronising the device in Free (correct, but a blocking device
-// call per free, what the pass-through cost) and an event per free (a device call per free).
-// Work on streams created with cudaStreamNonBlocking is not ordered by the legacy default stream,
-// so the batch also records an event on each such stream (SmallAllocatorOptions::
-// unordered_streams; the interposer tracks the program's streams) and is reusable when all
-// its events completed.
+// Note [Reuse after free]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// cudaFree synchronises the device, so a program may free a buffer right after queuing work that
+// uses it, and the real allocator never hands it out while that work runs. Free() here must not
+// block (that is the cost this allocator exists to avoid), so a freed block is not reusable at
+// once: it joins a pending list. When an allocation finds no free range that holds it, the pending
+// list is sealed into a batch: one event is recorded on the legacy default stream (stream 0), which
+// on a real GPU and on simgpu waits for all work queued before it on every blocking stream, hence
+// for all work queued before each of the batch's frees. Blocks of a batch become free when its
+// event has completed (QueryEvent, never blocking). If that does not make room and the batches hold
+// at least the requested bytes, the allocation waits (SynchronizeEvent) for the oldest batches, as
+// the real cudaFree would have waited, but only once per batch instead of once per free; otherwise,
+// or if waiting did not make room, a new slab is made, and when the budget or the device refuses
+// one the allocation waits for the remaining batches. Waiting before mapping matters under a limit:
+// a new slab is charged to the budget and pushes feature maps out, and freed small blocks would
+// otherwise pile up unused (docs/measurements.md, "Small allocations"). Recording at sealing rather
+// than at each free costs one event per batch instead of one per free and only orders reuse later
+// than needed, never earlier. Alternatives rejected: synchronising the device in Free (correct, but
+// a blocking device call per free, what the pass-through cost) and an event per free (a device call
+// per free). Work on streams created with cudaStreamNonBlocking is not ordered by the legacy
+// default stream, so the batch also records an event on each such stream (SmallAllocatorOptions::
+// unordered_streams; the interposer tracks the program's streams) and is reusable when all its
+// events completed.
 //
 // Thread safety: all methods may be called from any thread; one mutex guards the state, and the
 // device and budget callbacks are called with it held (they must not call back into this object).

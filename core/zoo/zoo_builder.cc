@@ -21,6 +21,7 @@ int64_t Volume(const Dims3& d) { return d.d * d.h * d.w; }
 }  // namespace
 
 // Note [Roofline]
+// ~~~~~~~~~~~~~~~
 // An op takes max(flops / compute, bytes / memory bandwidth) plus one launch latency, with the
 // MachineModel's achievable (calibrated, machines.cc) rates. Convolutions and fully connected
 // layers are compute bound at the paper's batch sizes; batch norm, ReLU, pooling, add and the
@@ -314,6 +315,7 @@ void ZooBuilder::SoftmaxLoss(const std::string& name, const ZooValue& logits) {
 }
 
 // Note [Backward reads]
+// ~~~~~~~~~~~~~~~~~~~~~
 // What each layer's backward reads, as Chainer's FunctionNodes retain it and cuDNN needs it:
 //   conv, fc   x and W (dx = dy * W, dW = x * dy)      batch norm  x, gamma, saved mean/invstd
 //   ReLU       its output y                             max pool    x and y

@@ -72,6 +72,7 @@ cublasStatus_t RunGemm(cublasHandle_t handle, const GemmCall& call, Forward&& fo
   // or batches, none overlapping) every byte of the span is.
   if (beta_zero && call.k > 0 && s.c == call.m * call.n * call.batch * ec) r.MarkLastOverwritten();
   // Note [Scratch workspaces]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~
   // A library's workspace is scratch: the call writes it before it reads it, and nothing is
   // carried from one call to the next, so it is written only. (Read and written, a workspace
   // PyTorch allocates around each call would be a read of memory no op wrote: Note [Static

@@ -8,7 +8,9 @@
 // allocation resident around it. Running it over memory pooch may unmap is the race issue 15
 // describes.
 //
-// Note [Backend replay]: a finalized plan is bound to the handle it was built with
+// Note [Backend replay]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A finalized plan is bound to the handle it was built with
 // (CUDNN_ATTR_EXECUTION_PLAN_HANDLE), so a replay re-executes it on the handle of the recorded
 // call, with that handle's stream set to the replay stream for the call and set back after it
 // (cudnn_replay.cc's own handle cannot run another handle's plan). The variant pack is a new one

@@ -22,7 +22,7 @@
 // copies of Note [Current host copies] (core/residency/residency_swap.cc): a launch makes stale
 // the copies of the allocations its words point into, and no other. Kernels that
 // follow pointers stored in device memory are outside this rule, for residency and
-// recomputation alike (README, "Kernel launches").
+// recomputation alike (docs/usage.md, "Kernel launches").
 #include <string>
 
 #include "absl/container/flat_hash_set.h"

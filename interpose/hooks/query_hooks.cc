@@ -53,7 +53,7 @@ std::optional<CUresult> AllocationAttribute(void* data, CUpointer_attribute attr
       *static_cast<unsigned int*>(data) = 1;
       return CUDA_SUCCESS;
     default:
-      return std::nullopt;  // the driver's answer about an unmapped range (README)
+      return std::nullopt;  // the driver's answer about an unmapped range (docs/usage.md, "Errors")
   }
 }
 

@@ -310,7 +310,9 @@ Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
   return real_free();
 }
 
-// Note [Pointer queries]: cudaPointerGetAttributes, cuPointerGetAttribute(s) and
+// Note [Pointer queries]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// cudaPointerGetAttributes, cuPointerGetAttribute(s) and
 // cuMemGetAddressRange must answer about the allocation the program asked for, as they would
 // for memory cudaMalloc returned. Asked of the driver, pooch's memory would answer about pooch's
 // mappings instead: a swapped-out or dropped allocation is a reserved range with nothing mapped

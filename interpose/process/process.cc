@@ -285,7 +285,7 @@ void Process::Stop() {
   if (config_.summary) WriteSummary();
 }
 
-// The summary: "pooch: <topic>: <figures>" lines on stderr (README, "The summary").
+// The summary: "pooch: <topic>: <figures>" lines on stderr (docs/usage.md, "pooch run").
 void Process::WriteSummary() const {
   const absl::string_view policy = PolicyText(config_);
   LogLine("summary: policy %.*s", static_cast<int>(policy.size()), policy.data());

@@ -8,7 +8,9 @@
 // invalid-value code, anything else its generic internal error; but once the context has a
 // sticky error, every failure is that error (Note [Sticky errors]).
 //
-// Note [Sticky errors]: after an illegal address, a failed launch and the like, the CUDA context
+// Note [Sticky errors]
+// ~~~~~~~~~~~~~~~~~~~~
+// After an illegal address, a failed launch and the like, the CUDA context
 // is unusable and every later call returns the same error (the CUDA documentation of
 // cudaErrorIllegalAddress and its kin). pooch serves many calls without touching the device (a
 // small block, a cached chunk, a free) and fails others through its own device calls, which would
@@ -17,7 +19,9 @@
 // program's calls it forwards, cudaGetLastError's answer) and answers with it from then on, as
 // the real API would.
 //
-// Note [Last error]: the runtime keeps each thread's last error for cudaGetLastError (which
+// Note [Last error]
+// ~~~~~~~~~~~~~~~~~
+// The runtime keeps each thread's last error for cudaGetLastError (which
 // returns and clears it) and cudaPeekAtLastError (which only returns it), but it records only the
 // errors of calls it sees. An error a runtime hook returns without calling the real function (an
 // out-of-memory under the limit, a failed swap-in) goes through RecordRuntimeError: it becomes

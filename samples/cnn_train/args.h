@@ -1,4 +1,4 @@
-// Command-line options of cnn_train (the README lists them; `cnn_train --help` prints them).
+// Command-line options of cnn_train (docs/simgpu.md lists them; `cnn_train --help` prints them).
 #ifndef POOCH_SAMPLES_CNN_TRAIN_ARGS_H_
 #define POOCH_SAMPLES_CNN_TRAIN_ARGS_H_
 

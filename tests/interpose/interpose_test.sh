@@ -739,7 +739,7 @@ policies)
     # The loss read back to the host between forward and backward in every iteration.
     tiny-hostloss) set -- --model tiny --batch 64 --iters 8 --host-loss ;;
     # Issue 16's dynamic workloads: what runs changes from iteration to iteration, decided from
-    # values computed on the device and read back mid-forward (cnn_train's README section).
+    # values computed on the device and read back mid-forward (docs/simgpu.md, cnn_train).
     # They mark their iterations with NVTX ranges that pooch reads (POOCH_ITERATION_MARKER=nvtx),
     # so that every policy profiles and plans an iteration and then meets iterations that depart
     # from it. (Under the automatic detector skipnet's period is found in two back-to-back gate

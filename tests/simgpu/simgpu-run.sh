@@ -11,7 +11,7 @@
 #
 # An LD_PRELOAD already set (libpooch.so by `pooch run`) stays in front of simgpu's, so
 # `simgpu-run pooch run -- CMD` and `pooch run -- simgpu-run CMD` both put libpooch first.
-# SIMGPU_* variables pass through (README, "SIMGPU_*"); PyTorch needs SIMGPU_COMPUTE=timing.
+# SIMGPU_* variables pass through (docs/simgpu.md, "SIMGPU_*"); PyTorch needs SIMGPU_COMPUTE=timing.
 set -euo pipefail
 here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 lib=$(cd "$here/../lib/simgpu" 2>/dev/null && pwd) || {

@@ -1,4 +1,5 @@
 // Note [Typed GEMM timing]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
 // A GEMM takes 2*m*n*k*batch FLOPs. The device model (device.h) has one compute peak, the
 // preset's fp32 TFLOP/s, and times an op at max(flops / (peak * efficiency), bytes / memory
 // bandwidth). A GEMM on tensor cores runs at a multiple of that peak, so the op is issued with

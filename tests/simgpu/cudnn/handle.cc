@@ -7,6 +7,7 @@
 namespace {
 
 // Note [Reported cuDNN version]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // simgpu reports the cuDNN the pinned PyTorch wheel (2.15.0, cu130) was built against, 9.26.0:
 // PyTorch refuses a runtime whose minor version is older than its build's. The API simgpu
 // implements is that of the 9.19 headers it compiles against (backend attributes newer than

@@ -1,10 +1,12 @@
 // Kernel ops: device code from fat binaries, which simgpu times but never runs.
 //
-// Note [Kernel ops]: a kernel is opaque to simgpu; all it knows is the kernel's parameter
-// buffer, laid out from the cubin's parameter info (driver/cubin.h). Each 8-byte word at an
-// 8-byte aligned offset of the buffer that points into a live allocation is taken as the kernel
-// reading and writing that whole allocation: the hazard checker records a write, and the
-// roofline counts the allocation's bytes once per launch, at zero flops (memory-bound:
+// Note [Kernel ops]
+// ~~~~~~~~~~~~~~~~~
+// A kernel is opaque to simgpu; all it knows is the kernel's parameter buffer, laid out from the
+// cubin's parameter info (driver/cubin.h). Each 8-byte word at an 8-byte aligned offset of the
+// buffer that points into a live allocation is taken as the kernel reading and writing that whole
+// allocation: the hazard checker records a write, and the roofline counts the allocation's bytes
+// once per launch, at zero flops (memory-bound:
 // elementwise and reduction kernels, most of a framework's kernels; GEMMs and convolutions go
 // through cuBLAS and cuDNN, which count flops).
 //

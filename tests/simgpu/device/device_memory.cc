@@ -78,9 +78,11 @@ Err Device::EnsureReservedLocked() {
   return Err::kOk;
 }
 
-// Note [Malloc slabs]: MemAlloc blocks are cut from slabs, runs of the reserved range mapped
-// read-write once (kSlabBytes, or the block's size rounded up to 2 MiB when larger), rather than
-// mapped one by one. The kernel caps a process's mappings (vm.max_map_count, 65530 by default):
+// Note [Malloc slabs]
+// ~~~~~~~~~~~~~~~~~~~
+// MemAlloc blocks are cut from slabs, runs of the reserved range mapped read-write once
+// (kSlabBytes, or the block's size rounded up to 2 MiB when larger), rather than mapped one by one.
+// The kernel caps a process's mappings (vm.max_map_count, 65530 by default):
 // a mapping per block plus the PROT_NONE guard page after it cost two, so cudaMalloc failed
 // after about 32,700 live blocks, fewer than a framework without a caching allocator holds.
 // Slabs make the count grow with the memory held, not with the number of blocks: first fit
@@ -94,10 +96,12 @@ Err Device::EnsureReservedLocked() {
 // itself fault on the page after a block. VMM keeps a real mapping per cuMemMap, since unmapping
 // is what pooch does there and what simgpu must judge.
 //
-// Note [Stream-ordered reuse]: MemFreeAsync on stream A takes effect when A reaches the free, at
-// virtual time t. Until the host's clock reaches t the block stays in the pool, a PendingFree that
-// still holds its capacity and addresses. CUDA's default pool hands such a block to
-// cudaMallocAsync on stream S only when it knows that S runs after the free:
+// Note [Stream-ordered reuse]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// MemFreeAsync on stream A takes effect when A reaches the free, at virtual time t. Until the
+// host's clock reaches t the block stays in the pool, a PendingFree that still holds its capacity
+// and addresses. CUDA's default pool hands such a block to cudaMallocAsync on stream S only when it
+// knows that S runs after the free:
 //   - S is A: A's own order puts every later use after the free;
 //   - S is ordered after t through an event or the legacy stream
 //     (cudaMemPoolReuseFollowEventDependencies): here, S's ready time (Timeline::ReadyTime) is
@@ -112,8 +116,8 @@ Err Device::EnsureReservedLocked() {
 // them. cudaMalloc and cuMemCreate take nothing from the pool: while unfinished frees hold the
 // memory they fail with out of memory, as on a GPU until the program synchronises. A pending block
 // larger than the request is split; the rest stays pending with the same stream and time.
-// Before this rule a freed block went to any stream at once, and simgpu then blamed the program
-// for a race at its first use on another stream (the free's hazard record, kept as a check).
+// Handing a freed block to any stream at once would make simgpu blame the program for a race at
+// its first use on another stream; the free's hazard record stays as a check that it never does.
 
 bool Device::ReusableLocked(const PendingFree& f, const StreamClock& s) const {
   return f.stream == s.id || f.free_ns <= timeline_.ReadyTime(s);

@@ -13,13 +13,12 @@
 //   Capability".
 // Launch latency: a few microseconds per kernel on these generations (commonly measured 3-5 us);
 // these are round estimates, not datasheet figures.
-// Efficiency: the fraction of the fp32 peak that cuDNN convolutions achieve. 0.58 was the first
-// estimate (about 24.6 GFLOP per ResNet-50 image per training iteration, plus memory-bound
-// layers, at 316 img/s); the non-V100 rows keep it for want of a measurement to calibrate on.
-// Calibration (cnn_train, issue 3): the V100 rows use 0.64. Target: the PoocH paper's in-core
-// ResNet-50 throughput on its x86 V100 PCIe machine, 316 img/s (seeds/001, §5.2, Figure 17).
-// Measured with `cnn_train --model resnet50 --batch 64` (224x224, SIMGPU_COMPUTE=timing,
-// SIMGPU_MEMORY=64GiB) on v100-pcie3: 293.4 img/s with 0.58, 315.1 img/s with 0.64.
+// Efficiency: the fraction of the fp32 peak that cuDNN convolutions achieve. The V100 rows use
+// 0.64, calibrated (cnn_train, issue 3) so that `cnn_train --model resnet50 --batch 64` (224x224,
+// SIMGPU_COMPUTE=timing, SIMGPU_MEMORY=64GiB) on v100-pcie3 gives 315 img/s against the PoocH
+// paper's in-core 316 img/s on its x86 V100 PCIe machine (seeds/001, §5.2, Figure 17). The
+// non-V100 rows use 0.58, an estimate from about 24.6 GFLOP per ResNet-50 image per training
+// iteration plus memory-bound layers at 316 img/s, for want of a measurement to calibrate on.
 #include "tests/simgpu/device/presets.h"
 
 namespace simgpu {

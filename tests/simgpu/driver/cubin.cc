@@ -1,8 +1,10 @@
 // Reading a cubin's kernel attributes.
 //
-// Note [Cubin info]: a cubin is an ELF64 file (EM_CUDA, 190). Besides code it carries, for the
-// driver, "EIATTR" attribute records: module-wide ones in the section .nv.info and per-kernel
-// ones in .nv.info.<mangled kernel name>. A record is {u8 format, u8 attribute, ...}:
+// Note [Cubin info]
+// ~~~~~~~~~~~~~~~~~
+// A cubin is an ELF64 file (EM_CUDA, 190). Besides code it carries, for the driver, "EIATTR"
+// attribute records: module-wide ones in the section .nv.info and per-kernel ones in
+// .nv.info.<mangled kernel name>. A record is {u8 format, u8 attribute, ...}:
 //   format 0x01 (no value), 0x02 (u8 value), 0x03 (u16 value): 4 bytes in all;
 //   format 0x04: u16 payload size, then the payload (4 + size bytes).
 // The attributes used here, as nvcc 13.0 writes them (verified against kernels of known

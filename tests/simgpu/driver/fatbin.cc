@@ -1,8 +1,9 @@
 // The fat binary container and its two compressions.
 //
-// Note [Fat binary layout]: NVIDIA does not document the container; this is what nvcc 13.0
-// writes and what torch 2.15's libtorch_cuda.so holds (checked field by field, fatbin_test.cc).
-// All fields little-endian.
+// Note [Fat binary layout]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// NVIDIA does not document the container; this is what nvcc 13.0 writes and what torch 2.15's
+// libtorch_cuda.so holds (checked field by field, fatbin_test.cc). All fields little-endian.
 //   __fatBinC_Wrapper_t (fatbinary_section.h; the pointer given to __cudaRegisterFatBinary):
 //     u32 magic 0x466243b1, u32 version, const void* data, void* filename_or_fatbins.
 //   data -> fat binary header, 16 bytes:
@@ -168,13 +169,14 @@ bool Decompress(const Entry& e, std::vector<uint8_t>* out, std::string* why) {
   return false;
 }
 
-// Note [Any cubin will do]: a GPU runs only a cubin of its own architecture family (or JIT-
-// compiles PTX). simgpu runs no device code and reads a cubin only for the kernel's parameter
-// layout, which nvcc derives from the source and is the same for every architecture. So any ELF
-// entry serves, and simgpu does not refuse a module that has no code for the preset's
-// architecture (torch 2.15's cu130 wheel has none for the V100's sm_70). The order prefers the
-// entry a GPU would load, then the closest, which keeps decompression small (torch's sm_75
-// entries are a quarter of its sm_80 ones).
+// Note [Any cubin will do]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A GPU runs only a cubin of its own architecture family (or JIT-compiles PTX). simgpu runs no
+// device code and reads a cubin only for the kernel's parameter layout, which nvcc derives from the
+// source and is the same for every architecture. So any ELF entry serves, and simgpu does not
+// refuse a module that has no code for the preset's architecture (torch 2.15's cu130 wheel has none
+// for the V100's sm_70). The order prefers the entry a GPU would load, then the closest, which
+// keeps decompression small (torch's sm_75 entries are a quarter of its sm_80 ones).
 std::vector<const Entry*> CubinSearchOrder(const std::vector<Entry>& entries, int arch) {
   std::vector<const Entry*> elf;
   for (const Entry& e : entries) {

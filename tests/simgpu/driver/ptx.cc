@@ -1,6 +1,8 @@
 // Reading a kernel's parameters from PTX.
 //
-// Note [PTX parameters]: a PTX entry declares its parameters in order, e.g.
+// Note [PTX parameters]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A PTX entry declares its parameters in order, e.g.
 //   .visible .entry _Z5k_big6BigArgPfs(
 //       .param .align 8 .b8 _Z5k_big6BigArgPfs_param_0[808],
 //       .param .u64 _Z5k_big6BigArgPfs_param_1,

@@ -1,16 +1,18 @@
 // runtime_kernels.h: libcudart.so.13's registry of the kernels and variables that nvcc-compiled
 // code registers (__cudaRegisterFatBinary and friends), and its way to the driver's modules.
 //
-// Note [Lazy registration]: nvcc emits a static constructor per translation unit that calls
-// __cudaRegisterFatBinary with the unit's fat binary, then __cudaRegisterFunction per kernel and
-// __cudaRegisterVar per device variable. torch's libtorch_cuda.so runs thousands of these at
-// `import torch` (336 MB of fat binaries), before any CUDA call and often in processes that
-// never use the GPU. Registration therefore only remembers pointers: the wrapper, and a host
-// address -> (module, device name) entry. Nothing is decompressed or parsed, and the driver is
-// not touched, until the first launch of (or query about) one of the module's kernels: then
-// the module is loaded once into the driver (cuLibraryLoadData with
-// CU_LIBRARY_BINARY_IS_PRESERVED: the fat binary lives in the program's image) and the kernel
-// looked up by name (cuLibraryGetKernel), which parses the cubin (cuda_modules.h).
+// Note [Lazy registration]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// nvcc emits a static constructor per translation unit that calls __cudaRegisterFatBinary with the
+// unit's fat binary, then __cudaRegisterFunction per kernel and __cudaRegisterVar per device
+// variable. torch's libtorch_cuda.so runs thousands of these at `import torch` (336 MB of fat
+// binaries), before any CUDA call and often in processes that never use the GPU. Registration
+// therefore only remembers pointers: the wrapper, and a host address -> (module, device name)
+// entry. Nothing is decompressed or parsed, and the driver is not touched, until the first launch
+// of (or query about) one of the module's kernels: then the module is loaded once into the driver
+// (cuLibraryLoadData with CU_LIBRARY_BINARY_IS_PRESERVED: the fat binary lives in the program's
+// image) and the kernel looked up by name (cuLibraryGetKernel), which parses the cubin
+// (cuda_modules.h).
 //
 // Thread safety: the registry is guarded by one mutex; each module's load and each kernel's
 // look-up happen once (std::call_once).
