@@ -43,7 +43,7 @@ Severity ToSeverity(LogLevel level) {
 
 // POOCH_ITERATION_MARKER=nvtx: NVTX loads its tool from NVTX_INJECTION64_PATH at the program's
 // first NVTX call, which comes after start-up; pooch names itself there
-// (interpose/hooks/nvtx_injection.cc). Another tool already named keeps its place.
+// (interpose/hooks/runtime/nvtx_injection.cc). Another tool already named keeps its place.
 void UseAsNvtxInjection() {
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&UseAsNvtxInjection), &info) == 0 ||

@@ -77,8 +77,8 @@ __attribute__((tls_model("initial-exec"))) inline thread_local FunctionId g_top_
 // Note [Opaque calls] (interpose/process/opaque.h): the name of the opaque function the program
 // called, while it runs (opaque hooks have no FunctionId); null otherwise.
 __attribute__((tls_model("initial-exec"))) inline thread_local const char* g_top_opaque = nullptr;
-// Note [Kernel op names] (interpose/hooks/kernel_names.h): the name of the kernel the outermost
-// launch hook runs, while it runs; null otherwise.
+// Note [Kernel op names] (interpose/hooks/launch/kernel_names.h): the name of the kernel the
+// outermost launch hook runs, while it runs; null otherwise.
 __attribute__((tls_model("initial-exec"))) inline thread_local const char* g_op_name = nullptr;
 }  // namespace internal
 
