@@ -62,8 +62,9 @@ void UseAsNvtxInjection() {
   setenv("NVTX_INJECTION64_PATH", info.dli_fname, 1);
 }
 
-// The reason a part cannot be made, for the one line Process::manager() prints.
-absl::Status Why(const char* what, const absl::Status& s) {
+// `s` with the part that could not be made named first, for the one line Process::manager()
+// prints.
+absl::Status PartFailure(const char* what, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
 }
 
@@ -119,7 +120,9 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
     return nullptr;
   }
   absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Create();
-  if (!device.ok()) return Why("cannot use the device's virtual memory API", device.status());
+  if (!device.ok()) {
+    return PartFailure("cannot use the device's virtual memory API", device.status());
+  }
   std::optional<int64_t> clamped_from;
   absl::StatusOr<ResidencyOptions> options =
       ResidencyOptionsFromConfig(config_, **device, &clamped_from);
@@ -152,7 +155,7 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   }
   absl::StatusOr<std::unique_ptr<ResidencyManager>> manager =
       ResidencyManager::Create(timed, *options, parts->trace);
-  if (!manager.ok()) return Why("cannot start the residency manager", manager.status());
+  if (!manager.ok()) return PartFailure("cannot start the residency manager", manager.status());
   // Slabs are charged to the manager, which evicts swappable data to make room for them.
   ResidencyManager* raw_manager = manager->get();
   SmallAllocatorOptions small_options;
@@ -168,7 +171,7 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   absl::StatusOr<std::unique_ptr<SmallAllocator>> small =
       SmallAllocator::Create(timed, std::move(small_options));
   if (!small.ok()) {
-    return Why("cannot start the small-allocation sub-allocator", small.status());
+    return PartFailure("cannot start the small-allocation sub-allocator", small.status());
   }
   parts->small = small->release();
   if (config_.mode == RunMode::kPlanned || config_.mode == RunMode::kDtr) {

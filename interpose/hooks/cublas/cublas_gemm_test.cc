@@ -30,7 +30,7 @@ class GemmReplayTest : public ::testing::Test {
     settings_.known = true;
     ranges_ = {{U(1), 1024, Mode::kRead}, {U(2), 1024, Mode::kRead}, {U(3), 1024, Mode::kWrite}};
   }
-  const char* Why(bool beta_zero = true) {
+  const char* NotReplayableReason(bool beta_zero = true) {
     return GemmNotReplayable(call_, settings_, beta_zero, ranges_);
   }
 
@@ -40,69 +40,71 @@ class GemmReplayTest : public ::testing::Test {
   std::vector<pooch::AccessRange> ranges_;
 };
 
-TEST_F(GemmReplayTest, HostModeBetaZeroIsReplayable) { EXPECT_EQ(Why(), nullptr); }
+TEST_F(GemmReplayTest, HostModeBetaZeroIsReplayable) { EXPECT_EQ(NotReplayableReason(), nullptr); }
 
 TEST_F(GemmReplayTest, ReplayableWithAnyMathModeAndAWorkspace) {
   settings_.math = CUBLAS_TF32_TENSOR_OP_MATH;  // reproduced on pooch's handle
   settings_.workspace_set = true;
   settings_.workspace_bytes = 4 << 20;  // reproduced by the Recomputer's scratch
   ranges_.push_back({U(9), 4 << 20, Mode::kReadWrite});
-  EXPECT_EQ(Why(), nullptr);
+  EXPECT_EQ(NotReplayableReason(), nullptr);
 }
 
 TEST_F(GemmReplayTest, DevicePointerModeIsNot) {
   settings_.pointer_mode = CUBLAS_POINTER_MODE_DEVICE;
-  ASSERT_NE(Why(), nullptr);
-  EXPECT_NE(std::string(Why()).find("device pointer mode"), std::string::npos) << Why();
+  ASSERT_NE(NotReplayableReason(), nullptr);
+  EXPECT_NE(std::string(NotReplayableReason()).find("device pointer mode"), std::string::npos)
+      << NotReplayableReason();
 }
 
 TEST_F(GemmReplayTest, BetaNotZeroIsNot) {
   ranges_[2].mode = Mode::kReadWrite;
-  ASSERT_NE(Why(/*beta_zero=*/false), nullptr);
-  EXPECT_NE(std::string(Why(false)).find("beta"), std::string::npos) << Why(false);
+  ASSERT_NE(NotReplayableReason(/*beta_zero=*/false), nullptr);
+  EXPECT_NE(std::string(NotReplayableReason(false)).find("beta"), std::string::npos)
+      << NotReplayableReason(false);
 }
 
 TEST_F(GemmReplayTest, AtomicsAllowedIsNot) {
   settings_.atomics = CUBLAS_ATOMICS_ALLOWED;
-  EXPECT_NE(Why(), nullptr);
+  EXPECT_NE(NotReplayableReason(), nullptr);
 }
 
 TEST_F(GemmReplayTest, UnreadableHandleIsNot) {
   settings_.known = false;
-  EXPECT_NE(Why(), nullptr);
+  EXPECT_NE(NotReplayableReason(), nullptr);
 }
 
 TEST_F(GemmReplayTest, ComplexCIsNot) {
   call_.c_type = CUDA_C_32F;
-  EXPECT_NE(Why(), nullptr);
+  EXPECT_NE(NotReplayableReason(), nullptr);
 }
 
 TEST_F(GemmReplayTest, CInsideAnInputIsNot) {
   ranges_[0] = {U(3) - 512, 1024, Mode::kRead};  // A's end overlaps C's start
-  EXPECT_NE(Why(), nullptr);
+  EXPECT_NE(NotReplayableReason(), nullptr);
   ranges_[0] = {U(3) - 1024, 1024, Mode::kRead};  // adjacent: fine
-  EXPECT_EQ(Why(), nullptr);
+  EXPECT_EQ(NotReplayableReason(), nullptr);
 }
 
 TEST_F(GemmReplayTest, CWithGapsIsNot) {
   call_.ldc = 16;
-  EXPECT_EQ(Why(), nullptr);
+  EXPECT_EQ(NotReplayableReason(), nullptr);
   call_.ldc = 32;  // a column of 16 rows every 32: the rows between are someone else's
-  EXPECT_NE(Why(), nullptr);
+  EXPECT_NE(NotReplayableReason(), nullptr);
   call_.ldc = 16;
   call_.batch = 4;
   call_.stride_c = 16 * 16;
-  EXPECT_EQ(Why(), nullptr);
+  EXPECT_EQ(NotReplayableReason(), nullptr);
   call_.stride_c = 16 * 16 * 2;
-  EXPECT_NE(Why(), nullptr);
+  EXPECT_NE(NotReplayableReason(), nullptr);
 }
 
 TEST_F(GemmReplayTest, MissingOutputOrAlphaIsNot) {
   ranges_.pop_back();
-  EXPECT_NE(Why(), nullptr);
+  EXPECT_NE(NotReplayableReason(), nullptr);
   ranges_.push_back({U(3), 1024, Mode::kWrite});
   call_.alpha = nullptr;
-  EXPECT_NE(Why(), nullptr);
+  EXPECT_NE(NotReplayableReason(), nullptr);
 }
 
 TEST(HostScaleIsZeroTest, BytesDecide) {

@@ -81,6 +81,61 @@ bool Overlaps(const pooch::AccessRange& a, uintptr_t address, int64_t bytes) {
          address < a.address + static_cast<uintptr_t>(a.bytes);
 }
 
+// Opaque: fp8's scale and amax pointers, whose extents pooch does not model.
+absl::Status NoScalePointers(const LtDescriptor& op) {
+  for (int pointer :
+       {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER, CUBLASLT_MATMUL_DESC_D_OUT_SCALE_POINTER}) {
+    if (AttrOr<const void*>(op, pointer, nullptr) != nullptr) {
+      return absl::UnavailableError("it has scale or amax pointers");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// True for host pointer mode, false for device; an error for the vector modes.
+absl::StatusOr<bool> HostPointerMode(const LtDescriptor& op) {
+  const auto pointer_mode =
+      AttrOr<int32_t>(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_HOST);
+  if (pointer_mode != CUBLASLT_POINTER_MODE_HOST && pointer_mode != CUBLASLT_POINTER_MODE_DEVICE) {
+    return absl::UnavailableError(absl::StrCat("it has pointer mode ", pointer_mode));
+  }
+  return pointer_mode == CUBLASLT_POINTER_MODE_HOST;
+}
+
+// Whether the epilogue reads a bias; an error for the epilogues pooch does not model.
+absl::StatusOr<bool> EpilogueReadsBias(const LtDescriptor& op) {
+  const auto epilogue =
+      AttrOr<uint32_t>(op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
+  switch (epilogue) {
+    case CUBLASLT_EPILOGUE_DEFAULT:
+    case CUBLASLT_EPILOGUE_RELU:
+    case CUBLASLT_EPILOGUE_GELU:
+      return false;
+    case CUBLASLT_EPILOGUE_BIAS:
+    case CUBLASLT_EPILOGUE_RELU_BIAS:
+    case CUBLASLT_EPILOGUE_GELU_BIAS:
+      return true;
+    default:
+      return absl::UnavailableError(absl::StrCat("it has epilogue ", epilogue));
+  }
+}
+
+// The bias's extent: D's rows, of BIAS_DATA_TYPE or D's type, per batch BIAS_BATCH_STRIDE apart.
+absl::StatusOr<int64_t> BiasBytes(const LtDescriptor& op, const LtDescriptor& d) {
+  auto bias_type = AttrOr<int32_t>(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, -1);
+  const int64_t element =
+      TypeBytes(bias_type == -1 ? d.type : static_cast<cudaDataType_t>(bias_type));
+  if (element == 0) return absl::UnavailableError("its bias type is not sized");
+  int64_t elements = static_cast<int64_t>(d.rows);
+  const auto batch = AttrOr<int32_t>(d, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, 1);
+  const auto stride = AttrOr<int64_t>(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, 0);
+  if (batch > 1 && stride > 0) elements += (batch - 1) * stride;
+  return elements * element;
+}
+
 }  // namespace
 
 LtModel& LtModel::Get() {
@@ -141,59 +196,39 @@ void LtModel::Destroyed(const void* desc) {
   descs_.erase(reinterpret_cast<uintptr_t>(desc));
 }
 
+absl::Status LtModel::CopyDescriptors(const void* desc, const void* Adesc, const void* Bdesc,
+                                      const void* Cdesc, const void* Ddesc,
+                                      LtMatmulModel* m) const {
+  MutexLock lock(&mu_);
+  auto find = [&](const void* h, bool layout, LtDescriptor* out) {
+    auto it = descs_.find(reinterpret_cast<uintptr_t>(h));
+    if (it == descs_.end() || it->second.layout != layout) return false;
+    *out = it->second;
+    return true;
+  };
+  if (!find(desc, false, &m->desc)) {
+    return absl::UnavailableError("its matmul descriptor was not seen created");
+  }
+  if (!find(Adesc, true, &m->a) || !find(Bdesc, true, &m->b) || !find(Cdesc, true, &m->c) ||
+      !find(Ddesc, true, &m->d)) {
+    return absl::UnavailableError("a matrix layout was not seen created");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LtMatmulModel> LtModel::Matmul(const void* desc, const void* alpha, const void* A,
                                               const void* Adesc, const void* B, const void* Bdesc,
                                               const void* beta, const void* C, const void* Cdesc,
                                               const void* D, const void* Ddesc, bool algo_given,
                                               const void* workspace, size_t workspace_bytes) const {
   LtMatmulModel m;
-  {
-    MutexLock lock(&mu_);
-    auto find = [&](const void* h, bool layout, LtDescriptor* out) {
-      auto it = descs_.find(reinterpret_cast<uintptr_t>(h));
-      if (it == descs_.end() || it->second.layout != layout) return false;
-      *out = it->second;
-      return true;
-    };
-    if (!find(desc, false, &m.desc)) {
-      return absl::UnavailableError("its matmul descriptor was not seen created");
-    }
-    if (!find(Adesc, true, &m.a) || !find(Bdesc, true, &m.b) || !find(Cdesc, true, &m.c) ||
-        !find(Ddesc, true, &m.d)) {
-      return absl::UnavailableError("a matrix layout was not seen created");
-    }
-  }
+  if (absl::Status s = CopyDescriptors(desc, Adesc, Bdesc, Cdesc, Ddesc, &m); !s.ok()) return s;
   const LtDescriptor& op = m.desc;
-  for (int pointer :
-       {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-        CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
-        CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER,
-        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER, CUBLASLT_MATMUL_DESC_D_OUT_SCALE_POINTER}) {
-    if (AttrOr<const void*>(op, pointer, nullptr) != nullptr) {
-      return absl::UnavailableError("it has scale or amax pointers");
-    }
-  }
-  const auto pointer_mode =
-      AttrOr<int32_t>(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_HOST);
-  if (pointer_mode != CUBLASLT_POINTER_MODE_HOST && pointer_mode != CUBLASLT_POINTER_MODE_DEVICE) {
-    return absl::UnavailableError(absl::StrCat("it has pointer mode ", pointer_mode));
-  }
-  const auto epilogue =
-      AttrOr<uint32_t>(op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
-  bool bias = false;
-  switch (epilogue) {
-    case CUBLASLT_EPILOGUE_DEFAULT:
-    case CUBLASLT_EPILOGUE_RELU:
-    case CUBLASLT_EPILOGUE_GELU:
-      break;
-    case CUBLASLT_EPILOGUE_BIAS:
-    case CUBLASLT_EPILOGUE_RELU_BIAS:
-    case CUBLASLT_EPILOGUE_GELU_BIAS:
-      bias = true;
-      break;
-    default:
-      return absl::UnavailableError(absl::StrCat("it has epilogue ", epilogue));
-  }
+  if (absl::Status s = NoScalePointers(op); !s.ok()) return s;
+  const absl::StatusOr<bool> host = HostPointerMode(op);
+  if (!host.ok()) return host.status();
+  const absl::StatusOr<bool> bias = EpilogueReadsBias(op);
+  if (!bias.ok()) return bias.status();
   absl::StatusOr<int64_t> a_bytes = LayoutBytes(m.a);
   absl::StatusOr<int64_t> b_bytes = LayoutBytes(m.b);
   absl::StatusOr<int64_t> c_bytes = LayoutBytes(m.c);
@@ -203,28 +238,21 @@ absl::StatusOr<LtMatmulModel> LtModel::Matmul(const void* desc, const void* alph
   }
   m.scale_bytes = TypeBytes(m.desc.type);
   if (m.scale_bytes == 0) return absl::UnavailableError("its scale type is not sized");
+  absl::StatusOr<int64_t> bias_bytes = *bias ? BiasBytes(op, m.d) : absl::StatusOr<int64_t>(0);
+  if (!bias_bytes.ok()) return bias_bytes.status();
 
   auto add = [&](const void* p, int64_t bytes, Mode mode) {
     if (p == nullptr || bytes <= 0) return;
     m.ranges.push_back({reinterpret_cast<uintptr_t>(p), bytes, mode});
   };
-  const bool host = pointer_mode == CUBLASLT_POINTER_MODE_HOST;
-  const bool c_read = !(host && HostZero(m.desc.type, beta));
+  const bool c_read = !(*host && HostZero(m.desc.type, beta));
   add(A, *a_bytes, Mode::kRead);
   add(B, *b_bytes, Mode::kRead);
-  if (bias) {
-    auto bias_type = AttrOr<int32_t>(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, -1);
-    const int64_t element =
-        TypeBytes(bias_type == -1 ? m.d.type : static_cast<cudaDataType_t>(bias_type));
-    if (element == 0) return absl::UnavailableError("its bias type is not sized");
-    int64_t elements = static_cast<int64_t>(m.d.rows);
-    const auto batch = AttrOr<int32_t>(m.d, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, 1);
-    const auto stride = AttrOr<int64_t>(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, 0);
-    if (batch > 1 && stride > 0) elements += (batch - 1) * stride;
-    add(AttrOr<const void*>(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, nullptr), elements * element,
+  if (*bias) {
+    add(AttrOr<const void*>(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, nullptr), *bias_bytes,
         Mode::kRead);
   }
-  if (!host) {
+  if (!*host) {
     add(alpha, m.scale_bytes, Mode::kRead);
     add(beta, m.scale_bytes, Mode::kRead);
   }
@@ -234,7 +262,7 @@ absl::StatusOr<LtMatmulModel> LtModel::Matmul(const void* desc, const void* alph
   // Note [Scratch workspaces] in cublas_hooks.cc: written, never read as an input.
   add(workspace, static_cast<int64_t>(workspace_bytes), Mode::kWrite);
 
-  m.replayable = host && !c_read && algo_given && D != nullptr;
+  m.replayable = *host && !c_read && algo_given && D != nullptr;
   for (const pooch::AccessRange& r : m.ranges) {
     if (r.mode == Mode::kRead && Overlaps(r, reinterpret_cast<uintptr_t>(D), *d_bytes)) {
       m.replayable = false;

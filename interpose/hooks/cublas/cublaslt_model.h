@@ -16,7 +16,7 @@
 //   D              written
 //   bias           read for the BIAS epilogues (rows of D elements, of BIAS_DATA_TYPE or D's)
 //   alpha, beta    device reads in device pointer mode
-//   workspace      read and written
+//   workspace      written (Note [Scratch workspaces] in cublas_hooks.cc)
 // Opaque (the hook must not guess): a descriptor pooch did not see created, another order
 // (COL32, ...), planar complex, an unknown data type, a vector pointer mode, scale or amax
 // pointers (fp8), and the epilogues with an aux buffer or a bias gradient (RELU_AUX, GELU_AUX,
@@ -82,6 +82,11 @@ class LtModel {
                                        const void* workspace, size_t workspace_bytes) const;
 
  private:
+  // Copies of the descriptors of one matmul into `m`; an error when one was not seen created.
+  absl::Status CopyDescriptors(const void* desc, const void* Adesc, const void* Bdesc,
+                               const void* Cdesc, const void* Ddesc, LtMatmulModel* m) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   mutable Mutex mu_;
   absl::flat_hash_map<uintptr_t, LtDescriptor> descs_ ABSL_GUARDED_BY(mu_);
 };

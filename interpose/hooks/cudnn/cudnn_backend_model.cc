@@ -2,6 +2,8 @@
 #include "interpose/hooks/cudnn/cudnn_backend_model.h"
 
 #include <cstring>
+#include <initializer_list>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -166,9 +168,221 @@ const BackendModel::Desc* BackendModel::FindDesc(uintptr_t handle) const {
   return it == descs_.end() ? nullptr : &it->second;
 }
 
-uintptr_t BackendModel::One(const Desc& d, cudnnBackendAttributeName_t name) const {
+uintptr_t BackendModel::SingleHandle(const Desc& d, cudnnBackendAttributeName_t name) const {
   const Attr* a = Find(d, name);
   return a == nullptr || a->values.size() != 1 ? 0 : static_cast<uintptr_t>(a->values[0]);
+}
+
+// Resolve's model of one operation graph, built operation by operation: each operation adds its
+// non-virtual tensors in their roles (the table of Note [Backend graphs]), a tensor named twice
+// getting both roles and the larger extent.
+class BackendModel::GraphBuilder {
+ public:
+  explicit GraphBuilder(const BackendModel& descs) : descs_(descs) { model_.replayable = true; }
+
+  // Adds `op`'s tensors; its name (for PlanModel::ops), or why it cannot be modelled.
+  absl::StatusOr<const char*> AddOperation(const Desc& op);
+  // The model, its replayability settled by the tensors' roles.
+  PlanModel Finish() &&;
+
+ private:
+  using Names = std::initializer_list<cudnnBackendAttributeName_t>;
+
+  // Adds the tensor `handle` in `role`; an error when it is unknown or cannot be sized.
+  absl::Status AddTensor(uintptr_t handle, UidRole role);
+  // The extent of tensor `id` (`t`) in bytes, from its first element to one past its last.
+  absl::StatusOr<int64_t> TensorBytes(const Desc& t, int64_t id) const;
+  // Adds the tensors `names` of `op` (absent ones skipped) in `role`.
+  absl::Status AddAll(const Desc& op, Names names, UidRole role);
+  // A convolution: `in` read; `out` written, and read too unless its `beta` is zero.
+  absl::Status AddConvolution(const Desc& op, const char* name, Names in,
+                              cudnnBackendAttributeName_t out, cudnnBackendAttributeName_t beta);
+  absl::Status AddPointwise(const Desc& op);
+  absl::Status AddReduction(const Desc& op);
+  absl::Status AddMatmul(const Desc& op);
+  // BETA of a convolution: zero means the output is overwritten. Absent counts as non-zero.
+  bool Overwrites(const Desc& op, cudnnBackendAttributeName_t beta) const;
+
+  const BackendModel& descs_;
+  PlanModel model_;
+  absl::flat_hash_map<int64_t, size_t> index_;  // uid -> model_.tensors
+};
+
+absl::Status BackendModel::GraphBuilder::AddTensor(uintptr_t handle, UidRole role) {
+  const Desc* t = descs_.FindDesc(handle);
+  if (t == nullptr || t->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR) {
+    return absl::UnavailableError("an operation's tensor was not seen built");
+  }
+  const Attr* uid = descs_.Find(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID);
+  if (uid == nullptr || uid->values.size() != 1) {
+    return absl::UnavailableError("a tensor has no unique id");
+  }
+  const int64_t id = static_cast<int64_t>(uid->values[0]);
+  const Attr* is_virtual = descs_.Find(*t, CUDNN_ATTR_TENSOR_IS_VIRTUAL);
+  if (is_virtual != nullptr && is_virtual->values.size() == 1 && is_virtual->values[0] != 0) {
+    return absl::OkStatus();  // an intermediate inside the graph: no memory
+  }
+  const Attr* by_value = descs_.Find(*t, CUDNN_ATTR_TENSOR_IS_BY_VALUE);
+  if (by_value != nullptr && by_value->values.size() == 1 && by_value->values[0] != 0) {
+    if (role != UidRole::kRead) return absl::UnavailableError("a by-value tensor is written");
+    model_.by_value.push_back(id);
+    return absl::OkStatus();
+  }
+  const Attr* vector_count = descs_.Find(*t, CUDNN_ATTR_TENSOR_VECTOR_COUNT);
+  if (vector_count != nullptr && vector_count->values.size() == 1 && vector_count->values[0] > 1) {
+    return absl::UnavailableError("a tensor is vectorised");
+  }
+  absl::StatusOr<int64_t> bytes = TensorBytes(*t, id);
+  if (!bytes.ok()) return bytes.status();
+  auto [it, fresh] = index_.try_emplace(id, model_.tensors.size());
+  if (fresh) {
+    model_.tensors.push_back({id, *bytes, role});
+  } else {
+    BackendTensor& known = model_.tensors[it->second];
+    known.role = Merge(known.role, role);
+    if (*bytes > known.bytes) known.bytes = *bytes;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> BackendModel::GraphBuilder::TensorBytes(const Desc& t, int64_t id) const {
+  const Attr* dims = descs_.Find(t, CUDNN_ATTR_TENSOR_DIMENSIONS);
+  const Attr* strides = descs_.Find(t, CUDNN_ATTR_TENSOR_STRIDES);
+  const Attr* type = descs_.Find(t, CUDNN_ATTR_TENSOR_DATA_TYPE);
+  if (dims == nullptr || strides == nullptr || type == nullptr || type->values.size() != 1 ||
+      dims->values.empty() || dims->values.size() != strides->values.size()) {
+    return absl::UnavailableError(absl::StrCat("tensor ", id, " has no shape"));
+  }
+  const int64_t element = DataTypeBytes(type->values[0]);
+  if (element == 0) return absl::UnavailableError(absl::StrCat("tensor ", id, "'s data type"));
+  int64_t last = 0;  // the last element's offset
+  for (size_t i = 0; i < dims->values.size(); ++i) {
+    const auto d = static_cast<int64_t>(dims->values[i]);
+    const auto s = static_cast<int64_t>(strides->values[i]);
+    if (d <= 0 || s < 0) return absl::UnavailableError(absl::StrCat("tensor ", id, "'s shape"));
+    last += (d - 1) * s;
+  }
+  return (last + 1) * element;
+}
+
+absl::Status BackendModel::GraphBuilder::AddAll(const Desc& op, Names names, UidRole role) {
+  for (cudnnBackendAttributeName_t n : names) {
+    const uintptr_t h = descs_.SingleHandle(op, n);
+    if (h == 0) continue;
+    if (absl::Status s = AddTensor(h, role); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+bool BackendModel::GraphBuilder::Overwrites(const Desc& op,
+                                            cudnnBackendAttributeName_t beta) const {
+  const Attr* b = descs_.Find(op, beta);
+  return b != nullptr && b->reals.size() == 1 && b->reals[0] == 0;
+}
+
+absl::Status BackendModel::GraphBuilder::AddConvolution(const Desc& op, const char* name, Names in,
+                                                        cudnnBackendAttributeName_t out,
+                                                        cudnnBackendAttributeName_t beta) {
+  const bool fresh = Overwrites(op, beta);
+  if (!fresh) model_.replayable = false;
+  const uintptr_t output = descs_.SingleHandle(op, out);
+  if (output == 0) return absl::UnavailableError(absl::StrCat(name, " has no output"));
+  absl::Status s = AddAll(op, in, UidRole::kRead);
+  if (s.ok()) s = AddTensor(output, fresh ? UidRole::kWrite : UidRole::kReadWrite);
+  return s;
+}
+
+absl::Status BackendModel::GraphBuilder::AddPointwise(const Desc& op) {
+  absl::Status s =
+      AddAll(op,
+             {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+              CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC},
+             UidRole::kRead);
+  if (!s.ok()) return s;
+  return AddAll(op, {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC},
+                UidRole::kWrite);
+}
+
+absl::Status BackendModel::GraphBuilder::AddReduction(const Desc& op) {
+  // A reduction's output may be accumulated into (the reduction's beta is not an attribute
+  // pooch can read): read and written, never replayed.
+  model_.replayable = false;
+  absl::Status s = AddAll(op, {CUDNN_ATTR_OPERATION_REDUCTION_XDESC}, UidRole::kRead);
+  if (!s.ok()) return s;
+  return AddAll(op, {CUDNN_ATTR_OPERATION_REDUCTION_YDESC}, UidRole::kReadWrite);
+}
+
+absl::Status BackendModel::GraphBuilder::AddMatmul(const Desc& op) {
+  if (descs_.SingleHandle(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC) != 0 ||
+      descs_.SingleHandle(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC) != 0 ||
+      descs_.SingleHandle(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC) != 0) {
+    return absl::UnavailableError("a matmul has overridden extents");
+  }
+  absl::Status s = AddAll(
+      op, {CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC}, UidRole::kRead);
+  if (!s.ok()) return s;
+  return AddAll(op, {CUDNN_ATTR_OPERATION_MATMUL_CDESC}, UidRole::kWrite);
+}
+
+absl::StatusOr<const char*> BackendModel::GraphBuilder::AddOperation(const Desc& op) {
+  absl::Status s;
+  const char* name = "";
+  switch (op.type) {
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+      name = "conv_fwd";
+      s = AddConvolution(
+          op, name,
+          {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W},
+          CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA);
+      break;
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
+      name = "conv_dgrad";
+      s = AddConvolution(op, name,
+                         {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY},
+                         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA);
+      break;
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
+      name = "conv_wgrad";
+      s = AddConvolution(op, name,
+                         {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+                          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY},
+                         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                         CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA);
+      break;
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
+      name = "pointwise";
+      s = AddPointwise(op);
+      break;
+    case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR:
+      name = "reduction";
+      s = AddReduction(op);
+      break;
+    case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
+      name = "matmul";
+      s = AddMatmul(op);
+      break;
+    default:
+      return absl::UnavailableError(absl::StrCat("it has an operation of backend type ",
+                                                 static_cast<int>(op.type),
+                                                 ", which pooch does not model"));
+  }
+  if (!s.ok()) return s;
+  return name;
+}
+
+PlanModel BackendModel::GraphBuilder::Finish() && {
+  int written = 0;
+  for (const BackendTensor& t : model_.tensors) {
+    if (t.role == UidRole::kWrite) ++written;
+    if (t.role == UidRole::kReadWrite) model_.replayable = false;
+  }
+  if (written != 1) model_.replayable = false;
+  // A by-value tensor's pointer is host memory the program may reuse before a replay.
+  if (!model_.by_value.empty()) model_.replayable = false;
+  return std::move(model_);
 }
 
 absl::StatusOr<PlanModel> BackendModel::Resolve(const Desc& graph) const {
@@ -176,168 +390,18 @@ absl::StatusOr<PlanModel> BackendModel::Resolve(const Desc& graph) const {
   if (ops == nullptr || ops->values.empty()) {
     return absl::UnavailableError("its operation graph has no operations pooch saw");
   }
-
-  PlanModel model;
-  model.replayable = true;
-  absl::flat_hash_map<int64_t, size_t> index;  // uid -> model.tensors
-  // Adds the tensor `handle` in `role`; false when it is unknown or cannot be sized.
-  auto add = [&](uintptr_t handle, UidRole role) -> absl::Status {
-    const Desc* t = FindDesc(handle);
-    if (t == nullptr || t->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR) {
-      return absl::UnavailableError("an operation's tensor was not seen built");
-    }
-    const Attr* uid = Find(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID);
-    const Attr* dims = Find(*t, CUDNN_ATTR_TENSOR_DIMENSIONS);
-    const Attr* strides = Find(*t, CUDNN_ATTR_TENSOR_STRIDES);
-    const Attr* type = Find(*t, CUDNN_ATTR_TENSOR_DATA_TYPE);
-    if (uid == nullptr || uid->values.size() != 1) {
-      return absl::UnavailableError("a tensor has no unique id");
-    }
-    const int64_t id = static_cast<int64_t>(uid->values[0]);
-    const Attr* is_virtual = Find(*t, CUDNN_ATTR_TENSOR_IS_VIRTUAL);
-    if (is_virtual != nullptr && is_virtual->values.size() == 1 && is_virtual->values[0] != 0) {
-      return absl::OkStatus();  // an intermediate inside the graph: no memory
-    }
-    const Attr* by_value = Find(*t, CUDNN_ATTR_TENSOR_IS_BY_VALUE);
-    if (by_value != nullptr && by_value->values.size() == 1 && by_value->values[0] != 0) {
-      if (role != UidRole::kRead) return absl::UnavailableError("a by-value tensor is written");
-      model.by_value.push_back(id);
-      return absl::OkStatus();
-    }
-    const Attr* vector_count = Find(*t, CUDNN_ATTR_TENSOR_VECTOR_COUNT);
-    if (vector_count != nullptr && vector_count->values.size() == 1 &&
-        vector_count->values[0] > 1) {
-      return absl::UnavailableError("a tensor is vectorised");
-    }
-    if (dims == nullptr || strides == nullptr || type == nullptr || type->values.size() != 1 ||
-        dims->values.empty() || dims->values.size() != strides->values.size()) {
-      return absl::UnavailableError(absl::StrCat("tensor ", id, " has no shape"));
-    }
-    const int64_t element = DataTypeBytes(type->values[0]);
-    if (element == 0) return absl::UnavailableError(absl::StrCat("tensor ", id, "'s data type"));
-    int64_t last = 0;  // the last element's offset
-    for (size_t i = 0; i < dims->values.size(); ++i) {
-      const auto d = static_cast<int64_t>(dims->values[i]);
-      const auto s = static_cast<int64_t>(strides->values[i]);
-      if (d <= 0 || s < 0) return absl::UnavailableError(absl::StrCat("tensor ", id, "'s shape"));
-      last += (d - 1) * s;
-    }
-    const int64_t bytes = (last + 1) * element;
-    auto [it, fresh] = index.try_emplace(id, model.tensors.size());
-    if (fresh) {
-      model.tensors.push_back({id, bytes, role});
-    } else {
-      BackendTensor& known = model.tensors[it->second];
-      known.role = Merge(known.role, role);
-      if (bytes > known.bytes) known.bytes = bytes;
-    }
-    return absl::OkStatus();
-  };
-  // BETA of a convolution: zero means the output is overwritten. Absent counts as non-zero.
-  auto overwrites = [&](const Desc& op, cudnnBackendAttributeName_t beta) {
-    const Attr* b = Find(op, beta);
-    return b != nullptr && b->reals.size() == 1 && b->reals[0] == 0;
-  };
-  // Collects `names` (absent ones skipped) in `role`.
-  auto add_all = [&](const Desc& op, std::initializer_list<cudnnBackendAttributeName_t> names,
-                     UidRole role) -> absl::Status {
-    for (cudnnBackendAttributeName_t n : names) {
-      const uintptr_t h = One(op, n);
-      if (h == 0) continue;
-      if (absl::Status s = add(h, role); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  };
-  auto conv = [&](const Desc& op, const char* name,
-                  std::initializer_list<cudnnBackendAttributeName_t> in,
-                  cudnnBackendAttributeName_t out, cudnnBackendAttributeName_t beta) {
-    const bool fresh = overwrites(op, beta);
-    if (!fresh) model.replayable = false;
-    if (One(op, out) == 0) return absl::UnavailableError(absl::StrCat(name, " has no output"));
-    absl::Status s = add_all(op, in, UidRole::kRead);
-    if (s.ok()) s = add(One(op, out), fresh ? UidRole::kWrite : UidRole::kReadWrite);
-    return s;
-  };
+  GraphBuilder builder(*this);
+  std::string names;
   for (uint64_t op_handle : ops->values) {
     const Desc* op = FindDesc(static_cast<uintptr_t>(op_handle));
     if (op == nullptr) return absl::UnavailableError("an operation was not seen built");
-    absl::Status s;
-    const char* name = "";
-    switch (op->type) {
-      case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
-        name = "conv_fwd";
-        s = conv(*op, name,
-                 {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
-                  CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W},
-                 CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
-                 CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA);
-        break;
-      case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
-        name = "conv_dgrad";
-        s = conv(*op, name,
-                 {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
-                  CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY},
-                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
-                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA);
-        break;
-      case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
-        name = "conv_wgrad";
-        s = conv(*op, name,
-                 {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
-                  CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY},
-                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
-                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA);
-        break;
-      case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
-        name = "pointwise";
-        s = add_all(*op,
-                    {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
-                     CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC},
-                    UidRole::kRead);
-        if (s.ok()) {
-          s = add_all(*op,
-                      {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC},
-                      UidRole::kWrite);
-        }
-        break;
-      case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR:
-        // A reduction's output may be accumulated into (the reduction's beta is not an
-        // attribute pooch can read): read and written, never replayed.
-        name = "reduction";
-        model.replayable = false;
-        s = add_all(*op, {CUDNN_ATTR_OPERATION_REDUCTION_XDESC}, UidRole::kRead);
-        if (s.ok()) {
-          s = add_all(*op, {CUDNN_ATTR_OPERATION_REDUCTION_YDESC}, UidRole::kReadWrite);
-        }
-        break;
-      case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
-        name = "matmul";
-        if (One(*op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC) != 0 ||
-            One(*op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC) != 0 ||
-            One(*op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC) != 0) {
-          return absl::UnavailableError("a matmul has overridden extents");
-        }
-        s = add_all(*op, {CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC},
-                    UidRole::kRead);
-        if (s.ok()) s = add_all(*op, {CUDNN_ATTR_OPERATION_MATMUL_CDESC}, UidRole::kWrite);
-        break;
-      default:
-        return absl::UnavailableError(absl::StrCat("it has an operation of backend type ",
-                                                   static_cast<int>(op->type),
-                                                   ", which pooch does not model"));
-    }
-    if (!s.ok()) return s;
-    if (!model.ops.empty()) model.ops += "+";
-    model.ops += name;
+    absl::StatusOr<const char*> name = builder.AddOperation(*op);
+    if (!name.ok()) return name.status();
+    if (!names.empty()) names += "+";
+    names += *name;
   }
-  int written = 0;
-  for (const BackendTensor& t : model.tensors) {
-    if (t.role == UidRole::kWrite) ++written;
-    if (t.role == UidRole::kReadWrite) model.replayable = false;
-  }
-  if (written != 1) model.replayable = false;
-  // A by-value tensor's pointer is host memory the program may reuse before a replay.
-  if (!model.by_value.empty()) model.replayable = false;
+  PlanModel model = std::move(builder).Finish();
+  model.ops = std::move(names);
   return model;
 }
 
@@ -370,7 +434,7 @@ absl::StatusOr<ExecuteModel> BackendModel::Execute(const void* plan, const void*
   }
   ExecuteModel m;
   m.plan = p->graph;
-  m.workspace = One(*v, CUDNN_ATTR_VARIANT_PACK_WORKSPACE);
+  m.workspace = SingleHandle(*v, CUDNN_ATTR_VARIANT_PACK_WORKSPACE);
   absl::flat_hash_map<int64_t, uintptr_t> by_uid;
   for (size_t i = 0; i < uids->values.size(); ++i) {
     const auto uid = static_cast<int64_t>(uids->values[i]);

@@ -133,8 +133,10 @@ class BackendModel {
   const Attr* Find(const Desc& d, cudnnBackendAttributeName_t name) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const Desc* FindDesc(uintptr_t handle) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  uintptr_t One(const Desc& d, cudnnBackendAttributeName_t name) const
+  // The handle attribute `name` of `d` holds, when it holds exactly one; 0 otherwise.
+  uintptr_t SingleHandle(const Desc& d, cudnnBackendAttributeName_t name) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  class GraphBuilder;
   absl::StatusOr<PlanModel> Resolve(const Desc& graph) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;
