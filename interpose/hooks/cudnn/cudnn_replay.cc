@@ -12,9 +12,7 @@ namespace {
 
 constexpr int kMaxDims = 8;  // CUDNN_DIM_MAX
 // A convolution or pooling descriptor's spatial dimensions: a tensor's less its batch and
-// channel dimensions, so no descriptor holds more. Asked for no more: on an H200 (cuDNN 9.19)
-// none of cnn_train's convolution and pooling recipes was made while 8 was asked for (README,
-// "Measured on a GPU"); whether the request's length was why is not known.
+// channel dimensions, so no descriptor holds more, and a copy asks its getter for no more.
 constexpr int kMaxSpatialDims = kMaxDims - 2;
 constexpr cudnnStatus_t kOk = CUDNN_STATUS_SUCCESS;
 

@@ -46,10 +46,10 @@ ParamLookup FromRuntime(cudaError_t e) {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The driver's parameter queries need a current context. A thread that has not yet called the
 // runtime has none, and the launch being scanned is what would bind the runtime's context to it:
-// PyTorch's autograd thread launches its first kernel (a fill of the gradients) so, and on an
-// H200 (driver 580.159.04) cuKernelGetParamInfo answered CUDA_ERROR_INVALID_CONTEXT there, which
-// made that launch opaque. Such a query is asked again with pooch's context (the runtime's primary
-// one, CudaDevice::EnsureContext) made current, as the launch itself would make it.
+// PyTorch's autograd thread launches its first kernel (a fill of the gradients) so, and there
+// cuKernelGetParamInfo answers CUDA_ERROR_INVALID_CONTEXT, which would make that launch opaque.
+// Such a query is asked again with pooch's context (the runtime's primary one,
+// CudaDevice::EnsureContext) made current, as the launch itself would make it.
 template <typename Query>
 CUresult WithContext(Query&& query) {
   CUresult e = query();
