@@ -13,7 +13,7 @@ fault_probe=$5
 pooch=${6:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/errors_test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-. "$(dirname "$0")/../../tests/case_helpers.sh"
+. "$(dirname "$0")/../../case_helpers.sh"
 need_simgpu
 # The caller's POOCH_* and SIMGPU_* variables must not change what a case checks.
 for v in $(env | sed -n 's/^\(POOCH_[A-Z_]*\)=.*/\1/p;s/^\(SIMGPU_[A-Z_]*\)=.*/\1/p'); do

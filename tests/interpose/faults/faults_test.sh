@@ -20,7 +20,7 @@ libdir=$3
 probe=$4
 work=$(mktemp -d "${TMPDIR:-/tmp}/faults_test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-. "$(dirname "$0")/../../tests/case_helpers.sh"
+. "$(dirname "$0")/../../case_helpers.sh"
 
 for lib in libcuda.so.1 libcudart.so.13; do
   [ -e "$libdir/$lib" ] || fail "simgpu library $libdir/$lib is missing (build the simgpu targets)"

@@ -1,5 +1,5 @@
 // gemm_replay_probe: cuBLAS GEMM outputs rebuilt by replay are the very bytes the calls wrote
-// (Note [GEMM replay] in interpose/hooks/cublas_gemm.h). The driver (interpose_test.sh, case
+// (Note [GEMM replay] in interpose/hooks/cublas/cublas_gemm.h). The driver (interpose_test.sh, case
 // gemm_replay) runs it without pooch, then under POOCH_POLICY=dtr at a limit that cannot hold
 // everything, with the hazard checker at error.
 //
@@ -73,6 +73,34 @@ std::vector<unsigned char> Copy(const void* d, size_t bytes, const char* what) {
   return h;
 }
 
+// The results are what was asked (C3 = C1, C5 = [C1, C1], C2 = C1 / 2 and C4 = -C1 exactly:
+// scaling by a power of two and negation are exact), so that comparing with copies is not
+// comparing nothing.
+bool ResultsAsAsked(const std::vector<std::vector<unsigned char>>& want) {
+  const auto* c1 = reinterpret_cast<const float*>(want[0].data());
+  const auto* c2 = reinterpret_cast<const float*>(want[1].data());
+  const auto* c4 = reinterpret_cast<const float*>(want[3].data());
+  bool nonzero = false;
+  for (size_t i = 0; i < kCBytes / 4; ++i) {
+    nonzero = nonzero || c1[i] != 0;
+    if (c2[i] != c1[i] * 0.5f || c4[i] != -c1[i]) {
+      std::printf("gemm_replay_probe: element %zu: C1 %g C2 %g C4 %g\n", i, c1[i], c2[i], c4[i]);
+      return false;
+    }
+  }
+  const std::vector<unsigned char> c5_first(want[4].begin(), want[4].begin() + kCBytes);
+  const std::vector<unsigned char> c5_second(want[4].begin() + kCBytes, want[4].end());
+  if (c5_first != want[0] || c5_second != want[0]) {
+    std::printf("gemm_replay_probe: C5's matrices differ from C1\n");
+    return false;
+  }
+  if (want[2] != want[0] || !nonzero) {
+    std::printf("gemm_replay_probe: C3 differs from C1, or C1 is all zero\n");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main() {
@@ -126,32 +154,7 @@ int main() {
                   kK, &two, d[1], CUDA_R_32F, kM, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
      "D2 cublasGemmEx");
   want.push_back(Copy(d[1], kCBytes, "D2 copy"));
-  // The results are what was asked (C3 = C1, C5 = [C1, C1], C2 = C1 / 2 and C4 = -C1 exactly:
-  // scaling by a power of two and negation are exact), so that comparing with copies is not
-  // comparing nothing.
-  {
-    const auto* c1 = reinterpret_cast<const float*>(want[0].data());
-    const auto* c2 = reinterpret_cast<const float*>(want[1].data());
-    const auto* c4 = reinterpret_cast<const float*>(want[3].data());
-    bool nonzero = false;
-    for (size_t i = 0; i < kCBytes / 4; ++i) {
-      nonzero = nonzero || c1[i] != 0;
-      if (c2[i] != c1[i] * 0.5f || c4[i] != -c1[i]) {
-        std::printf("gemm_replay_probe: element %zu: C1 %g C2 %g C4 %g\n", i, c1[i], c2[i], c4[i]);
-        return 1;
-      }
-    }
-    const std::vector<unsigned char> c5_first(want[4].begin(), want[4].begin() + kCBytes);
-    const std::vector<unsigned char> c5_second(want[4].begin() + kCBytes, want[4].end());
-    if (c5_first != want[0] || c5_second != want[0]) {
-      std::printf("gemm_replay_probe: C5's matrices differ from C1\n");
-      return 1;
-    }
-    if (want[2] != want[0] || !nonzero) {
-      std::printf("gemm_replay_probe: C3 differs from C1, or C1 is all zero\n");
-      return 1;
-    }
-  }
+  if (!ResultsAsAsked(want)) return 1;
 
   // Pressure: the fillers need room, which eviction makes from the older buffers.
   std::vector<void*> fillers;

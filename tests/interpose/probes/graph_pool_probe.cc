@@ -1,6 +1,6 @@
 // graph_pool_probe: what pooch answers at a stream capture and for the device's memory pool
-// (Note [Graphs] in interpose/hooks/graph_hooks.cc, Note [Memory pools] in
-// interpose/hooks/mem_pool.h). Under a policy (interpose_graph_pool) it checks that
+// (Note [Graphs] in interpose/hooks/runtime/graph_hooks.cc, Note [Memory pools] in
+// interpose/hooks/runtime/mem_pool.h). Under a policy (interpose_graph_pool) it checks that
 //   - cudaStreamBeginCapture fails with cudaErrorStreamCaptureUnsupported, which is also the
 //     last error, and the stream is not capturing afterwards;
 //   - cudaDeviceGetDefaultMemPool returns a pool whose ReservedMemCurrent covers an 8 MiB

@@ -54,13 +54,31 @@ size_t Verify(void* dev, size_t bytes, int want, const char* what, int index) {
   }
   for (size_t i = 0; i < bytes; ++i) {
     if (back[i] != Pattern(want, i)) {
-      std::fprintf(stderr, "fault_probe: %s %d: byte %zu is %d, want %d\n", what, index, i,
-                   back[i], Pattern(want, i));
+      std::fprintf(stderr, "fault_probe: %s %d: byte %zu is %d, want %d\n", what, index, i, back[i],
+                   Pattern(want, i));
       ++g_failures;
       return 0;
     }
   }
   return bytes;
+}
+
+// Allocates each of `dev` (host.size() bytes) and fills it with its pattern through `host`.
+bool AllocateAndFill(std::vector<void*>& dev, std::vector<unsigned char>& host) {
+  const size_t bytes = host.size();
+  for (int b = 0; b < static_cast<int>(dev.size()); ++b) {
+    if (cudaError_t e = cudaMalloc(&dev[b], bytes); e != cudaSuccess) {
+      Fail("cudaMalloc (fill)", e);
+      return false;
+    }
+    Fill(host, b);
+    if (cudaError_t e = cudaMemcpy(dev[b], host.data(), bytes, cudaMemcpyHostToDevice);
+        e != cudaSuccess) {
+      Fail("cudaMemcpy H2D (fill)", e);
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -84,18 +102,7 @@ int main(int argc, char** argv) {
 
   std::vector<void*> dev(buffers, nullptr);
   std::vector<unsigned char> host(bytes);
-  for (int b = 0; b < buffers; ++b) {
-    if (cudaError_t e = cudaMalloc(&dev[b], bytes); e != cudaSuccess) {
-      Fail("cudaMalloc (fill)", e);
-      return 1;
-    }
-    Fill(host, b);
-    if (cudaError_t e = cudaMemcpy(dev[b], host.data(), bytes, cudaMemcpyHostToDevice);
-        e != cudaSuccess) {
-      Fail("cudaMemcpy H2D (fill)", e);
-      return 1;
-    }
-  }
+  if (!AllocateAndFill(dev, host)) return 1;
   // Let every copy and swap finish, so that what the fault step meets does not depend on timing.
   if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) Fail("cudaDeviceSynchronize", e);
 
@@ -165,7 +172,8 @@ int main(int argc, char** argv) {
   for (void* p : dev) {
     if (cudaError_t e = cudaFree(p); e != cudaSuccess) Fail("cudaFree", e);
   }
-  std::printf("fault_probe %s: step %s (%d) verified %zu bytes retry %s failures %d\n", mode.c_str(),
-              cudaGetErrorName(got), static_cast<int>(got), verified, retry.c_str(), g_failures);
+  std::printf("fault_probe %s: step %s (%d) verified %zu bytes retry %s failures %d\n",
+              mode.c_str(), cudaGetErrorName(got), static_cast<int>(got), verified, retry.c_str(),
+              g_failures);
   return g_failures == 0 ? 0 : 1;
 }

@@ -13,7 +13,7 @@
 #   interpose_errors_sticky    after an illegal address every call returns it
 #   interpose_errors_pointers  pointer queries on swapped-out, resident and small allocations
 #                              answer with the allocation the program asked for
-add_executable(interpose_errors_probe ${CMAKE_CURRENT_SOURCE_DIR}/errors_probe.cc)
+add_executable(interpose_errors_probe ${CMAKE_CURRENT_LIST_DIR}/errors_probe.cc)
 target_include_directories(interpose_errors_probe PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(interpose_errors_probe PRIVATE CUDA::cuda_driver CUDA::cudart)
 set_target_properties(interpose_errors_probe PROPERTIES
@@ -26,7 +26,7 @@ if(TARGET pooch)
 endif()
 foreach(errors_case min_swap clamp codes sticky pointers)
   add_test(NAME interpose_errors_${errors_case}
-           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/errors_test.sh ${errors_case}
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/errors_test.sh ${errors_case}
                    $<TARGET_FILE:pooch_preload> ${POOCH_SIMGPU_LIB_DIR}
                    $<TARGET_FILE:interpose_errors_probe> $<TARGET_FILE:interpose_fault_probe>
                    ${errors_pooch})

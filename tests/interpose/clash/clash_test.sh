@@ -10,7 +10,7 @@ probe=$3
 other_absl=$4
 work=$(mktemp -d "${TMPDIR:-/tmp}/clash_test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-. "$(dirname "$0")/../../tests/case_helpers.sh"
+. "$(dirname "$0")/../../case_helpers.sh"
 for v in $(env | sed -n 's/^\(POOCH_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 need_simgpu
 

@@ -5,7 +5,7 @@
 // another. simgpu runs device code in timing mode only, so no byte is checked. Prints
 // "fresh_thread ok" when both launches succeeded. Under pooch the fresh thread's launch must be
 // scanned like any other (Note [Queries on a thread without a context] in
-// interpose/hooks/kernel_args.cc), not counted as opaque.
+// interpose/hooks/launch/kernel_args.cc), not counted as opaque.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>

@@ -9,9 +9,9 @@
 #   - pooch works: the program's buffers are swapped out and in, and read back intact;
 #   - libpooch.so does carry, as local symbols, every function the stand-ins define (else the
 #     test would show nothing).
-add_library(interpose_clash_other_absl SHARED ${CMAKE_CURRENT_SOURCE_DIR}/clash_other_absl.cc)
-add_executable(interpose_clash_probe ${CMAKE_CURRENT_SOURCE_DIR}/clash_probe.cc
-                                     ${CMAKE_CURRENT_SOURCE_DIR}/clash_host_absl.cc)
+add_library(interpose_clash_other_absl SHARED ${CMAKE_CURRENT_LIST_DIR}/clash_other_absl.cc)
+add_executable(interpose_clash_probe ${CMAKE_CURRENT_LIST_DIR}/clash_probe.cc
+                                     ${CMAKE_CURRENT_LIST_DIR}/clash_host_absl.cc)
 target_include_directories(interpose_clash_probe PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
 # The stand-in first: it must come before Debian's libabsl_strings in the search order.
 target_link_libraries(interpose_clash_probe PRIVATE
@@ -23,7 +23,7 @@ set_target_properties(interpose_clash_probe PROPERTIES
 add_dependencies(interpose_tests interpose_clash_probe)
 
 add_test(NAME interpose_clash
-         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/clash_test.sh $<TARGET_FILE:pooch_preload>
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/clash_test.sh $<TARGET_FILE:pooch_preload>
                  ${POOCH_SIMGPU_LIB_DIR} $<TARGET_FILE:interpose_clash_probe>
                  $<TARGET_FILE:interpose_clash_other_absl>)
 set_tests_properties(interpose_clash PROPERTIES LABELS "simgpu;e2e" TIMEOUT 120)

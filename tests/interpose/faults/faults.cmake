@@ -14,14 +14,14 @@
 # out before the fault or not) reads back intact, the call is retried successfully, stderr holds
 # only pooch's lines (at most one about the failure) and simgpu's SIMGPU_FAIL line, and the
 # hazard checker (at error) reports nothing.
-add_executable(interpose_fault_probe ${CMAKE_CURRENT_SOURCE_DIR}/fault_probe.cc)
+add_executable(interpose_fault_probe ${CMAKE_CURRENT_LIST_DIR}/fault_probe.cc)
 target_include_directories(interpose_fault_probe PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(interpose_fault_probe PRIVATE CUDA::cudart)
 set_target_properties(interpose_fault_probe PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 add_dependencies(interpose_tests interpose_fault_probe)
 
-set(faults_driver ${CMAKE_CURRENT_SOURCE_DIR}/faults_test.sh)
+set(faults_driver ${CMAKE_CURRENT_LIST_DIR}/faults_test.sh)
 foreach(fault_case host_alloc mem_create over_limit)
   add_test(NAME interpose_fault_${fault_case}
            COMMAND ${faults_driver} ${fault_case} $<TARGET_FILE:pooch_preload>
