@@ -17,7 +17,7 @@ namespace pooch::cli {
 // through the VMM API and pooch sees nothing). Two settings give pooch one allocation per tensor:
 //   PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync   cudaMallocAsync/cudaFreeAsync per tensor,
 //       plus the memory-pool calls, which pooch answers about its own memory (Note [Memory
-//       pools] in interpose/hooks/mem_pool.h), so torch.cuda.memory_allocated() and
+//       pools] in interpose/hooks/runtime/mem_pool.h), so torch.cuda.memory_allocated() and
 //       max_memory_allocated() report pooch's device bytes;
 //   PYTORCH_NO_CUDA_MEMORY_CACHING=1   cudaMalloc/cudaFree per tensor; torch keeps no statistics
 //       (max_memory_allocated() is 0), and without pooch a real cudaFree synchronises.

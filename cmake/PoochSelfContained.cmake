@@ -16,7 +16,7 @@
 #     hidden, and libpooch.so's version script makes every symbol but the hooks local. So the
 #     host's calls never reach pooch's copy (libpooch.so, preloaded, comes before the host's
 #     libraries in the search order), and pooch's calls, bound inside libpooch.so when it is
-#     linked, never reach the host's (tests/interpose/clash.cmake shows both).
+#     linked, never reach the host's (tests/interpose/clash/clash.cmake shows both).
 #   - libstdc++ stays a shared library: a host that uses C++ has loaded it already, every machine
 #     with a framework has it, and two copies of it in one process (its allocator, its
 #     exception and locale state) are riskier than the symbol versions it needs.

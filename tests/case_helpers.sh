@@ -1,6 +1,6 @@
 # Helpers shared by the shell-driven end-to-end tests (tests/e2e/cnn_train_e2e.sh,
-# tests/interpose/interpose_test.sh, tests/interpose/faults_test.sh). Source it after setting
-# case_name, work (a scratch folder) and libdir (the simgpu library folder).
+# tests/interpose/interpose_test.sh, tests/interpose/faults/faults_test.sh). Source it after
+# setting case_name, work (a scratch folder) and libdir (the simgpu library folder).
 
 # fail MESSAGE: prints the failure and the tail of every output the case kept, then exits 1.
 fail() {

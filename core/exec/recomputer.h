@@ -25,7 +25,7 @@
 //   - an op whose effects are unknown (an opaque call, Note [Opaque calls]) rebuilds every
 //     dropped map and forgets every other recipe but the kept inputs' first, since it may write
 //     anything. A kernel launch is not one: it writes what its parameter words point into
-//     (Note [Kernel writes] in interpose/hooks/launch_hooks.cc).
+//     (Note [Kernel writes] in interpose/hooks/launch/launch_hooks.cc).
 // Inputs of a rebuilt map that are themselves dropped are rebuilt first (recursively, the
 // planner's chains). A replay runs on the stream of the op that needs it, after the manager
 // made its inputs resident and restored the output's memory (BeforeOp with the output as

@@ -18,11 +18,11 @@ namespace pooch {
 // that allocation's size and the access mode; an allocation's size and whether pooch manages it;
 // a free's size. Call sites (libunwind) would separate same-sized allocations of different layers
 // but cost microseconds per call; sizes and order have been enough for the tracker so far.
-// A kernel's accesses are guessed from its parameter words (interpose/hooks/kernel_args.h), and
+// A kernel's accesses are guessed from its parameter words (interpose/hooks/launch/kernel_args.h), and
 // a struct parameter may hold stale words that point at whatever was allocated there last
 // (Note [Words into freed memory] in core/residency/residency.cc), so they differ between
 // iterations of the same op: such an op is signed by its name alone, which is the kernel's
-// (Note [Kernel op names] in interpose/hooks/kernel_names.h).
+// (Note [Kernel op names] in interpose/hooks/launch/kernel_names.h).
 //
 // Note [Unprofiled inputs]
 // ~~~~~~~~~~~~~~~~~~~~~~~~

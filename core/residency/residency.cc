@@ -767,7 +767,7 @@ bool ResidencyManager::Holds(DeviceAddress address) const {
 
 // Note [Words into freed memory]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A kernel's parameter words are scanned for addresses (interpose/hooks/kernel_args.h), and not
+// A kernel's parameter words are scanned for addresses (interpose/hooks/launch/kernel_args.h), and not
 // every word is a pointer the kernel follows: a struct parameter may carry fields the host never
 // set (PyTorch's ReduceOp leaves dst[1] alone for a reduction with one output), which hold stale
 // stack contents, often the address of a tensor freed a moment ago. The program freed it, but

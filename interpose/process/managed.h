@@ -317,11 +317,12 @@ Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
 // for memory cudaMalloc returned. Asked of the driver, pooch's memory would answer about pooch's
 // mappings instead: a swapped-out or dropped allocation is a reserved range with nothing mapped
 // ("not CUDA memory"), a resident one is its chunk rounded up to the granularity (4 MiB for
-// 3 MiB + 5 bytes), a small block is its whole slab. So the query hooks (interpose/hooks/
-// query_hooks.cc) ask OwnerOf first: an address inside the requested bytes of one of pooch's
-// allocations is that allocation (whatever its state); one in pooch's memory past them (the
-// rounding, a slab's free space) is memory the program was never given, answered as the API
-// answers for an address that is no allocation; anything else goes to the real function.
+// 3 MiB + 5 bytes), a small block is its whole slab. So the query hooks
+// (interpose/hooks/runtime/query_hooks.cc) ask OwnerOf first: an address inside the requested
+// bytes of one of pooch's allocations is that allocation (whatever its state); one in pooch's
+// memory past them (the rounding, a slab's free space) is memory the program was never given,
+// answered as the API answers for an address that is no allocation; anything else goes to the
+// real function.
 struct PointerOwner {
   enum class Kind { kNone, kAllocation, kUnallocated };
   Kind kind = Kind::kNone;

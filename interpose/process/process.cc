@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "core/base/log.h"
 #include "interpose/device/cuda_device.h"
 #include "interpose/process/host_time.h"
 #include "interpose/process/opaque.h"
+#include "interpose/process/summary_lines.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
 
@@ -43,7 +43,7 @@ Severity ToSeverity(LogLevel level) {
 
 // POOCH_ITERATION_MARKER=nvtx: NVTX loads its tool from NVTX_INJECTION64_PATH at the program's
 // first NVTX call, which comes after start-up; pooch names itself there
-// (interpose/hooks/nvtx_injection.cc). Another tool already named keeps its place.
+// (interpose/hooks/runtime/nvtx_injection.cc). Another tool already named keeps its place.
 void UseAsNvtxInjection() {
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&UseAsNvtxInjection), &info) == 0 ||
@@ -62,8 +62,9 @@ void UseAsNvtxInjection() {
   setenv("NVTX_INJECTION64_PATH", info.dli_fname, 1);
 }
 
-// The reason a part cannot be made, for the one line Process::manager() prints.
-absl::Status Why(const char* what, const absl::Status& s) {
+// `s` with the part that could not be made named first, for the one line Process::manager()
+// prints.
+absl::Status PartFailure(const char* what, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
 }
 
@@ -119,7 +120,9 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
     return nullptr;
   }
   absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Create();
-  if (!device.ok()) return Why("cannot use the device's virtual memory API", device.status());
+  if (!device.ok()) {
+    return PartFailure("cannot use the device's virtual memory API", device.status());
+  }
   std::optional<int64_t> clamped_from;
   absl::StatusOr<ResidencyOptions> options =
       ResidencyOptionsFromConfig(config_, **device, &clamped_from);
@@ -152,7 +155,7 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   }
   absl::StatusOr<std::unique_ptr<ResidencyManager>> manager =
       ResidencyManager::Create(timed, *options, parts->trace);
-  if (!manager.ok()) return Why("cannot start the residency manager", manager.status());
+  if (!manager.ok()) return PartFailure("cannot start the residency manager", manager.status());
   // Slabs are charged to the manager, which evicts swappable data to make room for them.
   ResidencyManager* raw_manager = manager->get();
   SmallAllocatorOptions small_options;
@@ -168,7 +171,7 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   absl::StatusOr<std::unique_ptr<SmallAllocator>> small =
       SmallAllocator::Create(timed, std::move(small_options));
   if (!small.ok()) {
-    return Why("cannot start the small-allocation sub-allocator", small.status());
+    return PartFailure("cannot start the small-allocation sub-allocator", small.status());
   }
   parts->small = small->release();
   if (config_.mode == RunMode::kPlanned || config_.mode == RunMode::kDtr) {
@@ -285,105 +288,38 @@ void Process::Stop() {
   if (config_.summary) WriteSummary();
 }
 
-// The summary: "pooch: <topic>: <figures>" lines on stderr (docs/usage.md, "pooch run").
+// The summary: "pooch: <topic>: <figures>" lines on stderr (docs/usage.md, "pooch run"; Note
+// [Summary lines] in summary_lines.h), each for a part that exists.
 void Process::WriteSummary() const {
   const absl::string_view policy = PolicyText(config_);
   LogLine("summary: policy %.*s", static_cast<int>(policy.size()), policy.data());
+  auto print = [](const std::string& line) { LogLine("%s", line.c_str()); };
   if (ResidencyManager* manager = existing_manager()) {
-    const ResidencyStats s = manager->Stats();
-    LogLine("memory: limit %lld peak_device_bytes %lld peak_host_bytes %lld",
-            static_cast<long long>(manager->memory_limit()),
-            static_cast<long long>(s.peak_device_bytes), static_cast<long long>(s.peak_host_bytes));
-    LogLine(
-        "swaps: out %lld (%lld bytes) in %lld (%lld bytes) demand_in %lld cancelled %lld "
-        "wait_ms %.3f oom %lld allocations %lld frees %lld host_reads %lld overwritten_ins %lld "
-        "reserve_outs %lld current_outs %lld (%lld bytes not copied)",
-        static_cast<long long>(s.swap_outs), static_cast<long long>(s.bytes_swapped_out),
-        static_cast<long long>(s.swap_ins), static_cast<long long>(s.bytes_swapped_in),
-        static_cast<long long>(s.demand_swap_ins), static_cast<long long>(s.cancelled_swap_outs),
-        absl::ToDoubleMilliseconds(s.swap_wait), static_cast<long long>(s.out_of_memory),
-        static_cast<long long>(s.allocations), static_cast<long long>(s.frees),
-        static_cast<long long>(s.host_reads), static_cast<long long>(s.overwritten_ins),
-        static_cast<long long>(s.reserve_swap_outs), static_cast<long long>(s.current_swap_outs),
-        static_cast<long long>(s.bytes_not_copied_out));
-    // The reuse cache (Note [Reuse cache] in core/residency/residency.cc): freed chunks handed
-    // out again without a device call, of them `ordered_hits` to a cudaMallocAsync on the stream
-    // the old owner's work was still queued on (Note [Reuse on the allocating stream]).
-    // And Note [Spare chunks] (core/residency/residency_swap.cc): mappings served by the chunk a
-    // swap-out or a release left, with no cuMemCreate; Note [Retained chunks]: swap-ins that
-    // found their chunk still mapped and copied nothing.
-    LogLine(
-        "reuse: hits %lld ordered_hits %lld misses %lld cached_bytes %lld chunk_reuses %lld "
-        "retained_hits %lld",
-        static_cast<long long>(s.reuse_hits), static_cast<long long>(s.reuse_ordered_hits),
-        static_cast<long long>(s.reuse_misses), static_cast<long long>(s.cached_bytes),
-        static_cast<long long>(s.chunk_reuses), static_cast<long long>(s.retained_hits));
+    const ResidencyStats stats = manager->Stats();
+    print(MemoryLine(manager->memory_limit(), stats));
+    print(SwapsLine(stats));
+    print(ReuseLine(stats));
   }
   if (const Parts* parts = parts_.load(std::memory_order_acquire); parts != nullptr) {
-    // Note [Host time] (core/device/timed_device.h): the hooks' own host time around the real
-    // calls, and the device calls pooch made, which are part of it.
-    std::string line = "host:";
     const HookTimes hooks = CurrentHookTimes();
-    constexpr std::pair<HookWork, const char*> kWork[] = {
-        {HookWork::kOp, "op"}, {HookWork::kAlloc, "alloc"}, {HookWork::kFree, "free"}};
-    for (const auto& [work, name] : kWork) {
-      absl::StrAppendFormat(&line, " %s %lld %s_ms %.3f", name,
-                            static_cast<long long>(hooks[work].calls), name,
-                            hooks[work].nanoseconds / 1e6);
-    }
-    const DeviceCallTimes calls = parts->timed->Times();
-    for (size_t i = 0; i < calls.of.size(); ++i) {
-      const char* name = DeviceCallKindName(static_cast<DeviceCallKind>(i));
-      absl::StrAppendFormat(&line, " %s %lld %s_ms %.3f", name,
-                            static_cast<long long>(calls.of[i].calls), name,
-                            calls.of[i].nanoseconds / 1e6);
-    }
-    LogLine("%s", line.c_str());
+    print(HostLine(hooks, parts->timed->Times()));
   }
   if (Profiler* profiler = this->profiler()) {
-    for (const std::string& line : profiler->SummaryLines()) LogLine("%s", line.c_str());
+    for (const std::string& line : profiler->SummaryLines()) print(line);
   }
   const Recomputer* recomputer = this->recomputer();
   if (recomputer != nullptr && recomputer->dtr()) {
-    // Note [DTR eviction] (core/residency/residency_evict.cc): what eviction dropped and what
-    // was rebuilt by replay; evictions that swapped are the swaps: line's demand outs.
-    const Recomputer::Stats r = recomputer->stats();
-    const ResidencyStats m = existing_manager()->Stats();
-    LogLine(
-        "dtr: recipes %lld refused %lld drops %lld replays %lld chained %lld forgotten %lld "
-        "failures %lld swapped %lld replay_ms %.3f (measured time of the replayed calls)",
-        static_cast<long long>(r.recipes), static_cast<long long>(r.refused),
-        static_cast<long long>(m.eviction_drops), static_cast<long long>(r.replays),
-        static_cast<long long>(r.chained), static_cast<long long>(r.forgotten),
-        static_cast<long long>(r.failures), static_cast<long long>(m.demand_swap_outs),
-        r.replay_us / 1000.0);
+    const Recomputer::Stats replays = recomputer->stats();
+    print(DtrLine(replays, existing_manager()->Stats()));
   }
-  if (SmallAllocator* small = this->small()) {
-    // Allocations under POOCH_MIN_SWAP_BYTES (core/small_alloc/small_allocator.h): the slabs they
-    // live in, and how often an allocation had to wait for freed blocks' work to finish.
-    const SmallAllocatorStats s = small->Stats();
-    LogLine(
-        "small: slabs %lld slab_bytes %lld peak_slab_bytes %lld live_blocks %lld "
-        "live_bytes %lld peak_live_bytes %lld waits %lld",
-        static_cast<long long>(s.slabs), static_cast<long long>(s.slab_bytes),
-        static_cast<long long>(s.peak_slab_bytes), static_cast<long long>(s.live_blocks),
-        static_cast<long long>(s.live_bytes), static_cast<long long>(s.peak_live_bytes),
-        static_cast<long long>(s.waits));
-  }
-  {
-    // Note [Opaque calls] (opaque.h): calls made safe by making everything resident, by name;
-    // `unclassified` counts calls of functions classes.tsv does not list (there should be none).
-    std::string line =
-        absl::StrCat("opaque: calls ", OpaqueTotal(), " unclassified ", UnclassifiedCalls());
-    for (const auto& [name, count] : OpaqueCounts()) absl::StrAppend(&line, " ", name, " ", count);
-    LogLine("%s", line.c_str());
-  }
+  if (SmallAllocator* small = this->small()) print(SmallLine(small->Stats()));
+  const uint64_t opaque_calls = OpaqueTotal();
+  const uint64_t unclassified = UnclassifiedCalls();
+  print(OpaqueLine(opaque_calls, unclassified, OpaqueCounts()));
   for (int i = 0; i < kHookCount; ++i) {
     const CallCounts calls = Calls(static_cast<FunctionId>(i));
     if (calls.top == 0 && calls.nested == 0) continue;
-    LogLine("calls: %s %llu (+%llu nested)", kFunctions[i].name,
-            static_cast<unsigned long long>(calls.top),
-            static_cast<unsigned long long>(calls.nested));
+    print(CallsLine(kFunctions[i].name, calls.top, calls.nested));
   }
 }
 

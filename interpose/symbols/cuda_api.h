@@ -48,7 +48,7 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
 // CUDA 13's launch entry of nvcc's host stubs (crt/device_functions.h declares it only for nvcc)
 // and the per-thread-default-stream exports, which the headers declare only as the base name
 // under __CUDART_API_PER_THREAD_DEFAULT_STREAM / CUDA_API_PER_THREAD_DEFAULT_STREAM: each has
-// its base function's signature (Note [Per-thread default stream] in interpose/hooks/streams.h).
+// its base function's signature (Note [Per-thread default stream] in interpose/process/streams.h).
 extern "C" {
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                size_t sharedMem, cudaStream_t stream);

@@ -66,10 +66,9 @@ inline std::atomic<uint64_t> g_nested_calls[kHookCount];
 // The "call NAME" line of POOCH_LOG=debug.
 void LogCall(FunctionId id);
 // How many hooks this thread is inside (HookScope). Defined here, inline and constant-initialised,
-// so that every hook reads it directly: declared here and defined in hooks.cc, it was reached
-// through a TLS wrapper function, an extra call on every hook, on whose never-taken null path
-// GCC 12's UBSan reported a null load. initial-exec: libpooch.so is preloaded, so its TLS is in
-// the static block and a hook pays no __tls_get_addr call.
+// so that every hook reads it directly (defined in one .cc, it would be reached through a TLS
+// wrapper function: an extra call on every hook). initial-exec: libpooch.so is preloaded, so its
+// TLS is in the static block and a hook pays no __tls_get_addr call.
 __attribute__((tls_model("initial-exec"))) inline thread_local int g_hook_depth = 0;
 // The hook the program itself called on this thread (the outermost HookScope), for the
 // profiler's op names.
@@ -77,8 +76,8 @@ __attribute__((tls_model("initial-exec"))) inline thread_local FunctionId g_top_
 // Note [Opaque calls] (interpose/process/opaque.h): the name of the opaque function the program
 // called, while it runs (opaque hooks have no FunctionId); null otherwise.
 __attribute__((tls_model("initial-exec"))) inline thread_local const char* g_top_opaque = nullptr;
-// Note [Kernel op names] (interpose/hooks/kernel_names.h): the name of the kernel the outermost
-// launch hook runs, while it runs; null otherwise.
+// Note [Kernel op names] (interpose/hooks/launch/kernel_names.h): the name of the kernel the
+// outermost launch hook runs, while it runs; null otherwise.
 __attribute__((tls_model("initial-exec"))) inline thread_local const char* g_op_name = nullptr;
 }  // namespace internal
 

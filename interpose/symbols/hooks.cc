@@ -90,7 +90,7 @@ constexpr DriverEntry kDriverEntries[] = {
 };
 
 // What a per-thread-default-stream look-up hands out (Note [Per-thread default stream] in
-// interpose/hooks/streams.h).
+// interpose/process/streams.h).
 constexpr DriverEntry kPerThreadDriverEntries[] = {
 #define POOCH_HOOK(lib, ret, name, params, args)
 #define POOCH_DRIVER_HOOK(ret, name, params, args, query, version)

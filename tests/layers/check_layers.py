@@ -34,8 +34,11 @@ CASES = [
     ("core/exec", "core/lineage/replay_recipe.h", "builds"),
     ("core/exec", "interpose/process/managed.h", "fails"),  # core never includes interpose
     ("interpose/symbols", "interpose/process/managed.h", "fails"),
-    ("interpose/hooks", "interpose/process/managed.h", "builds"),
-    ("interpose/hooks", "cuda_runtime_api.h", "builds"),
+    ("interpose/hooks/runtime", "interpose/process/managed.h", "builds"),
+    ("interpose/hooks/runtime", "cuda_runtime_api.h", "builds"),
+    ("interpose/hooks/cudnn", "interpose/hooks/cublas/cublas_gemm.h", "fails"),  # beside
+    ("interpose/hooks/launch", "interpose/hooks/runtime/mem_pool.h", "fails"),   # beside
+    ("interpose/process", "interpose/hooks/launch/kernel_args.h", "fails"),      # above
     ("cli", "core/plan/plan.h", "builds"),
     ("cli", "interpose/process/managed.h", "fails"),
     ("tests/simgpu/device", "tests/simgpu/device/device.h", "builds"),

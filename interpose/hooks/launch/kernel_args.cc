@@ -1,0 +1,160 @@
+#include "interpose/hooks/launch/kernel_args.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "interpose/device/cuda_device.h"
+#include "interpose/process/process.h"
+#include "interpose/symbols/errors.h"
+#include "interpose/symbols/hook_table.h"
+
+namespace pooch::interpose {
+namespace {
+
+constexpr size_t kMaxParams = 1024;
+
+// Why the calling thread's last scan found no layout (UnknownLayoutReason), and the error code
+// of its last failed layout query.
+thread_local char t_why[160] = "";
+thread_local int t_code = 0;
+
+template <typename... Args>
+std::nullopt_t Unknown(const char* format, Args... args) {
+  std::snprintf(t_why, sizeof(t_why), format, args...);
+  return std::nullopt;
+}
+
+// Runs `body` with the program's pending runtime error kept: a query past the last parameter
+// leaves an error behind that the program must not see (Note [Last error]).
+template <typename Body>
+auto KeepingLastError(Body&& body) {
+  const auto peek = real::cudaPeekAtLastError();
+  const cudaError_t pending = peek != nullptr ? peek() : cudaSuccess;
+  auto result = body();
+  if (const auto get_last = real::cudaGetLastError()) get_last();
+  if (pending != cudaSuccess) RecordRuntimeError(pending);
+  return result;
+}
+
+ParamLookup FromRuntime(cudaError_t e) {
+  if (e == cudaSuccess) return ParamLookup::kFound;
+  t_code = static_cast<int>(e);
+  return e == cudaErrorInvalidValue ? ParamLookup::kPastEnd : ParamLookup::kUnknown;
+}
+
+// Note [Queries on a thread without a context]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The driver's parameter queries need a current context. A thread that has not yet called the
+// runtime has none, and the launch being scanned is what would bind the runtime's context to it:
+// PyTorch's autograd thread launches its first kernel (a fill of the gradients) so, and there
+// cuKernelGetParamInfo answers CUDA_ERROR_INVALID_CONTEXT, which would make that launch opaque.
+// Such a query is asked again with pooch's context (the runtime's primary one,
+// CudaDevice::EnsureContext) made current, as the launch itself would make it.
+template <typename Query>
+CUresult WithContext(Query&& query) {
+  CUresult e = query();
+  if (e != CUDA_ERROR_INVALID_CONTEXT) return e;
+  const CudaDevice* device = Process::Get().device();
+  if (device == nullptr || !device->EnsureContext().ok()) return e;
+  return query();
+}
+
+ParamLookup FromDriver(CUresult e) {
+  if (e == CUDA_SUCCESS) return ParamLookup::kFound;
+  t_code = static_cast<int>(e);
+  return e == CUDA_ERROR_INVALID_VALUE ? ParamLookup::kPastEnd : ParamLookup::kUnknown;
+}
+
+}  // namespace
+
+const char* UnknownLayoutReason() { return t_why; }
+
+void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes,
+               Ranges* out) {
+  if (manager == nullptr || data == nullptr) return;
+  const char* p = static_cast<const char*>(data);
+  for (size_t off = 0; off + sizeof(uint64_t) <= bytes; off += sizeof(uint64_t)) {
+    uint64_t word = 0;
+    std::memcpy(&word, p + off, sizeof(word));
+    if (word == 0) continue;
+    // Note [Words into freed memory] (core/residency/residency.cc): freed memory still held
+    // counts too, so that its release waits for the kernel.
+    if (manager->Holds(static_cast<uintptr_t>(word))) {
+      out->Add(static_cast<uintptr_t>(word), 1, pooch::AccessRange::Mode::kReadWrite);
+    }
+  }
+}
+
+std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* const* params,
+                                 absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info) {
+  Ranges ranges;
+  t_code = 0;
+  for (size_t i = 0; i < kMaxParams; ++i) {
+    size_t offset = 0, size = 0;
+    switch (info(i, &offset, &size)) {
+      case ParamLookup::kPastEnd:
+        return ranges;
+      case ParamLookup::kUnknown:
+        return Unknown("the query for parameter %zu's size failed (error %d)", i, t_code);
+      case ParamLookup::kFound:
+        if (params == nullptr || params[i] == nullptr) {
+          return Unknown("parameter %zu has a size but no argument pointer", i);
+        }
+        ScanWords(manager, params[i], size, &ranges);
+        break;
+    }
+  }
+  // More parameters than any kernel has: not a layout to trust.
+  return Unknown("over %zu parameters", kMaxParams);
+}
+
+std::optional<Ranges> RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* func,
+                                          void** args) {
+  if (manager == nullptr) return Ranges{};
+  const auto param_info = real::cudaFuncGetParamInfo();
+  if (param_info == nullptr) return Unknown("the runtime has no cudaFuncGetParamInfo");
+  return KeepingLastError([&] {
+    return ScanParams(manager, args, [&](size_t i, size_t* offset, size_t* size) {
+      return FromRuntime(param_info(func, i, offset, size));
+    });
+  });
+}
+
+std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
+                                         cudaKernel_t kernel, void** args) {
+  if (manager == nullptr) return Ranges{};
+  const auto param_info = real::cuKernelGetParamInfo();
+  if (param_info == nullptr) return Unknown("the driver has no cuKernelGetParamInfo");
+  return ScanParams(manager, args, [&](size_t i, size_t* offset, size_t* size) {
+    return FromDriver(WithContext(
+        [&] { return param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size); }));
+  });
+}
+
+std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager, CUfunction f,
+                                         void** kernel_params, void** extra) {
+  if (manager == nullptr) return Ranges{};
+  if (kernel_params != nullptr || extra == nullptr) {
+    const auto param_info = real::cuFuncGetParamInfo();
+    if (param_info == nullptr) return Unknown("the driver has no cuFuncGetParamInfo");
+    return ScanParams(manager, kernel_params, [&](size_t i, size_t* offset, size_t* size) {
+      return FromDriver(WithContext([&] { return param_info(f, i, offset, size); }));
+    });
+  }
+  Ranges ranges;
+  const void* buffer = nullptr;
+  size_t size = 0;
+  bool sized = false;
+  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 2 * kMaxParams; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1] != nullptr) {
+      std::memcpy(&size, extra[i + 1], sizeof(size));
+      sized = true;
+    }
+  }
+  if (buffer != nullptr && !sized) return Unknown("an argument buffer without its size");
+  ScanWords(manager, buffer, size, &ranges);
+  return ranges;
+}
+
+}  // namespace pooch::interpose

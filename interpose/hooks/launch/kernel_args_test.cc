@@ -1,0 +1,134 @@
+// Unit tests of kernel argument scanning (kernel_args.h) against a residency manager over core's
+// FakeDevice: which parameter words count as pointers into managed allocations.
+#include "interpose/hooks/launch/kernel_args.h"
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/device/fake_device.h"
+#include "core/residency/residency.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pooch::interpose {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+class KernelArgsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pooch::ResidencyOptions options;
+    options.memory_limit = 64 * kMiB;
+    options.min_swap_bytes = 1;
+    auto manager = pooch::ResidencyManager::Create(device_, options);
+    ASSERT_TRUE(manager.ok()) << manager.status();
+    manager_ = *std::move(manager);
+    auto a = manager_->Allocate(4 * kMiB);
+    auto b = manager_->Allocate(4 * kMiB);
+    ASSERT_TRUE(a.ok() && b.ok());
+    a_ = *a;
+    b_ = *b;
+  }
+
+  pooch::FakeDevice device_;
+  std::unique_ptr<pooch::ResidencyManager> manager_;
+  uintptr_t a_ = 0;
+  uintptr_t b_ = 0;
+};
+
+// A parameter block as a compiler lays out (int n; float* x; float s; float* y; long junk).
+struct Params {
+  int n;
+  uintptr_t x;
+  float s;
+  uintptr_t y;
+  uintptr_t junk;
+};
+
+TEST_F(KernelArgsTest, FindsWordsInsideManagedAllocations) {
+  int host = 0;
+  const Params p{7, a_, 1.5f, b_ + 4096, reinterpret_cast<uintptr_t>(&host)};
+  Ranges ranges;
+  ScanWords(manager_.get(), &p, sizeof(p), &ranges);
+  ASSERT_EQ(ranges.get().size(), 2u);
+  EXPECT_EQ(ranges.get()[0].address, a_);
+  EXPECT_EQ(ranges.get()[1].address, b_ + 4096);
+}
+
+TEST_F(KernelArgsTest, IgnoresUnmanagedAndPartialWords) {
+  uintptr_t words[2] = {a_ - 1, 0};  // just below the allocation, and null
+  Ranges ranges;
+  ScanWords(manager_.get(), words, sizeof(words), &ranges);
+  EXPECT_TRUE(ranges.get().empty());
+  // A parameter of 4 bytes cannot hold a pointer.
+  ScanWords(manager_.get(), &a_, 4, &ranges);
+  EXPECT_TRUE(ranges.get().empty());
+  ScanWords(nullptr, &a_, sizeof(a_), &ranges);
+  EXPECT_TRUE(ranges.get().empty());
+}
+
+TEST_F(KernelArgsTest, DriverLaunchWithExtraBuffer) {
+  const Params p{1, b_, 0.0f, 0, a_ + 8};
+  size_t size = sizeof(p);
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Params*>(&p),
+                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  const std::optional<Ranges> ranges = DriverKernelRanges(manager_.get(), nullptr, nullptr, extra);
+  ASSERT_TRUE(ranges.has_value());
+  ASSERT_EQ(ranges->get().size(), 2u);
+  EXPECT_EQ(ranges->get()[0].address, b_);
+  EXPECT_EQ(ranges->get()[1].address, a_ + 8);
+  // A buffer without its size cannot be scanned: the launch is opaque.
+  void* unsized[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Params*>(&p), CU_LAUNCH_PARAM_END};
+  EXPECT_FALSE(DriverKernelRanges(manager_.get(), nullptr, nullptr, unsized).has_value());
+}
+
+// A parameter layout as a query reports it: `sizes` parameters, then past-the-end (or unknown).
+struct FakeLayout {
+  std::vector<size_t> sizes;
+  ParamLookup after = ParamLookup::kPastEnd;
+  ParamLookup operator()(size_t i, size_t* offset, size_t* size) const {
+    if (i >= sizes.size()) return after;
+    *offset = 8 * i;
+    *size = sizes[i];
+    return ParamLookup::kFound;
+  }
+};
+
+TEST_F(KernelArgsTest, ScanParamsReadsEachParameterWithItsSize) {
+  uintptr_t x = a_ + 16, y = b_;
+  int n = 3;
+  void* params[] = {&n, &x, &y};
+  const std::optional<Ranges> r = ScanParams(manager_.get(), params, FakeLayout{{4, 8, 8}});
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->get().size(), 2u);
+  EXPECT_EQ(r->get()[0].address, a_ + 16);
+  EXPECT_EQ(r->get()[1].address, b_);
+  EXPECT_EQ(r->get()[0].mode, pooch::AccessRange::Mode::kReadWrite);
+}
+
+TEST_F(KernelArgsTest, ScanParamsKnowsAKernelWithoutParameters) {
+  const std::optional<Ranges> r = ScanParams(manager_.get(), nullptr, FakeLayout{{}});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->get().empty());
+}
+
+// Note [Opaque calls]: an unknown layout is never read as "touches nothing".
+TEST_F(KernelArgsTest, ScanParamsUnknownLayoutIsOpaque) {
+  uintptr_t x = a_;
+  void* params[] = {&x};
+  EXPECT_FALSE(ScanParams(manager_.get(), params, FakeLayout{{}, ParamLookup::kUnknown}));
+  EXPECT_THAT(UnknownLayoutReason(), HasSubstr("parameter 0's size failed"));
+  EXPECT_FALSE(ScanParams(manager_.get(), params, FakeLayout{{8}, ParamLookup::kUnknown}));
+  EXPECT_THAT(UnknownLayoutReason(), HasSubstr("parameter 1's size failed"));
+  // Parameters but no argument array: nothing to scan, so opaque too.
+  EXPECT_FALSE(ScanParams(manager_.get(), nullptr, FakeLayout{{8}}));
+  EXPECT_THAT(UnknownLayoutReason(), HasSubstr("parameter 0 has a size but no argument pointer"));
+}
+
+}  // namespace
+}  // namespace pooch::interpose

@@ -1,0 +1,202 @@
+// launch_hooks.cc: every kernel launch entry point, under a residency policy (intercept.h).
+//
+// CUDA 13's host stubs launch `<<<>>>` kernels through __cudaLaunchKernel(_ptsz) with a
+// cudaKernel_t (crt/host_runtime.h), not cudaLaunchKernel, which libcudart reaches internally
+// without the PLT; PyTorch's addmm and NCCL use cudaLaunchKernelExC, Triton cuLaunchKernel,
+// cuBLAS cuLaunchKernelEx (FIELD-NOTES, "Interposing CUDA"). Each launch is one op: every managed
+// allocation a parameter word points into is made resident and counted as read and written
+// (kernel_args.h); a launch whose parameter sizes cannot be found is opaque, so everything is
+// made resident first (Note [Opaque calls] in interpose/process/opaque.h). Kernels are never
+// replayed. The _ptsz forms run on the caller's per-thread stream (Note [Per-thread default
+// stream] in interpose/process/streams.h).
+//
+// Note [Kernel writes]
+// ~~~~~~~~~~~~~~~~~~~~
+// A launch's scanned allocations are all it may read or write: the manager makes only those
+// resident, so a kernel that reached other memory (through a pointer stored in device memory)
+// would already read swapped-out bytes. The recipes of recomputation (Note [Replay] in
+// core/exec/recomputer.h) rest on the same rule: a launch forgets the recipes whose inputs or
+// output its words point into, and no other. Forgetting every recipe at every launch, as for an
+// opaque call, would leave no recomputation under a framework whose elementwise ops are all
+// kernels (PyTorch's ReLU and residual additions between its convolutions). So do the kept host
+// copies of Note [Current host copies] (core/residency/residency_swap.cc): a launch makes stale
+// the copies of the allocations its words point into, and no other. Kernels that
+// follow pointers stored in device memory are outside this rule, for residency and
+// recomputation alike (docs/usage.md, "Kernel launches").
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "core/base/log.h"
+#include "core/base/mutex.h"
+#include "interpose/hooks/launch/kernel_args.h"
+#include "interpose/hooks/launch/kernel_names.h"
+#include "interpose/process/managed.h"
+#include "interpose/process/opaque.h"
+#include "interpose/process/streams.h"
+#include "interpose/symbols/hook_table.h"
+#include "interpose/symbols/intercept.h"
+
+namespace pooch::interpose::intercept {
+namespace {
+
+// Note [Kernel op names]: the op is named after its kernel while the launch runs.
+class OpNameScope {
+ public:
+  explicit OpNameScope(const char* name) : saved_(internal::g_op_name) {
+    if (name != nullptr) internal::g_op_name = name;
+  }
+  ~OpNameScope() { internal::g_op_name = saved_; }
+  OpNameScope(const OpNameScope&) = delete;
+  OpNameScope& operator=(const OpNameScope&) = delete;
+
+ private:
+  const char* saved_;
+};
+
+// Says once per kernel which kernel is opaque and why: the refusal of an opaque call names only
+// the entry point, which thousands of kernels share.
+void NoteOpaqueKernel(const char* entry, const char* name) {
+  struct Said {
+    pooch::Mutex mu;
+    absl::flat_hash_set<std::string> kernels ABSL_GUARDED_BY(mu);
+  };
+  static Said* said = new Said;  // never destroyed: hooks run during exit
+  const std::string kernel = name != nullptr ? name : "(unnamed)";
+  {
+    pooch::MutexLock lock(&said->mu);
+    if (!said->kernels.insert(kernel).second) return;
+  }
+  LogLine("%s: kernel %s: %s, so pooch cannot see which memory it touches: an opaque call", entry,
+          kernel.c_str(), UnknownLayoutReason());
+}
+
+// One launch of the kernel `name` (null: unknown): its scanned ranges, or everything when they
+// are unknown.
+template <typename Ret, typename Forward>
+Ret Launch(const char* name, uintptr_t stream, const std::optional<Ranges>& ranges,
+           Forward&& forward) {
+  const OpNameScope op_name(name);
+  if (!ranges.has_value()) {
+    const char* entry = kFunctions[Index(HookScope::Current())].name;
+    NoteOpaqueKernel(entry, name);
+    return RunOpaque<Ret>(entry, stream, /*stream_known=*/true, std::forward<Forward>(forward));
+  }
+  // Note [Kernel writes]: what its words point into is all it touches.
+  return RunOp<Ret>(stream, *ranges, std::forward<Forward>(forward), {.scanned = true});
+}
+
+pooch::ResidencyManager* Manager() { return Process::Get().manager(); }
+
+}  // namespace
+
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                               size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(KernelHandleName(kernel), StreamAsInteger(stream),
+                             KernelHandleRanges(Manager(), kernel, args), [&] {
+                               return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args,
+                                                                 sharedMem, stream);
+                             });
+}
+
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                                    size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(KernelHandleName(kernel), StreamAsInteger(PerThread(stream)),
+                             KernelHandleRanges(Manager(), kernel, args), [&] {
+                               return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim,
+                                                                      args, sharedMem, stream);
+                             });
+}
+
+cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                             size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(
+      RuntimeFunctionName(func), StreamAsInteger(stream),
+      RuntimeKernelRanges(Manager(), func, args),
+      [&] { return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream); });
+}
+
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                  size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
+                             RuntimeKernelRanges(Manager(), func, args), [&] {
+                               return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args,
+                                                                    sharedMem, stream);
+                             });
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                        size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(stream),
+                             RuntimeKernelRanges(Manager(), func, args), [&] {
+                               return real::cudaLaunchCooperativeKernel()(func, gridDim, blockDim,
+                                                                          args, sharedMem, stream);
+                             });
+}
+
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                             void** args, size_t sharedMem, cudaStream_t stream) {
+  return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
+                             RuntimeKernelRanges(Manager(), func, args), [&] {
+                               return real::cudaLaunchCooperativeKernel_ptsz()(
+                                   func, gridDim, blockDim, args, sharedMem, stream);
+                             });
+}
+
+// The stream is in the configuration; a null configuration is the real call's error to give.
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  if (config == nullptr) return real::cudaLaunchKernelExC()(config, func, args);
+  return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(config->stream),
+                             RuntimeKernelRanges(Manager(), func, args),
+                             [&] { return real::cudaLaunchKernelExC()(config, func, args); });
+}
+
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
+                                     void** args) {
+  if (config == nullptr) return real::cudaLaunchKernelExC_ptsz()(config, func, args);
+  return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(PerThread(config->stream)),
+                             RuntimeKernelRanges(Manager(), func, args),
+                             [&] { return real::cudaLaunchKernelExC_ptsz()(config, func, args); });
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void** kernelParams, void** extra) {
+  return Launch<CUresult>(DriverFunctionName(f), StreamAsInteger(hStream),
+                          DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
+                            return real::cuLaunchKernel()(
+                                f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                sharedMemBytes, hStream, kernelParams, extra);
+                          });
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                             void** kernelParams, void** extra) {
+  return Launch<CUresult>(DriverFunctionName(f), StreamAsInteger(PerThread(hStream)),
+                          DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
+                            return real::cuLaunchKernel_ptsz()(
+                                f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                sharedMemBytes, hStream, kernelParams, extra);
+                          });
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                          void** extra) {
+  if (config == nullptr) return real::cuLaunchKernelEx()(config, f, kernelParams, extra);
+  return Launch<CUresult>(DriverFunctionName(f), StreamAsInteger(config->hStream),
+                          DriverKernelRanges(Manager(), f, kernelParams, extra),
+                          [&] { return real::cuLaunchKernelEx()(config, f, kernelParams, extra); });
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                               void** extra) {
+  if (config == nullptr) return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
+  return Launch<CUresult>(DriverFunctionName(f), StreamAsInteger(PerThread(config->hStream)),
+                          DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
+                            return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
+                          });
+}
+
+}  // namespace pooch::interpose::intercept
