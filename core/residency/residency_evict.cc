@@ -178,8 +178,7 @@ int64_t ResidencyManager::RoomBytes() {
 int64_t ResidencyManager::RoomLocked() {
   EventRef oldest;
   const int64_t pending = PendingReleaseBytesLocked(&oldest);
-  return options_.memory_limit - device_bytes_ + pending + cached_bytes_ + spare_bytes_ +
-         retained_bytes_;
+  return options_.memory_limit - device_bytes_ + pending + HeldForReuseBytesLocked();
 }
 
 void ResidencyManager::SetFreeReserve(int64_t bytes) {

@@ -98,6 +98,10 @@ struct Allocation {
   uint64_t swap_ins = 0;
 };
 
+// Whether [address, address + bytes) overlaps [base, base + mapped_bytes), an empty range
+// counting as 1 byte, as AllocationTable::ForEachOverlapping counts it.
+bool Overlaps(DeviceAddress address, int64_t bytes, DeviceAddress base, int64_t mapped_bytes);
+
 // Address -> allocation. Records have stable addresses until Remove.
 class AllocationTable {
  public:
