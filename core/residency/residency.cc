@@ -418,7 +418,7 @@ absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Under POOCH_HOST_MEMORY_LIMIT, once the host pool is full nothing more can be swapped out, so
 // an allocation on the host cannot come back either (its swap-in needs room that only an
-// eviction, which needs host space, would make): without this, every read of it failed with an
+// eviction, which needs host space, would make), and every read of it would fail with an
 // out-of-memory error until the program freed something. A copy can do without the swap-in:
 // its source pointer is the interposer's to change, and the pinned host copy holds exactly the
 // allocation's bytes (kOnHost is entered only after the D2H copy completed, and any write swaps
@@ -602,8 +602,7 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
 // its old bytes would be copied only to be overwritten. Persistent gradient buffers are the
 // common case: the optimizer reads them at the end of an iteration, the next backward's weight
 // gradient (a GEMM or a filter gradient with beta zero) overwrites them, and between the two they
-// are idle and may be swapped out (cnn_train moe on simgpu at 40 % of its peak: under demand
-// swapping a third of the swap-ins were such gradients). Only the hooks know that a call writes
+// are idle and may be swapped out. Only the hooks know that a call writes
 // every byte of a range (AccessRange::overwritten: a copy's destination, a memset, a GEMM's C
 // when beta is zero and C is dense); kWrite alone does not say it (a workspace is written in
 // part). BeforeOp then maps a chunk and the op runs on it with no wait: its content is garbage
