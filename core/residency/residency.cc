@@ -554,7 +554,7 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
     }
     if (a->state == ResidencyState::kSwappingOut) CancelSwapOutLocked(*a);
     if (a->state == ResidencyState::kOnHost) {
-      // Note [Retained chunks] (residency_swap.cc): still mapped, nothing to copy.
+      // Note [Retained chunks] (chunk_pool.h): still mapped, nothing to copy.
       absl::StatusOr<bool> back = ResurrectLocked(*a);
       if (!back.ok()) return back.status();
     }

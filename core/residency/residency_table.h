@@ -58,7 +58,7 @@ struct Allocation {
   bool swappable = false;    // bytes >= min_swap_bytes
 
   ResidencyState state = ResidencyState::kResident;
-  // 0 when kOnHost (unless retained: Note [Retained chunks] in residency_swap.cc) or kDropped
+  // 0 when kOnHost (unless retained: Note [Retained chunks] in chunk_pool.h) or kDropped
   // and released.
   PhysicalHandle physical = 0;
   void* host = nullptr;  // pinned copy, or nullptr
