@@ -15,6 +15,39 @@ namespace {
 absl::Status BackOff() { return absl::AbortedError("an older op waits for memory: give way"); }
 bool IsBackOff(const absl::Status& s) { return s == BackOff(); }
 
+// The errors MakeRoomLocked fails with: `bytes` exceed the limit less the external charges, or
+// cannot be made room for.
+absl::Status LargerThanLimitError(int64_t bytes, int64_t limit, int64_t external) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "cannot allocate ", FormatBytes(bytes), ": larger than the memory limit ", FormatBytes(limit),
+      external > 0 ? absl::StrCat(" less ", FormatBytes(external), " of small allocations") : ""));
+}
+// What the ops in progress pin (the op asking, in a program of one thread) tells the user whether
+// any plan could run it: one op's memory must fit under the limit.
+absl::Status NoRoomError(int64_t bytes, int64_t limit, int64_t in_use, int64_t evictable,
+                         int64_t pinned) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "cannot make room for ", FormatBytes(bytes), " under the memory limit ", FormatBytes(limit),
+      ": ", FormatBytes(in_use), " in use, ", FormatBytes(evictable), " of it can be swapped out, ",
+      FormatBytes(pinned),
+      " pinned by ops in progress, the rest too small to swap or not yet released (the memory "
+      "one op touches must fit under the limit)"));
+}
+// The mapped bytes of the resident allocations that ops in progress pin.
+int64_t PinnedResidentBytes(const AllocationTable& table) {
+  int64_t pinned = 0;
+  table.ForEach([&](const Allocation& a) {
+    if (a.pins > 0 && a.state == ResidencyState::kResident) pinned += a.mapped_bytes;
+  });
+  return pinned;
+}
+
+// Note [Reuse cache]: the cache's byte limit; 0 disables it (and spares and retained chunks).
+int64_t ReuseCacheLimit(const ResidencyOptions& options) {
+  if (options.reuse_cache_entries <= 0) return 0;
+  return std::max<int64_t>(0, options.reuse_cache_bytes.value_or(options.memory_limit / 4));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ResidencyManager>> ResidencyManager::Create(
@@ -39,24 +72,20 @@ ResidencyManager::ResidencyManager(Device& device, ResidencyOptions options,
       options_(options),
       observer_(observer),
       granularity_(std::max<int64_t>(1, device.Granularity())),
-      cache_limit_(
-          options.reuse_cache_entries <= 0
-              ? 0
-              : std::max<int64_t>(0, options.reuse_cache_bytes.value_or(options.memory_limit / 4))),
       d2h_stream_(d2h),
       h2d_stream_(h2d),
       events_(device),
-      host_pool_(device, options.host_memory_limit) {
-  MutexLock lock(&mu_);
-  time_copies_ = options.time_copies;
-}
+      host_pool_(device, options.host_memory_limit),
+      reuse_cache_(ReuseCacheLimit(options), options.reuse_cache_entries),
+      chunks_(options.reuse_cache_entries),
+      copy_timer_(device, options.time_copies) {}
 
 ResidencyManager::~ResidencyManager() {
   {
     MutexLock lock(&mu_);
     closing_ = true;
-    SpillCacheLocked(cached_bytes_);  // retires what is still in use
-    ReleaseSparesLocked(spare_bytes_).IgnoreError();
+    SpillReuseCacheLocked(reuse_cache_.bytes());  // retires what is still in use
+    ReleaseSparesLocked(chunks_.spare_bytes()).IgnoreError();
     std::vector<AllocationId> ids;
     table_.ForEach([&](Allocation& a) { ids.push_back(a.id); });
     for (AllocationId id : ids) {
@@ -69,8 +98,7 @@ ResidencyManager::~ResidencyManager() {
   MutexLock lock(&mu_);
   for (Retired& r : retired_) ReleaseRetiredLocked(r).IgnoreError();  // only after errors
   retired_.clear();
-  for (PendingTiming& t : timings_) AbandonTimingLocked(std::move(t));  // Note [Copy timing]
-  timings_.clear();
+  copy_timer_.AbandonAll();  // Note [Copy timing]
   host_pool_.Trim();
   device_.DestroyStream(d2h_stream_).IgnoreError();
   device_.DestroyStream(h2d_stream_).IgnoreError();
@@ -101,14 +129,7 @@ ResidencyManager::~ResidencyManager() {
 // grows older.
 absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op, bool for_chunk) {
   const int64_t limit = options_.memory_limit;
-  if (bytes > limit - external_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot allocate ", FormatBytes(bytes), ": larger than the memory limit ",
-        FormatBytes(limit),
-        external_bytes_ > 0
-            ? absl::StrCat(" less ", FormatBytes(external_bytes_), " of small allocations")
-            : ""));
-  }
+  if (bytes > limit - external_bytes_) return LargerThanLimitError(bytes, limit, external_bytes_);
   const absl::Time deadline = absl::Now() + options_.pinned_wait;
   absl::Status last_swap_error;
   // Note [Waiting for pins]: an op stays among the waiting from its first wait for pins until it
@@ -124,14 +145,10 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op, bool f
     }
   } waiting{this, op};
   while (true) {
-    if (absl::Status s = PollLocked(); !s.ok()) return s;
-    if (device_bytes_ + bytes <= limit) return absl::OkStatus();
-    // Note [Spare chunks] (residency_swap.cc): a spare of the size is the room.
-    if (for_chunk && HasSpareLocked(bytes)) return absl::OkStatus();
-    // Memory held for reuse goes before anything is waited for or evicted.
-    absl::StatusOr<bool> gave = GiveBackHeldLocked(bytes);
-    if (!gave.ok()) return gave.status();
-    if (*gave) continue;
+    absl::StatusOr<RoomStep> reclaimed = ReclaimForRoomLocked(bytes, for_chunk);
+    if (!reclaimed.ok()) return reclaimed.status();
+    if (*reclaimed == RoomStep::kRoom) return absl::OkStatus();
+    if (*reclaimed == RoomStep::kRetry) continue;
 
     EventRef pending_event;
     int64_t pending = PendingReleaseBytesLocked(&pending_event);
@@ -145,85 +162,91 @@ absl::Status ResidencyManager::MakeRoomLocked(int64_t bytes, uint64_t op, bool f
     }
 
     const int64_t shortfall = device_bytes_ - pending + bytes - limit;
-    std::vector<Allocation*> candidates = EvictionCandidatesLocked();
+    const std::vector<Allocation*> candidates = EvictionCandidatesLocked();
     int64_t available = 0;
     for (const Allocation* a : candidates) available += a->mapped_bytes;
     if (available >= shortfall) {
-      int64_t started = 0;
-      for (Allocation* a : candidates) {
-        if (started >= shortfall) break;
-        absl::Status s = EvictLocked(*a);
-        if (s.ok()) {
-          started += a->mapped_bytes;
-        } else {
-          last_swap_error = s;
-        }
+      if (EvictForLocked(candidates, shortfall, &last_swap_error) > 0) continue;  // waited next
+      if (pending_event == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "cannot make room for ", FormatBytes(bytes), ": ", last_swap_error.message()));
       }
-      if (started > 0) continue;  // the next round waits for them
-      if (pending_event != nullptr) {
-        // Swaps in flight may give host buffers back; wait for one and try again.
-        if (absl::Status s = WaitUnlocked(pending_event); !s.ok()) return s;
-        continue;
-      }
-      return absl::ResourceExhaustedError(absl::StrCat("cannot make room for ", FormatBytes(bytes),
-                                                       ": ", last_swap_error.message()));
-    }
-
-    // What is missing is pinned by ops in progress (or was just freed by nobody): Note [Waiting
-    // for pins].
-    if (op != 0 && !waiting_ops_.empty() && *waiting_ops_.begin() < op) return BackOff();
-    const int others_active = active_ops_ - (op != 0 ? 1 : 0);
-    if (others_active > 0 && absl::Now() < deadline) {
-      if (op != 0 && !waiting.registered) {
-        // Waiting from now until this call returns (`waiting` then unregisters it).
-        waiting.registered = true;
-        waiting_ops_.insert(op);
-        unpinned_.SignalAll();  // younger ops waiting for pins give way now
-      }
-      unpinned_.WaitWithDeadline(&mu_, std::min(deadline, absl::Now() + absl::Milliseconds(20)));
-      continue;
-    }
-    if (pending_event != nullptr) {
+      // Swaps in flight may give host buffers back; wait for one and try again.
       if (absl::Status s = WaitUnlocked(pending_event); !s.ok()) return s;
       continue;
     }
-    // A swap-in in flight holds memory no op pins that becomes evictable once it lands (another
-    // thread's op started it and ended): wait for it rather than fail.
-    if (EventRef in_flight = AnyPendingEventLocked(); in_flight != nullptr) {
-      if (absl::Status s = WaitUnlocked(in_flight); !s.ok()) return s;
-      continue;
+
+    absl::StatusOr<RoomStep> waited =
+        WaitForPinsLocked(op, deadline, pending_event, &waiting.registered);
+    if (!waited.ok()) return waited.status();
+    if (*waited == RoomStep::kNext) {
+      return NoRoomError(bytes, limit, device_bytes_, available, PinnedResidentBytes(table_));
     }
-    // What the ops in progress pin (the op asking, in a program of one thread) tells the user
-    // whether any plan could run it: one op's memory must fit under the limit.
-    int64_t pinned = 0;
-    table_.ForEach([&](const Allocation& a) {
-      if (a.pins > 0 && a.state == ResidencyState::kResident) pinned += a.mapped_bytes;
-    });
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot make room for ", FormatBytes(bytes), " under the memory limit ", FormatBytes(limit),
-        ": ", FormatBytes(device_bytes_), " in use, ", FormatBytes(available),
-        " of it can be swapped out, ", FormatBytes(pinned),
-        " pinned by ops in progress, the rest too small to swap or not yet released (the memory "
-        "one op touches must fit under the limit)"));
   }
+}
+
+absl::StatusOr<ResidencyManager::RoomStep> ResidencyManager::ReclaimForRoomLocked(int64_t bytes,
+                                                                                  bool for_chunk) {
+  if (absl::Status s = PollLocked(); !s.ok()) return s;
+  if (device_bytes_ + bytes <= options_.memory_limit) return RoomStep::kRoom;
+  // Note [Spare chunks] (chunk_pool.h): a spare of the size is the room.
+  if (for_chunk && chunks_.HasSpare(bytes)) return RoomStep::kRoom;
+  // Memory held for reuse goes before anything is waited for or evicted.
+  absl::StatusOr<bool> gave = GiveBackHeldLocked(bytes);
+  if (!gave.ok()) return gave.status();
+  return *gave ? RoomStep::kRetry : RoomStep::kNext;
+}
+
+int64_t ResidencyManager::EvictForLocked(absl::Span<Allocation* const> candidates,
+                                         int64_t shortfall, absl::Status* last_error) {
+  int64_t started = 0;
+  for (Allocation* a : candidates) {
+    if (started >= shortfall) break;
+    absl::Status s = EvictLocked(*a);
+    if (s.ok()) {
+      started += a->mapped_bytes;
+    } else {
+      *last_error = s;
+    }
+  }
+  return started;
+}
+
+absl::StatusOr<ResidencyManager::RoomStep> ResidencyManager::WaitForPinsLocked(
+    uint64_t op, absl::Time deadline, const EventRef& pending_event, bool* registered) {
+  // What is missing is pinned by ops in progress (or was just freed by nobody).
+  if (op != 0 && !waiting_ops_.empty() && *waiting_ops_.begin() < op) return BackOff();
+  const int others_active = active_ops_ - (op != 0 ? 1 : 0);
+  if (others_active > 0 && absl::Now() < deadline) {
+    if (op != 0 && !*registered) {
+      // Waiting from now until MakeRoomLocked returns (which then unregisters it).
+      *registered = true;
+      waiting_ops_.insert(op);
+      unpinned_.SignalAll();  // younger ops waiting for pins give way now
+    }
+    unpinned_.WaitWithDeadline(&mu_, std::min(deadline, absl::Now() + absl::Milliseconds(20)));
+    return RoomStep::kRetry;
+  }
+  // A swap-in in flight holds memory no op pins that becomes evictable once it lands (another
+  // thread's op started it and ended): wait for it rather than fail.
+  EventRef event = pending_event != nullptr ? pending_event : AnyPendingEventLocked();
+  if (event == nullptr) return RoomStep::kNext;
+  if (absl::Status s = WaitUnlocked(event); !s.ok()) return s;
+  return RoomStep::kRetry;
 }
 
 absl::StatusOr<PhysicalHandle> ResidencyManager::MapChunkLocked(DeviceAddress address,
                                                                 int64_t mapped_bytes) {
-  // Note [Spare chunks] (residency_swap.cc): a spare of the size is already counted.
-  for (size_t i = 0; i < spare_.size(); ++i) {
-    if (spare_[i].bytes != mapped_bytes) continue;
-    const PhysicalHandle handle = spare_[i].handle;
-    spare_.erase(spare_.begin() + static_cast<ptrdiff_t>(i));
-    spare_bytes_ -= mapped_bytes;
-    if (absl::Status s = device_.Map(address, mapped_bytes, handle); !s.ok()) {
-      device_.ReleasePhysical(handle).IgnoreError();
+  // Note [Spare chunks] (chunk_pool.h): a spare of the size is already counted.
+  if (std::optional<PhysicalHandle> spare = chunks_.TakeSpare(mapped_bytes); spare.has_value()) {
+    if (absl::Status s = device_.Map(address, mapped_bytes, *spare); !s.ok()) {
+      device_.ReleasePhysical(*spare).IgnoreError();
       device_bytes_ -= mapped_bytes;
       NotifyMemoryLocked();
       return s;
     }
     ++stats_.chunk_reuses;
-    return handle;
+    return *spare;
   }
   absl::StatusOr<PhysicalHandle> chunk = device_.CreatePhysical(mapped_bytes);
   if (!chunk.ok()) return chunk.status();
@@ -231,11 +254,15 @@ absl::StatusOr<PhysicalHandle> ResidencyManager::MapChunkLocked(DeviceAddress ad
     device_.ReleasePhysical(*chunk).IgnoreError();
     return s;
   }
-  device_bytes_ += mapped_bytes;
+  AddDeviceBytesLocked(mapped_bytes);
+  return *chunk;
+}
+
+void ResidencyManager::AddDeviceBytesLocked(int64_t bytes) {
+  device_bytes_ += bytes;
   stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, device_bytes_);
   stats_.window_peak_device_bytes = std::max(stats_.window_peak_device_bytes, device_bytes_);
   NotifyMemoryLocked();
-  return *chunk;
 }
 
 absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes,
@@ -273,7 +300,8 @@ absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes,
   if (swappable) {
     MutexLock lock(&mu_);
     // Note [Reuse cache]: a hit makes no device call but event queries.
-    if (std::optional<Retired> cached = TakeCachedLocked(mapped, ordered_on); cached.has_value()) {
+    if (std::optional<FreedRange> cached = reuse_cache_.Take(mapped, ordered_on, events_);
+        cached.has_value()) {
       ++stats_.reuse_hits;
       Allocation* a = insert(cached->address, cached->physical);  // still mapped and counted
       if (!cached->events.empty()) {
@@ -294,11 +322,11 @@ absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes,
   absl::StatusOr<PhysicalHandle> chunk =
       s.ok() ? MapChunkLocked(*address, mapped) : absl::StatusOr<PhysicalHandle>(s);
   if (s.ok() && !chunk.ok() && absl::IsResourceExhausted(chunk.status()) &&
-      (!cache_.empty() || !spare_.empty())) {
+      (!reuse_cache_.empty() || chunks_.has_spares())) {
     // The device itself is full (another process?): give the cache and the spares back and try
     // once more. That only lowers device_bytes_, so the room MakeRoomLocked made is still there.
-    ReleaseSparesLocked(spare_bytes_).IgnoreError();
-    SpillCacheLocked(cached_bytes_);
+    ReleaseSparesLocked(chunks_.spare_bytes()).IgnoreError();
+    SpillReuseCacheLocked(reuse_cache_.bytes());
     s = PollLocked();
     chunk = s.ok() ? MapChunkLocked(*address, mapped) : absl::StatusOr<PhysicalHandle>(s);
   }
@@ -352,19 +380,15 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
   in_flight_.erase(a->id);
   dropping_.erase(a->id);
   host_held_.erase(a->id);
-  // Note [Retained chunks] (residency_swap.cc): its chunk is released with the rest.
-  if (a->state == ResidencyState::kOnHost && a->physical != 0) retained_bytes_ -= a->mapped_bytes;
+  // Note [Retained chunks] (chunk_pool.h): its chunk is released with the rest.
+  if (a->state == ResidencyState::kOnHost && a->physical != 0) chunks_.Unretain(a->mapped_bytes);
   table_.Remove(a->id);  // `a` is gone from here on
   ++stats_.frees;
-  if (cacheable && CacheLocked(r)) return absl::OkStatus();
+  if (cacheable && KeepForReuseLocked(r)) return absl::OkStatus();
 
-  bool done = true;
-  for (const EventRef& e : r.events) {
-    absl::StatusOr<bool> d = events_.Done(e);
-    if (!d.ok()) return d.status();
-    done = done && *d;
-  }
-  if (done) return ReleaseRetiredLocked(r);
+  absl::StatusOr<bool> done = AllDone(events_, r.events);
+  if (!done.ok()) return done.status();
+  if (*done) return ReleaseRetiredLocked(r);
   retired_.push_back(std::move(r));
   return absl::OkStatus();
 }
@@ -395,7 +419,7 @@ absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Under POOCH_HOST_MEMORY_LIMIT, once the host pool is full nothing more can be swapped out, so
 // an allocation on the host cannot come back either (its swap-in needs room that only an
-// eviction, which needs host space, would make): without this, every read of it failed with an
+// eviction, which needs host space, would make), and every read of it would fail with an
 // out-of-memory error until the program freed something. A copy can do without the swap-in:
 // its source pointer is the interposer's to change, and the pinned host copy holds exactly the
 // allocation's bytes (kOnHost is entered only after the D2H copy completed, and any write swaps
@@ -417,16 +441,11 @@ absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
 bool ResidencyManager::ReadHostCopyLocked(Allocation& a, absl::Span<const AccessRange> touched,
                                           OpTicket& ticket) {
   if (a.state != ResidencyState::kOnHost) return false;
-  const DeviceAddress mapped_end = a.address + static_cast<DeviceAddress>(a.mapped_bytes);
   const DeviceAddress end = a.address + static_cast<DeviceAddress>(a.bytes);
   std::vector<std::pair<size_t, const void*>> sources;
   for (size_t i = 0; i < touched.size(); ++i) {
     const AccessRange& r = touched[i];
-    // Overlapping as AllocationTable::ForEachOverlapping counts it (an empty range is 1 byte).
-    const uint64_t length = static_cast<uint64_t>(std::max<int64_t>(r.bytes, 1));
-    if (r.address >= mapped_end || (r.address < a.address && a.address - r.address >= length)) {
-      continue;
-    }
+    if (!Overlaps(r.address, r.bytes, a.address, a.mapped_bytes)) continue;
     if (!r.host_copy_ok || r.mode != AccessRange::Mode::kRead || r.address < a.address ||
         r.bytes < 0 || static_cast<uint64_t>(r.bytes) > end - r.address) {
       return false;
@@ -536,7 +555,7 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
     }
     if (a->state == ResidencyState::kSwappingOut) CancelSwapOutLocked(*a);
     if (a->state == ResidencyState::kOnHost) {
-      // Note [Retained chunks] (residency_swap.cc): still mapped, nothing to copy.
+      // Note [Retained chunks] (chunk_pool.h): still mapped, nothing to copy.
       absl::StatusOr<bool> back = ResurrectLocked(*a);
       if (!back.ok()) return back.status();
     }
@@ -586,8 +605,7 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
 // its old bytes would be copied only to be overwritten. Persistent gradient buffers are the
 // common case: the optimizer reads them at the end of an iteration, the next backward's weight
 // gradient (a GEMM or a filter gradient with beta zero) overwrites them, and between the two they
-// are idle and may be swapped out (cnn_train moe on simgpu at 40 % of its peak: under demand
-// swapping a third of the swap-ins were such gradients). Only the hooks know that a call writes
+// are idle and may be swapped out. Only the hooks know that a call writes
 // every byte of a range (AccessRange::overwritten: a copy's destination, a memset, a GEMM's C
 // when beta is zero and C is dense); kWrite alone does not say it (a workspace is written in
 // part). BeforeOp then maps a chunk and the op runs on it with no wait: its content is garbage
@@ -598,14 +616,11 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
 // as a swap-in, which later ops wait for.
 bool OverwritesWhole(DeviceAddress address, int64_t bytes, int64_t mapped_bytes,
                      absl::Span<const AccessRange> touched) {
-  const DeviceAddress mapped_end = address + static_cast<DeviceAddress>(mapped_bytes);
   bool covered = false;
   for (const AccessRange& r : touched) {
-    // Overlapping as AllocationTable::ForEachOverlapping counts it (an empty range is 1 byte).
+    if (!Overlaps(r.address, r.bytes, address, mapped_bytes)) continue;
+    // Its length as Overlaps counts it (an empty range is 1 byte).
     const uint64_t length = static_cast<uint64_t>(std::max<int64_t>(r.bytes, 1));
-    if (r.address >= mapped_end || (r.address < address && address - r.address >= length)) {
-      continue;
-    }
     if (!r.overwritten || r.mode != AccessRange::Mode::kWrite) return false;
     if (r.address <= address && length - (address - r.address) >= static_cast<uint64_t>(bytes)) {
       covered = true;
@@ -650,10 +665,11 @@ absl::Status ResidencyManager::AfterOp(OpTicket ticket, bool op_ran) {
     if (event.ok()) {
       // Note [Words into freed memory]: held freed memory is released after the op.
       for (DeviceAddress address : ticket.freed_touched_) {
-        for (std::vector<Retired>* list : {&cache_, &retired_}) {
-          for (Retired& r : *list) {
-            if (r.address == address) r.AddEvent(*event, ticket.stream_);
-          }
+        for (FreedRange& r : reuse_cache_.entries()) {
+          if (r.address == address) r.AddEvent(*event, ticket.stream_);
+        }
+        for (Retired& r : retired_) {
+          if (r.address == address) r.AddEvent(*event, ticket.stream_);
         }
       }
       for (AllocationId id : ticket.ids_) {
@@ -697,11 +713,8 @@ absl::Status ResidencyManager::ChargeExternal(int64_t bytes) {
     if (absl::IsResourceExhausted(s)) ++stats_.out_of_memory;
     return s;
   }
-  device_bytes_ += bytes;
   external_bytes_ += bytes;
-  stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, device_bytes_);
-  stats_.window_peak_device_bytes = std::max(stats_.window_peak_device_bytes, device_bytes_);
-  NotifyMemoryLocked();
+  AddDeviceBytesLocked(bytes);
   return absl::OkStatus();
 }
 
@@ -767,7 +780,7 @@ bool ResidencyManager::Holds(DeviceAddress address) const {
 
 // Note [Words into freed memory]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A kernel's parameter words are scanned for addresses (interpose/hooks/launch/kernel_args.h), and not
+// A kernel's parameter words are scanned for addresses (interpose/hooks/kernel_args.h), and not
 // every word is a pointer the kernel follows: a struct parameter may carry fields the host never
 // set (PyTorch's ReduceOp leaves dst[1] alone for a reduction with one output), which hold stale
 // stack contents, often the address of a tensor freed a moment ago. The program freed it, but
@@ -779,19 +792,15 @@ bool ResidencyManager::Holds(DeviceAddress address) const {
 // resident for it: the memory is the program's no longer.
 void ResidencyManager::FreedTouchedLocked(const AccessRange& range,
                                           std::vector<DeviceAddress>* out) const {
-  const DeviceAddress lo = range.address;
-  const DeviceAddress hi =
-      range.address + static_cast<DeviceAddress>(std::max<int64_t>(range.bytes, 1));
-  for (const std::vector<Retired>* list : {&cache_, &retired_}) {
-    for (const Retired& r : *list) {
-      if (r.physical == 0) continue;  // nothing mapped to wait for
-      const DeviceAddress end = r.address + static_cast<DeviceAddress>(r.mapped_bytes);
-      if (lo < end && r.address < hi &&
-          std::find(out->begin(), out->end(), r.address) == out->end()) {
-        out->push_back(r.address);
-      }
+  auto add = [&](const FreedRange& r) {
+    if (r.physical == 0) return;  // nothing mapped to wait for
+    if (Overlaps(range.address, range.bytes, r.address, r.mapped_bytes) &&
+        std::find(out->begin(), out->end(), r.address) == out->end()) {
+      out->push_back(r.address);
     }
-  }
+  };
+  for (const FreedRange& r : reuse_cache_.entries()) add(r);
+  for (const Retired& r : retired_) add(r);
 }
 
 std::vector<AccessRange> ResidencyManager::LiveRanges(int64_t* mapped_bytes) const {
@@ -835,143 +844,66 @@ absl::Status ResidencyManager::CheckRange(DeviceAddress address, int64_t bytes) 
     }
     return absl::OkStatus();
   }
-  for (const std::vector<Retired>* list : {&cache_, &retired_}) {
-    for (const Retired& r : *list) {
-      if (address >= r.address &&
-          address - r.address < static_cast<DeviceAddress>(r.mapped_bytes)) {
-        return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes at 0x", absl::Hex(address),
-                                                       " start in the allocation at 0x",
-                                                       absl::Hex(r.address), ", which was freed"));
-      }
-    }
-  }
-  return absl::OkStatus();
+  const FreedRange* freed = nullptr;
+  auto find = [&](const FreedRange& r) {
+    if (freed == nullptr && Overlaps(address, 1, r.address, r.mapped_bytes)) freed = &r;
+  };
+  for (const FreedRange& r : reuse_cache_.entries()) find(r);
+  for (const Retired& r : retired_) find(r);
+  if (freed == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes at 0x", absl::Hex(address),
+                                                 " start in the allocation at 0x",
+                                                 absl::Hex(freed->address), ", which was freed"));
 }
 
 ResidencyStats ResidencyManager::Stats() const {
   MutexLock lock(&mu_);
   ResidencyStats s = stats_;
   s.device_bytes = device_bytes_;
-  s.cached_bytes = cached_bytes_ + spare_bytes_ + retained_bytes_;
+  s.cached_bytes = HeldForReuseBytesLocked();
   s.host_bytes = host_pool_.in_use_bytes();
   return s;
 }
 
-// Note [Reuse cache]
-// ~~~~~~~~~~~~~~~~~~
-// Without a caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1, Decision 2) every tensor is a
-// cudaMalloc/cudaFree pair, and each swappable one costs four VMM calls each way. So Free of a
-// resident swappable allocation keeps its reserved range and its chunk mapped in cache_ (with
-// the last-use events it had), and Allocate of the same rounded size takes the oldest cached
-// entry whose events all completed, making no device call but event queries. An entry whose
-// events are pending is never handed out: the new owner must not race the old owner's queued
-// work (Decision 8). Allocations on the host or in a swap, and small ones, are freed as before.
-// Budget: cached chunks stay counted in device_bytes_ (so in peak_device_bytes too; the
-// interposer reports them as free in cudaMemGetInfo). Whenever MakeRoomLocked finds no room it
-// spills the cache first, before waiting for or evicting anything: entries whose events
-// completed are released at once, then older pending ones are retired, which is exactly where
-// a plain Free would have left them, so the cache never causes a swap-out or an out-of-memory
-// that would not happen without it. Bounds: options_.reuse_cache_bytes (default a quarter of
-// the limit) and reuse_cache_entries (64); a Free that would exceed them spills the oldest
-// entries first. The destructor spills everything. Reuse is by exact rounded size only.
-//
-// Note [Reuse on the allocating stream]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A program that allocates with cudaMallocAsync and frees with cudaFreeAsync on one stream
-// (PyTorch's cudaMallocAsync backend, which pooch run chooses: Note [PyTorch's allocator]) frees
-// a tensor right after queuing its last use, and allocates the next one before that use has run.
-// So the cache entry of the right size has pending events, and the rule above makes a new
-// mapping. CUDA's stream-ordered allocator reuses such memory at once for an allocation on the
-// same stream: the new owner's work on that stream runs after the old owner's, and a program may
-// use memory from cudaMallocAsync on another stream only after synchronising with the allocating
-// one (CUDA Programming Guide, "Stream Ordered Memory Allocator"). The manager does the same: an
-// Allocate
-// with `ordered_on` S may take an entry whose events were all recorded on S
-// (Retired::events_stream: not a transfer's, which runs on the manager's copy streams, nor an op
-// reading the host copy). One whose events all completed is still preferred. The new
-// allocation inherits the last of those events as its last use on S, so that what the manager
-// itself does with it before the program's first op (a swap-out, a drop, a free) waits for the
-// old owner's work (Decision 8). Measured on simgpu (v100-pcie3, timing mode) with a
-// TransformerEncoder under pooch at 1 GiB (tests/simgpu/torch/transformer_loop.py, 12
-// iterations, 4746 swappable allocations), three runs before and two after: reuse hits 234-237
-// -> 1898-1900 (1681-1688 of them on the allocating stream), cuMemMap calls 10784-10807 ->
-// 7423-7472, address reservations 8959-8963 -> 5633-5638, and the hooks' host time in
-// allocation calls 546-781 ms -> 356-371 ms on a 2-core CPU.
-absl::StatusOr<bool> ResidencyManager::AllDoneLocked(const Retired& r) {
-  for (const EventRef& e : r.events) {
-    absl::StatusOr<bool> d = events_.Done(e);
-    if (!d.ok()) return d.status();
-    if (!*d) return false;
+bool ResidencyManager::KeepForReuseLocked(Retired& r) {
+  if (closing_ || !reuse_cache_.Fits(r.mapped_bytes)) return false;
+  while (reuse_cache_.MustSpillFor(r.mapped_bytes)) {
+    SpillReuseCacheLocked(reuse_cache_.Excess(r.mapped_bytes));
   }
-  return true;
-}
-
-bool ResidencyManager::CacheLocked(Retired& r) {
-  if (closing_ || r.mapped_bytes > cache_limit_) return false;
-  while (!cache_.empty() && (cached_bytes_ + r.mapped_bytes > cache_limit_ ||
-                             cache_.size() >= static_cast<size_t>(options_.reuse_cache_entries))) {
-    SpillCacheLocked(std::max<int64_t>(1, cached_bytes_ + r.mapped_bytes - cache_limit_));
-  }
-  cached_bytes_ += r.mapped_bytes;
-  cache_.push_back(std::move(r));
-  // Note [Spare chunks] (residency_swap.cc): spares share the bound, and the spill above may
-  // have made some.
-  if (cached_bytes_ + spare_bytes_ > cache_limit_) {
-    ReleaseSparesLocked(cached_bytes_ + spare_bytes_ - cache_limit_).IgnoreError();
+  reuse_cache_.Put(std::move(r));  // a resident allocation's: no host copy, no swap to report
+  // Note [Spare chunks] (chunk_pool.h): spares share the bound, and the spill above may have made
+  // some.
+  if (const int64_t over = reuse_cache_.bytes() + chunks_.spare_bytes() - reuse_cache_.limit();
+      over > 0) {
+    ReleaseSparesLocked(over).IgnoreError();
   }
   unpinned_.SignalAll();  // a MakeRoomLocked waiting for pins can spill it
   return true;
 }
 
-std::optional<ResidencyManager::Retired> ResidencyManager::TakeCachedLocked(
-    int64_t mapped_bytes, std::optional<StreamHandle> ordered_on) {
-  auto take = [&](size_t i) {
-    Retired r = std::move(cache_[i]);
-    cache_.erase(cache_.begin() + static_cast<ptrdiff_t>(i));
-    cached_bytes_ -= r.mapped_bytes;
-    return r;
-  };
-  std::optional<size_t> on_stream;  // Note [Reuse on the allocating stream]
-  for (size_t i = 0; i < cache_.size(); ++i) {
-    if (cache_[i].mapped_bytes != mapped_bytes) continue;
-    absl::StatusOr<bool> done = AllDoneLocked(cache_[i]);
-    if (!done.ok()) continue;
-    if (*done) {
-      Retired r = take(i);
-      r.events.clear();
-      return r;
-    }
-    if (!on_stream.has_value() && ordered_on.has_value() && !cache_[i].events.empty() &&
-        cache_[i].events_stream == ordered_on) {
-      on_stream = i;
-    }
-  }
-  if (on_stream.has_value()) return take(*on_stream);
-  return std::nullopt;
+int64_t ResidencyManager::SpillReuseCacheLocked(int64_t bytes) {
+  return reuse_cache_.Spill(
+      bytes, events_,
+      [&](FreedRange& range) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        Retired r(std::move(range));
+        ReleaseRetiredLocked(r).IgnoreError();
+      },
+      [&](FreedRange& range)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS { retired_.push_back(Retired(std::move(range))); });
 }
 
-int64_t ResidencyManager::SpillCacheLocked(int64_t bytes) {
-  int64_t spilled = 0;
-  // Completed entries first, released now; then the oldest pending ones, retired.
-  for (size_t i = 0; i < cache_.size() && spilled < bytes;) {
-    absl::StatusOr<bool> done = AllDoneLocked(cache_[i]);
-    if (!done.ok() || !*done) {
-      ++i;
-      continue;
-    }
-    Retired r = std::move(cache_[i]);
-    cache_.erase(cache_.begin() + static_cast<ptrdiff_t>(i));
-    cached_bytes_ -= r.mapped_bytes;
-    spilled += r.mapped_bytes;
-    ReleaseRetiredLocked(r).IgnoreError();
-  }
-  while (!cache_.empty() && spilled < bytes) {
-    cached_bytes_ -= cache_.front().mapped_bytes;
-    spilled += cache_.front().mapped_bytes;
-    retired_.push_back(std::move(cache_.front()));
-    cache_.erase(cache_.begin());
-  }
-  return spilled;
+int64_t ResidencyManager::HeldForReuseBytesLocked() const {
+  return reuse_cache_.bytes() + chunks_.spare_bytes() + chunks_.retained_bytes();
+}
+
+void ResidencyManager::SetTimeCopies(bool on) {
+  MutexLock lock(&mu_);
+  copy_timer_.set_enabled(on);
+}
+
+std::vector<CopyTiming> ResidencyManager::TakeCopyTimings() {
+  MutexLock lock(&mu_);
+  return copy_timer_.TakeCompleted();
 }
 
 void ResidencyManager::NotifyMemoryLocked() {

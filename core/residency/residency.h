@@ -28,7 +28,13 @@
 // ResourceExhausted, which the interposer returns as cudaErrorMemoryAllocation /
 // CUDA_ERROR_OUT_OF_MEMORY; nothing already swapped out is lost.
 // Freed swappable chunks may stay mapped for reuse, counted in the budget and given back before
-// anything is evicted (Note [Reuse cache], residency.cc).
+// anything is evicted (Note [Reuse cache], reuse_cache.h); so may physical chunks no allocation
+// is resident in (Note [Spare chunks], Note [Retained chunks], chunk_pool.h).
+//
+// Parts: the manager owns the ReuseCache (freed allocations kept mapped), the ChunkPool (spare and
+// retained chunks), the CopyTimer (copy timing), the HostPool and the AllocationTable; none of
+// them is thread-safe, and the manager calls each under its mutex. The manager itself keeps the
+// op protocol (BeforeOp/AfterOp, pins), the budget and the swaps.
 //
 // Thread safety: thread-safe. One mutex guards all state. Device calls that only queue work
 // are made under it; the manager drops it while blocking on an event (SynchronizeEvent) and
@@ -52,9 +58,12 @@
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
 #include "core/device/device.h"
+#include "core/residency/chunk_pool.h"
+#include "core/residency/copy_timer.h"
 #include "core/residency/residency_events.h"
 #include "core/residency/residency_host_pool.h"
 #include "core/residency/residency_table.h"
+#include "core/residency/reuse_cache.h"
 
 namespace pooch {
 
@@ -198,7 +207,7 @@ struct ResidencyStats {
   int64_t reuse_hits = 0;
   int64_t reuse_misses = 0;
   // Of reuse_hits, those served on the stream the entry's queued work is on (Note [Reuse on the
-  // allocating stream], residency.cc).
+  // allocating stream], reuse_cache.h).
   int64_t reuse_ordered_hits = 0;
   int64_t cached_bytes = 0;  // now; part of device_bytes (and of peak_device_bytes)
   // Note [Spare chunks]: mappings served by a spare chunk instead of a new one (cached_bytes
@@ -227,15 +236,6 @@ struct SwapRecord {
   int64_t bytes = 0;
   absl::Time at;
   bool copied = true;  // false: a swap-out that copies nothing (Note [Current host copies])
-};
-
-// One swap copy's measured device time (ResidencyOptions::time_copies).
-struct CopyTiming {
-  enum class Direction { kToHost, kToDevice };
-  AllocationId allocation = 0;
-  int64_t bytes = 0;
-  Direction direction = Direction::kToHost;
-  double microseconds = 0;
 };
 
 class ResidencyObserver {
@@ -386,7 +386,7 @@ class ResidencyManager {
   ResidencyStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
   // The timings of the swap copies that completed since the last call, in the order they were
   // queued; copies still in flight are kept for a later call. Never blocks. Empty unless copies
-  // are timed. (residency_timing.cc)
+  // are timed (Note [Copy timing], copy_timer.h).
   std::vector<CopyTiming> TakeCopyTimings() ABSL_LOCKS_EXCLUDED(mu_);
   // Starts or stops timing copies (initially ResidencyOptions::time_copies). Profiling times
   // them; a long run must not, since each timing holds two events until it is taken.
@@ -396,21 +396,11 @@ class ResidencyManager {
   int64_t granularity() const { return granularity_; }
 
  private:
-  // Memory whose release waits for events: a freed allocation's chunk, range and host copy.
-  struct Retired {
-    std::vector<EventRef> events;
-    // Note [Reuse on the allocating stream]: the program stream every one of `events` was
-    // recorded on; nullopt when they are on several, or one is not known to be on a program
-    // stream (a copy of the manager's).
-    std::optional<StreamHandle> events_stream;
-    // Adds `event`, recorded on `stream` (nullopt: not known to be a program stream).
-    void AddEvent(EventRef event, std::optional<StreamHandle> stream) {
-      events_stream = events.empty() || events_stream == stream ? stream : std::nullopt;
-      events.push_back(std::move(event));
-    }
-    DeviceAddress address = 0;
-    int64_t mapped_bytes = 0;
-    PhysicalHandle physical = 0;  // 0: nothing mapped
+  // Memory whose release waits for events: a freed allocation's chunk and range (FreedRange) and
+  // its host copy.
+  struct Retired : FreedRange {
+    Retired() = default;
+    explicit Retired(FreedRange range) : FreedRange(std::move(range)) {}
     void* host = nullptr;
     int64_t host_bytes = 0;
     // A swap that was in flight when the allocation was freed: its end is reported on release
@@ -428,24 +418,39 @@ class ResidencyManager {
   // waits. `op`: the caller's op sequence number between BeforeOp and AfterOp, or 0 for a caller
   // that is no op; an op may be told to give way (Note [Waiting for pins]).
   // For a chunk (`for_chunk`: MapChunkLocked of `bytes` comes next, under the lock), a spare of
-  // that size is room too (Note [Spare chunks], residency_swap.cc).
+  // that size is room too (Note [Spare chunks], chunk_pool.h).
   absl::Status MakeRoomLocked(int64_t bytes, uint64_t op, bool for_chunk)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // MakeRoomLocked's steps. Each returns an error to return, or whether the caller looks again
+  // (kRetry) or goes on to the next step (kNext); kRoom: the room is there.
+  enum class RoomStep { kRoom, kRetry, kNext };
+  // Polls, and gives back memory held for reuse when that is what is missing.
+  absl::StatusOr<RoomStep> ReclaimForRoomLocked(int64_t bytes, bool for_chunk)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts `candidates` in order until their bytes cover `shortfall`; returns the bytes on their
+  // way out and keeps the last error in `last_error`.
+  int64_t EvictForLocked(absl::Span<Allocation* const> candidates, int64_t shortfall,
+                         absl::Status* last_error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Waiting for pins]: what is missing is pinned by ops in progress. Waits for them (or for
+  // an event whose release may make room) and returns kRetry, BackOff() for an op that must give
+  // way, or kNext when there is nothing left to wait for. `*registered`: whether `op` is among
+  // the waiting ops (it stays there until MakeRoomLocked returns).
+  absl::StatusOr<RoomStep> WaitForPinsLocked(uint64_t op, absl::Time deadline,
+                                             const EventRef& pending_event, bool* registered)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // BeforeOp's work once the op's allocations are pinned: each made resident on the op's stream.
   // A copy's source it cannot make resident may be read from its host copy instead (Note
   // [Reading the host copy]), recorded in `ticket`.
   absl::Status MakeResidentLocked(absl::Span<const AccessRange> touched, OpTicket& ticket,
                                   uint64_t op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Note [Spare chunks] (residency_swap.cc). UnmapChunkLocked unmaps `handle` from `address`
-  // and keeps it spare, or releases it (device_bytes_ drops) when the spares are full.
-  // HasSpareLocked: whether MapChunkLocked of `mapped_bytes` would take a spare, needing no room.
+  // Note [Spare chunks] (chunk_pool.h). UnmapChunkLocked unmaps `handle` from `address` and
+  // keeps it spare, or releases it (device_bytes_ drops) when the spares are full.
   // ReleaseSparesLocked releases spares, oldest first, until `bytes` were released or none is left.
   absl::Status UnmapChunkLocked(DeviceAddress address, int64_t mapped_bytes, PhysicalHandle handle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool HasSpareLocked(int64_t mapped_bytes) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReleaseSparesLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Note [Retained chunks] (residency_swap.cc). ReclaimRetainedLocked unmaps retained chunks,
-  // oldest first, until `bytes` were unmapped or none is left, and returns the bytes unmapped.
+  // Note [Retained chunks] (chunk_pool.h). ReclaimRetainedLocked unmaps retained chunks, oldest
+  // first, until `bytes` were unmapped or none is left, and returns the bytes unmapped.
   // ResurrectLocked makes a kOnHost allocation whose chunk is retained resident again, with no
   // copy; false when its chunk is gone.
   absl::StatusOr<int64_t> ReclaimRetainedLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -477,7 +482,7 @@ class ResidencyManager {
   absl::StatusOr<bool> MapForWriteLocked(Allocation& a, uint64_t op, ResidencyState from)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Maps a spare chunk of `mapped_bytes` at `address`, or creates, maps and counts a new one.
-  // REQUIRES: room was made (MakeRoomLocked for a chunk), or HasSpareLocked(mapped_bytes).
+  // REQUIRES: room was made (MakeRoomLocked for a chunk), or chunks_.HasSpare(mapped_bytes).
   absl::StatusOr<PhysicalHandle> MapChunkLocked(DeviceAddress address, int64_t mapped_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FreeLocked(Allocation* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -491,24 +496,21 @@ class ResidencyManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Releases the chunks of dropped allocations whose last uses completed. (residency_plan.cc)
   absl::Status ReleaseDroppedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Note [Reuse cache] (residency.cc).
-  // Keeps `r` (a freed resident allocation's range and chunk) for reuse; false when it does not
-  // fit the cache's bounds (then the caller retires it as before).
-  bool CacheLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes the oldest cached entry of exactly `mapped_bytes` whose events all completed (queried,
-  // never waited for), or else, with `ordered_on`, the oldest whose events are all on that
-  // stream (Note [Reuse on the allocating stream]); nullopt when none. The entry keeps its events
-  // only in the second case.
-  std::optional<Retired> TakeCachedLocked(int64_t mapped_bytes,
-                                          std::optional<StreamHandle> ordered_on)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Gives back at least `bytes` of cached memory (or all of it), oldest first: entries whose
+  // Note [Reuse cache] (reuse_cache.h).
+  // Keeps `r` (a freed resident allocation's range and chunk) in the reuse cache, spilling older
+  // entries to keep its bounds; false when it cannot be kept (then the caller retires it).
+  bool KeepForReuseLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives back at least `bytes` of the reuse cache (or all of it), oldest first: entries whose
   // events completed are released now, then others are retired (released once their events
   // complete, as a plain Free would have). Returns the bytes given back.
-  int64_t SpillCacheLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<bool> AllDoneLocked(const Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Note [Words into freed memory]: the held freed memory (cache_, retired_) that `range`
-  // overlaps, by address, each added to `out` once.
+  int64_t SpillReuseCacheLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Bytes held for reuse: the reuse cache, spare and retained chunks (counted in device_bytes_,
+  // free to the program).
+  int64_t HeldForReuseBytesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts `bytes` more of device memory and updates the peaks.
+  void AddDeviceBytesLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Words into freed memory]: the held freed memory (the reuse cache, retired_) that
+  // `range` overlaps, by address, each added to `out` once.
   void FreedTouchedLocked(const AccessRange& range, std::vector<DeviceAddress>* out) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReleaseRetiredLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -562,22 +564,6 @@ class ResidencyManager {
   // Discards a kResident allocation's content (Drop, EvictLocked). (residency_plan.cc)
   void DropLocked(Allocation& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Copy timing (residency_timing.cc). Begin records a start event on `stream` just before a
-  // copy is queued (nullopt when timing is off or the events cannot be made: the copy is then
-  // simply not timed); End records the end event after it and keeps both for TakeCopyTimings;
-  // Abandon destroys them when the copy could not be queued.
-  struct PendingTiming {
-    EventHandle start = 0;
-    EventHandle end = 0;
-    CopyTiming timing;
-  };
-  std::optional<PendingTiming> BeginTimingLocked(StreamHandle stream)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EndTimingLocked(std::optional<PendingTiming> pending, StreamHandle stream,
-                       const Allocation& a, CopyTiming::Direction direction)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AbandonTimingLocked(std::optional<PendingTiming> pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   void NotifyMemoryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifySwapLocked(SwapRecord::Kind kind, const Allocation& a)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -589,7 +575,6 @@ class ResidencyManager {
   const ResidencyOptions options_;
   ResidencyObserver* const observer_;
   const int64_t granularity_;
-  const int64_t cache_limit_;      // Note [Reuse cache]; 0: disabled
   const StreamHandle d2h_stream_;  // swap-outs
   const StreamHandle h2d_stream_;  // swap-ins
   EventPool events_;               // thread-safe itself
@@ -599,20 +584,10 @@ class ResidencyManager {
   AllocationTable table_ ABSL_GUARDED_BY(mu_);
   HostPool host_pool_ ABSL_GUARDED_BY(mu_);
   std::vector<Retired> retired_ ABSL_GUARDED_BY(mu_);
-  std::vector<Retired> cache_ ABSL_GUARDED_BY(mu_);  // oldest first; Note [Reuse cache]
-  int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  // Note [Spare chunks] (residency_swap.cc): unmapped physical chunks kept for the next mapping
-  // of their size, oldest first; counted in device_bytes_.
-  struct Spare {
-    int64_t bytes = 0;
-    PhysicalHandle handle = 0;
-  };
-  std::vector<Spare> spare_ ABSL_GUARDED_BY(mu_);
-  int64_t spare_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  // Note [Retained chunks] (residency_swap.cc): kOnHost allocations whose chunk is still mapped,
-  // in the order their swap-outs finished (stale entries are skipped); counted in device_bytes_.
-  std::vector<AllocationId> retained_ ABSL_GUARDED_BY(mu_);
-  int64_t retained_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  ReuseCache reuse_cache_ ABSL_GUARDED_BY(mu_);  // Note [Reuse cache]; limit 0: disabled
+  // Note [Spare chunks], Note [Retained chunks]; counted in device_bytes_.
+  ChunkPool chunks_ ABSL_GUARDED_BY(mu_);
+  CopyTimer copy_timer_ ABSL_GUARDED_BY(mu_);  // Note [Copy timing]
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs: cache nothing
   absl::flat_hash_set<AllocationId> in_flight_ ABSL_GUARDED_BY(mu_);  // transfer != null
   // Resident allocations still holding the host buffer an op reads (Note [Reading the host
@@ -622,8 +597,6 @@ class ResidencyManager {
   absl::flat_hash_set<AllocationId> dropping_ ABSL_GUARDED_BY(mu_);
   // Note [DTR eviction]: allocations eviction dropped, not yet taken (TakeEvictionDrops).
   std::vector<AllocationId> eviction_drops_ ABSL_GUARDED_BY(mu_);
-  std::vector<PendingTiming> timings_ ABSL_GUARDED_BY(mu_);  // queued order
-  bool time_copies_ ABSL_GUARDED_BY(mu_) = false;            // SetTimeCopies
   AllocationId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t op_seq_ ABSL_GUARDED_BY(mu_) = 0;

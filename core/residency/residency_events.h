@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -72,6 +73,21 @@ class EventPool {
   std::shared_ptr<FreeList> free_;
   std::atomic<uint64_t> recorded_{0};
 };
+
+// Whether every recording of `list` completed (EventPool::Done: queried, never waited for; an
+// empty list has), stopping at the first that has not. `list` holds EventRefs, or (stream,
+// EventRef) pairs as an allocation's last uses do.
+inline const EventRef& EventOf(const EventRef& event) { return event; }
+inline const EventRef& EventOf(const std::pair<StreamHandle, EventRef>& use) { return use.second; }
+template <typename List>
+absl::StatusOr<bool> AllDone(EventPool& events, const List& list) {
+  for (const auto& item : list) {
+    absl::StatusOr<bool> done = events.Done(EventOf(item));
+    if (!done.ok()) return done.status();
+    if (!*done) return false;
+  }
+  return true;
+}
 
 }  // namespace pooch
 

@@ -20,8 +20,7 @@ bool Droppable(const Allocation& a) {
 // swapped in), not pinned by an op in progress and not waiting to be freed. Restricting this to
 // feature maps (DESIGN.md decision 3; Note [Feature-map knowledge]) is a later policy's job: the
 // demand policy stays correct with any choice of victims, only slower when it evicts weights.
-// Linear in the number of allocations per eviction round; an intrusive LRU list is the obvious
-// next step if profiles show it.
+// Linear in the number of allocations per eviction round.
 //
 // Note [DTR eviction]
 // ~~~~~~~~~~~~~~~~~~~
@@ -35,9 +34,9 @@ bool Droppable(const Allocation& a) {
 //     timing events complete), set by SetRecomputeCost. This is DTR's local cost, not h_DTR's
 //     cost of the whole evicted neighbourhood: the neighbourhood lives in the lineage, a layer
 //     above this one, and changes with every drop of an eviction round, so it would have to be
-//     re-derived under this lock for every candidate of every round. The local cost thrashes
-//     at tight limits (tiny at 30 % of its peak: 1720 rebuilds in 8 iterations, 1568 of them
-//     chained), which the neighbourhood cost is meant to prevent: the next step.
+//     re-derived under this lock for every candidate of every round. The local cost can thrash
+//     at tight limits (rebuilds that chain into rebuilds), which the neighbourhood cost would
+//     prevent.
 //   - everything else that is swappable (weights, gradients, momentum, maps written by calls
 //     pooch cannot replay, maps whose recipe went stale) cannot be rebuilt, so DTR proper would
 //     never evict it; a limit below the model state would then fail outright. pooch swaps it as
@@ -153,8 +152,7 @@ void ResidencyManager::Release(absl::Span<const AllocationId> held) {
 // waits for a victim's device-to-host copy before its own copy can start, two copies back to
 // back on the program's critical path. A network whose next allocations are not known ahead
 // (a mixture of experts' routing, read back just before the experts run) pays that at every
-// miss: in cnn_train moe (top 2 of 16, simgpu v100-pcie3 at 40 % of its peak) most of an
-// iteration's stalls under demand swapping were such swap-outs (SIMGPU_TRACE). With a reserve,
+// miss. With a reserve,
 // after each op the manager starts swap-outs of the least recently used allocations, without
 // waiting for them, while the room free or on its way to being free (RoomLocked: free under the
 // limit, memory held for reuse, releases pending) is below reserve_bytes_; the next miss finds
@@ -169,8 +167,6 @@ void ResidencyManager::Release(absl::Span<const AllocationId> held) {
 // runs with their plan set aside under demand swapping alone (core/exec/profiler.cc); 0 (the
 // initial value) turns it off, so the demand and dtr baselines, followed plans and the pilot's
 // iterations (which make room by prediction: core/exec/pilot_actions.h) run without it.
-// cnn_train moe top 2 at 40 %, every iteration set aside (40 iterations, the last 16): 1.322 ms
-// without, 1.102 ms with it.
 int64_t ResidencyManager::RoomBytes() {
   MutexLock lock(&mu_);
   if (!PollLocked().ok()) return 0;
@@ -180,8 +176,7 @@ int64_t ResidencyManager::RoomBytes() {
 int64_t ResidencyManager::RoomLocked() {
   EventRef oldest;
   const int64_t pending = PendingReleaseBytesLocked(&oldest);
-  return options_.memory_limit - device_bytes_ + pending + cached_bytes_ + spare_bytes_ +
-         retained_bytes_;
+  return options_.memory_limit - device_bytes_ + pending + HeldForReuseBytesLocked();
 }
 
 void ResidencyManager::SetFreeReserve(int64_t bytes) {

@@ -107,7 +107,7 @@ absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base, bool may_wai
             absl::StrCat("Prefetch: 0x", absl::Hex(base),
                          " was dropped and must be recomputed, not prefetched"));
       case ResidencyState::kOnHost: {
-        // Note [Retained chunks] (residency_swap.cc): still mapped, nothing to copy.
+        // Note [Retained chunks] (chunk_pool.h): still mapped, nothing to copy.
         absl::StatusOr<bool> back = ResurrectLocked(a);
         if (!back.ok()) return back.status();
         if (*back) return true;
@@ -115,8 +115,8 @@ absl::StatusOr<bool> ResidencyManager::Prefetch(DeviceAddress base, bool may_wai
       }
     }
     const int64_t limit = options_.memory_limit;
-    // Note [Spare chunks] (residency_swap.cc): a spare of the size is the room.
-    if (device_bytes_ + a.mapped_bytes > limit && !HasSpareLocked(a.mapped_bytes)) {
+    // Note [Spare chunks] (chunk_pool.h): a spare of the size is the room.
+    if (device_bytes_ + a.mapped_bytes > limit && !chunks_.HasSpare(a.mapped_bytes)) {
       // Memory held for reuse counts as free: it goes before anything is waited for.
       absl::StatusOr<bool> gave = GiveBackHeldLocked(a.mapped_bytes);
       if (!gave.ok()) return gave.status();
@@ -177,16 +177,9 @@ absl::Status ResidencyManager::ReleaseDroppedLocked() {
     // A cancelled swap-out's copy still reads the chunk; PollLocked resets `transfer` (and gives
     // the host buffer back) once it completed.
     if (a->transfer != nullptr) continue;
-    bool done = true;
-    for (const auto& [stream, event] : a->last_uses) {
-      absl::StatusOr<bool> d = events_.Done(event);
-      if (!d.ok()) return d.status();
-      if (!*d) {
-        done = false;
-        break;
-      }
-    }
-    if (!done) continue;
+    absl::StatusOr<bool> done = AllDone(events_, a->last_uses);
+    if (!done.ok()) return done.status();
+    if (!*done) continue;
     status.Update(UnmapChunkLocked(a->address, a->mapped_bytes, a->physical));
     a->physical = 0;
     a->last_uses.clear();

@@ -8,13 +8,6 @@
 #include "core/residency/residency.h"
 
 namespace pooch {
-namespace {
-
-// Note [Retained chunks]: retained_ is compacted (its stale entries dropped) when it reaches this
-// many entries.
-constexpr size_t kRetainedCompactAt = 1024;
-
-}  // namespace
 
 // Note [Swap-out ordering]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -59,13 +52,14 @@ absl::Status ResidencyManager::StartSwapOutLocked(Allocation& a) {
       return s;
     }
   }
-  std::optional<PendingTiming> timing = BeginTimingLocked(d2h_stream_);  // Note [Copy timing]
+  // Note [Copy timing] (copy_timer.h).
+  std::optional<CopyTimer::Pending> timing = copy_timer_.Begin(d2h_stream_);
   if (absl::Status s = device_.CopyToHostAsync(a.host, a.address, a.bytes, d2h_stream_); !s.ok()) {
-    AbandonTimingLocked(std::move(timing));
+    copy_timer_.Abandon(std::move(timing));
     undo();
     return s;
   }
-  EndTimingLocked(std::move(timing), d2h_stream_, a, CopyTiming::Direction::kToHost);
+  copy_timer_.End(std::move(timing), d2h_stream_, a.id, a.bytes, CopyTiming::Direction::kToHost);
   absl::StatusOr<EventRef> done = events_.Record(d2h_stream_);
   if (!done.ok()) {
     // The copy is queued but cannot be tracked: stay resident and keep the host buffer attached
@@ -163,17 +157,13 @@ int64_t ResidencyManager::ForgetCurrentHostCopiesLocked(int64_t bytes) {
 
 absl::Status ResidencyManager::FinishSwapOutLocked(Allocation& a) {
   absl::Status status;
-  if (cache_limit_ > 0 && !closing_) {
-    // Note [Retained chunks]: the chunk stays mapped, with the data the copy took, until its
-    // room is needed.
-    if (retained_.size() >= kRetainedCompactAt) {
-      std::erase_if(retained_, [&](AllocationId id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        const Allocation* r = table_.Find(id);
-        return r == nullptr || r->state != ResidencyState::kOnHost || r->physical == 0;
-      });
-    }
-    retained_.push_back(a.id);
-    retained_bytes_ += a.mapped_bytes;
+  if (reuse_cache_.limit() > 0 && !closing_) {
+    // Note [Retained chunks] (chunk_pool.h): the chunk stays mapped, with the data the copy took,
+    // until its room is needed.
+    chunks_.Retain(a.id, a.mapped_bytes, [&](AllocationId id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      const Allocation* r = table_.Find(id);
+      return r != nullptr && r->state == ResidencyState::kOnHost && r->physical != 0;
+    });
   } else {
     status = UnmapChunkLocked(a.address, a.mapped_bytes, a.physical);
     a.physical = 0;
@@ -215,15 +205,16 @@ absl::Status ResidencyManager::StartSwapInLocked(Allocation& a) {
 
 // On an error before the copy was queued, `a` is left kOnHost.
 absl::Status ResidencyManager::StartCopyInLocked(Allocation& a) {
-  std::optional<PendingTiming> timing = BeginTimingLocked(h2d_stream_);  // Note [Copy timing]
+  // Note [Copy timing] (copy_timer.h).
+  std::optional<CopyTimer::Pending> timing = copy_timer_.Begin(h2d_stream_);
   if (absl::Status s = device_.CopyToDeviceAsync(a.address, a.host, a.bytes, h2d_stream_);
       !s.ok()) {
-    AbandonTimingLocked(std::move(timing));
+    copy_timer_.Abandon(std::move(timing));
     a.state = ResidencyState::kOnHost;
     return s;
   }
   a.state = ResidencyState::kSwappingIn;
-  EndTimingLocked(std::move(timing), h2d_stream_, a, CopyTiming::Direction::kToDevice);
+  copy_timer_.End(std::move(timing), h2d_stream_, a.id, a.bytes, CopyTiming::Direction::kToDevice);
   absl::StatusOr<EventRef> done = events_.Record(h2d_stream_);
   if (!done.ok()) {
     // Cannot track the copy: wait for the whole stream's work the slow way is not available
@@ -321,16 +312,9 @@ absl::Status ResidencyManager::PollLocked() {
   status.Update(ReleaseDroppedLocked());  // after the loop above reset finished `transfer`s
 
   for (size_t i = 0; i < retired_.size();) {
-    bool done = true;
-    for (const EventRef& e : retired_[i].events) {
-      absl::StatusOr<bool> d = events_.Done(e);
-      if (!d.ok()) return d.status();
-      if (!*d) {
-        done = false;
-        break;
-      }
-    }
-    if (!done) {
+    absl::StatusOr<bool> done = AllDone(events_, retired_[i].events);
+    if (!done.ok()) return done.status();
+    if (!*done) {
       ++i;
       continue;
     }
@@ -343,11 +327,8 @@ absl::Status ResidencyManager::PollLocked() {
 
 absl::StatusOr<bool> ResidencyManager::HostIdleLocked(Allocation& a) {
   if (a.host_readers > 0) return false;
-  for (const EventRef& e : a.host_reads) {
-    absl::StatusOr<bool> done = events_.Done(e);
-    if (!done.ok()) return done.status();
-    if (!*done) return false;
-  }
+  absl::StatusOr<bool> done = AllDone(events_, a.host_reads);
+  if (!done.ok() || !*done) return done;
   a.host_reads.clear();
   return true;
 }
@@ -416,42 +397,23 @@ EventRef ResidencyManager::AnyPendingEventLocked() {
   return nullptr;
 }
 
-// Note [Retained chunks]
-// ~~~~~~~~~~~~~~~~~~~~~~
-// A swap-out whose copy completed leaves the data in two places: the host copy, and the chunk,
-// which nothing touched since (any op on the allocation cancels the swap-out or waits for it).
-// So the chunk is not unmapped when the copy completes but only when its room is needed: the
-// allocation is kOnHost with `physical` still mapped, its bytes still counted, and it is listed
-// in retained_. If an op or a prefetch wants the allocation back before then, it is resident
-// again at once (ResurrectLocked): no cuMemMap, no copy; the host copy goes back to the pool as
-// after a swap-in. Otherwise MakeRoomLocked and Prefetch unmap retained chunks, oldest first,
-// once spares and the reuse cache are gone and before they wait for anything or evict: the
-// unmap only moves from the copy's completion to the moment the room is taken, so retention
-// never causes a swap-out or an out-of-memory that would not happen without it. A plan that
-// swaps out ahead of its peak (PoocH's swap-outs start when an interval opens; its headroom
-// re-plans keep more room than the peak needs) gets back what the peak did not take. Retained
-// bytes count as free to the program (ResidencyStats::cached_bytes). On with the reuse cache
-// (reuse_cache_bytes > 0), and never while the manager closes.
 absl::StatusOr<int64_t> ResidencyManager::ReclaimRetainedLocked(int64_t bytes) {
   absl::Status status;
-  int64_t unmapped = 0;
-  size_t i = 0;
-  for (; i < retained_.size() && unmapped < bytes; ++i) {
-    Allocation* a = table_.Find(retained_[i]);
-    if (a == nullptr || a->state != ResidencyState::kOnHost || a->physical == 0) continue;
-    retained_bytes_ -= a->mapped_bytes;
-    unmapped += a->mapped_bytes;
-    status.Update(UnmapChunkLocked(a->address, a->mapped_bytes, a->physical));
-    a->physical = 0;
-  }
-  retained_.erase(retained_.begin(), retained_.begin() + static_cast<ptrdiff_t>(i));
+  const int64_t unmapped = chunks_.ReclaimRetained(
+      bytes, [&](AllocationId id) ABSL_NO_THREAD_SAFETY_ANALYSIS -> int64_t {
+        Allocation* a = table_.Find(id);
+        if (a == nullptr || a->state != ResidencyState::kOnHost || a->physical == 0) return 0;
+        status.Update(UnmapChunkLocked(a->address, a->mapped_bytes, a->physical));
+        a->physical = 0;
+        return a->mapped_bytes;
+      });
   if (!status.ok()) return status;
   return unmapped;
 }
 
 absl::StatusOr<bool> ResidencyManager::ResurrectLocked(Allocation& a) {
   if (a.state != ResidencyState::kOnHost || a.physical == 0) return false;
-  retained_bytes_ -= a.mapped_bytes;  // its entry in retained_ is stale from here on
+  chunks_.Unretain(a.mapped_bytes);  // its entry in the pool is stale from here on
   a.state = ResidencyState::kResident;
   ++stats_.retained_hits;
   // Note [Current host copies]: the chunk and the host copy hold the same bytes.
@@ -487,15 +449,16 @@ absl::StatusOr<bool> ResidencyManager::MapForWriteLocked(Allocation& a, uint64_t
 
 absl::StatusOr<bool> ResidencyManager::GiveBackHeldLocked(int64_t bytes) {
   const int64_t short_by = device_bytes_ + bytes - options_.memory_limit;
-  if (!spare_.empty()) {  // Note [Spare chunks]: released at once
+  if (chunks_.has_spares()) {  // Note [Spare chunks]: released at once
     if (absl::Status s = ReleaseSparesLocked(short_by); !s.ok()) return s;
     return true;
   }
-  if (!cache_.empty()) {  // Note [Reuse cache]: completed entries released now, others retired
-    SpillCacheLocked(short_by);
+  // Note [Reuse cache]: completed entries released now, others retired.
+  if (!reuse_cache_.empty()) {
+    SpillReuseCacheLocked(short_by);
     return true;
   }
-  if (retained_bytes_ > 0) {  // Note [Retained chunks]
+  if (chunks_.retained_bytes() > 0) {  // Note [Retained chunks]
     absl::StatusOr<int64_t> unmapped = ReclaimRetainedLocked(short_by);
     if (!unmapped.ok()) return unmapped.status();
     return *unmapped > 0;
@@ -503,35 +466,12 @@ absl::StatusOr<bool> ResidencyManager::GiveBackHeldLocked(int64_t bytes) {
   return false;
 }
 
-// Note [Spare chunks]
-// ~~~~~~~~~~~~~~~~~~~
-// Every swap used to cost four VMM calls besides the copy: cuMemCreate and cuMemMap to bring an
-// allocation in, cuMemUnmap and cuMemRelease once its swap-out completed. On an H200 they took
-// 65 us each on average (the summary's host: line, cnn_train ResNet-50 at 40 % of its peak:
-// 22 844 calls, 1.48 s in 12 iterations), on the hook's thread, under the manager's lock; split
-// by kind, with spares, cuMemMap/cuMemUnmap took 118 us each and cuMemCreate/cuMemRelease 44 us.
-// (Spares remove only the second pair; the first is the address's change of memory itself.) The
-// swaps of an iteration move many chunks of the same rounded sizes, so a chunk whose mapping
-// ends (a swap-out finished, a drop, a release) is unmapped but kept as a spare, still counted in
-// device_bytes_, and the next mapping of its size takes it instead of creating one: no
-// cuMemCreate, no cuMemRelease. It holds nothing anyone reads: its last user's work completed
-// before the unmap (Note [Swap-out ordering], 4), and its next owner gets its bytes from a copy
-// or from the program's writes, as with a fresh chunk. A mapping that takes a spare needs no
-// room, since the spare's bytes are already counted. MakeRoomLocked releases spares before it
-// waits for or evicts anything, so, like the reuse cache, spares never cause a swap-out or an
-// out-of-memory; the interposer reports their bytes as free (ResidencyStats::cached_bytes).
-// Bounds: those of the reuse cache (options_.reuse_cache_entries chunks; cache and spares
-// together at most options_.reuse_cache_bytes, a quarter of the limit by default; 0 disables
-// both); beyond them a chunk is released.
-
 absl::Status ResidencyManager::UnmapChunkLocked(DeviceAddress address, int64_t mapped_bytes,
                                                 PhysicalHandle handle) {
   absl::Status status = device_.Unmap(address, mapped_bytes);
+  // Note [Spare chunks] (chunk_pool.h): spares and the reuse cache share its byte limit.
   if (status.ok() && !closing_ &&
-      spare_.size() < static_cast<size_t>(std::max(0, options_.reuse_cache_entries)) &&
-      cached_bytes_ + spare_bytes_ + mapped_bytes <= cache_limit_) {
-    spare_.push_back({mapped_bytes, handle});
-    spare_bytes_ += mapped_bytes;
+      chunks_.KeepSpare(mapped_bytes, handle, reuse_cache_.limit() - reuse_cache_.bytes())) {
     unpinned_.SignalAll();  // a MakeRoomLocked waiting for pins can release it
     return status;
   }
@@ -541,25 +481,14 @@ absl::Status ResidencyManager::UnmapChunkLocked(DeviceAddress address, int64_t m
   return status;
 }
 
-bool ResidencyManager::HasSpareLocked(int64_t mapped_bytes) const {
-  for (const Spare& spare : spare_) {
-    if (spare.bytes == mapped_bytes) return true;
-  }
-  return false;
-}
-
 absl::Status ResidencyManager::ReleaseSparesLocked(int64_t bytes) {
   absl::Status status;
-  int64_t released = 0;
-  while (!spare_.empty() && released < bytes) {
-    const Spare spare = spare_.front();
-    spare_.erase(spare_.begin());
-    spare_bytes_ -= spare.bytes;
+  const std::vector<ChunkPool::Spare> spares = chunks_.TakeOldestSpares(bytes);
+  for (const ChunkPool::Spare& spare : spares) {
     device_bytes_ -= spare.bytes;
-    released += spare.bytes;
     status.Update(device_.ReleasePhysical(spare.handle));
   }
-  if (released > 0) NotifyMemoryLocked();
+  if (!spares.empty()) NotifyMemoryLocked();
   return status;
 }
 

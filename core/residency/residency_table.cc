@@ -1,6 +1,14 @@
 #include "core/residency/residency_table.h"
 
+#include <algorithm>
+
 namespace pooch {
+
+bool Overlaps(DeviceAddress address, int64_t bytes, DeviceAddress base, int64_t mapped_bytes) {
+  const uint64_t length = static_cast<uint64_t>(std::max<int64_t>(bytes, 1));
+  return address < base + static_cast<DeviceAddress>(mapped_bytes) &&
+         (address >= base || base - address < length);
+}
 
 Allocation* AllocationTable::Insert(std::unique_ptr<Allocation> allocation) {
   Allocation* a = allocation.get();

@@ -59,7 +59,7 @@ struct Allocation {
   bool swappable = false;    // bytes >= min_swap_bytes
 
   ResidencyState state = ResidencyState::kResident;
-  // 0 when kOnHost (unless retained: Note [Retained chunks] in residency_swap.cc) or kDropped
+  // 0 when kOnHost (unless retained: Note [Retained chunks] in chunk_pool.h) or kDropped
   // and released.
   PhysicalHandle physical = 0;
   void* host = nullptr;  // pinned copy, or nullptr
@@ -100,6 +100,10 @@ struct Allocation {
   uint64_t swap_outs = 0;
   uint64_t swap_ins = 0;
 };
+
+// Whether [address, address + bytes) overlaps [base, base + mapped_bytes), an empty range
+// counting as 1 byte, as AllocationTable::ForEachOverlapping counts it.
+bool Overlaps(DeviceAddress address, int64_t bytes, DeviceAddress base, int64_t mapped_bytes);
 
 // Address -> allocation. Records have stable addresses until Remove.
 class AllocationTable {
