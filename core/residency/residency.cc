@@ -386,7 +386,7 @@ absl::Status ResidencyManager::FreeLocked(Allocation* a) {
   ++stats_.frees;
   if (cacheable && KeepForReuseLocked(r)) return absl::OkStatus();
 
-  absl::StatusOr<bool> done = AllDone(events_, r.events);
+  absl::StatusOr<bool> done = QueryAllDone(events_, r.events);
   if (!done.ok()) return done.status();
   if (*done) return ReleaseRetiredLocked(r);
   retired_.push_back(std::move(r));

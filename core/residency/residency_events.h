@@ -89,6 +89,20 @@ absl::StatusOr<bool> AllDone(EventPool& events, const List& list) {
   return true;
 }
 
+// Whether every event of `list` completed, querying each one even past a pending one, so that
+// every completion found is recorded on its ref (Free's retirement reads them all, and later
+// polls and waits skip those known complete).
+template <typename List>
+absl::StatusOr<bool> QueryAllDone(EventPool& events, const List& list) {
+  bool all = true;
+  for (const auto& item : list) {
+    absl::StatusOr<bool> done = events.Done(EventOf(item));
+    if (!done.ok()) return done.status();
+    all = all && *done;
+  }
+  return all;
+}
+
 }  // namespace pooch
 
 #endif  // POOCH_CORE_RESIDENCY_RESIDENCY_EVENTS_H_
