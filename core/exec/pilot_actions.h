@@ -1,7 +1,7 @@
 // pilot_actions.h: the pilot model's predictions carried out against the residency manager
 // (Note [Pilot model] in core/pilot/pilot.h), with what they did for the summary and the trace.
 //
-// At a read-back the block that ended is scored and the next one predicted. When the profiler
+// At a read-back the block that ended is scored and the next one predicted. When the executor
 // lets the pilot act (no plan that moves anything is being followed and no profiling pass is
 // recorded), every unlikely resident allocation is swapped out, least likely first, and the
 // likely allocations that are on the host are prefetched, most likely first, into the room there
@@ -13,7 +13,7 @@
 // demand, into the room being made. Demand swapping stays underneath: a wrong prediction costs
 // copies, never results.
 //
-// Thread safety: none; the profiler's lock serialises.
+// Thread safety: none; the plan executor's lock serialises.
 #ifndef POOCH_CORE_EXEC_PILOT_ACTIONS_H_
 #define POOCH_CORE_EXEC_PILOT_ACTIONS_H_
 

@@ -10,7 +10,7 @@
 // top-2 of 16 on simgpu v100-pcie3 at 40 % of its peak, iterations 25-40 of 40: 1.575 ms
 // followed, 1.338 ms with every iteration left to demand swapping), while another network's plan
 // gains before its divergence (top-8 of 16: 6.797 ms followed, 7.074 ms under demand). No model of
-// the plan says which: the profiler measures it. A plan whose iterations diverged is tried: its
+// the plan says which: the executor measures it. A plan whose iterations diverged is tried: its
 // next kSamples timed iterations are followed, then kSamples are run with the plan set aside (its
 // actions off from the iteration's start, as after a divergence) under demand swapping that keeps
 // room free (Note [Free reserve] in core/residency/residency_evict.cc), then, with a pilot model,
@@ -26,9 +26,9 @@
 // top-2 at 30 % set its plan aside on two lucky iterations (1.586 ms for good against 1.500
 // followed); with 3 every moe case of bench_dynamic.sh keeps the faster mode.
 //
-// Thread safety: none; the profiler's lock serialises.
-#ifndef POOCH_CORE_EXEC_MEASURED_CHOICE_H_
-#define POOCH_CORE_EXEC_MEASURED_CHOICE_H_
+// Thread safety: none; the plan executor's lock serialises.
+#ifndef POOCH_CORE_MEASURE_MEASURED_CHOICE_H_
+#define POOCH_CORE_MEASURE_MEASURED_CHOICE_H_
 
 #include <cstdint>
 #include <optional>
@@ -71,4 +71,4 @@ class MeasuredChoice {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_EXEC_MEASURED_CHOICE_H_
+#endif  // POOCH_CORE_MEASURE_MEASURED_CHOICE_H_
