@@ -44,8 +44,7 @@
 // it may be a carried successor, Note [Carried slots]) has diverged, and the plan's actions stop
 // until the next iteration starts. Only ops whose accesses are exact count: a kernel's are its
 // scanned parameter words, which may hold stale pointers (Note [Event signatures] in
-// core/profile/op_stream_recorder.cc; PyTorch's transformer "diverged" in 12 of 15 iterations on
-// such a word before this rule). Demand swapping and the pilot model (Note [Pilot model]) run
+// core/profile/op_stream_recorder.cc). Demand swapping and the pilot model (Note [Pilot model]) run
 // the rest, as for a departed iteration. The plan itself stays: the next iteration may be the
 // reference's shape again.
 //

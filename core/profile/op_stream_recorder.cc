@@ -28,12 +28,9 @@ namespace pooch {
 // replay may still read the small ones (a GEMM's 4 KB routed input, a 256 KB hidden layer, a
 // convolution's filter). The runtime's lineage sees them (Note [Replay] in
 // core/exec/recomputer.h): when one is written or freed, the recipes that read it are forgotten,
-// or their dropped maps rebuilt at once. A planner blind to them planned recomputations the
-// runtime then refused: moe top-8 with its choice of experts fixed (cnn_train --force-choices,
-// simgpu v100-pcie3, 40 % of peak) was predicted at 5.36 ms and ran at 8.06 ms; the runtime
-// forgot 16 recipes and rebuilt 8 dropped maps early, each at a cudaFree, and swapped 16 of its
-// 23 planned drops instead. With the windows below: 5.68 ms predicted, 6.01 ms run, no recipe
-// forgotten. So each recorded op carries when what it read outside the profile first changes
+// or their dropped maps rebuilt at once. A planner blind to them plans recomputations the
+// runtime then refuses (it forgets their recipes, rebuilds dropped maps early, swaps instead of
+// dropping). So each recorded op carries when what it read outside the profile first changes
 // (RecordedOp and Op::unprofiled_inputs_until): the first later op that writes one of those
 // allocations, or, for a free (or a passed-over op's write) between two ops, the earlier of
 // them. The planner ends its replay window there (ReplayFacts::stable_until, Note [Sound

@@ -32,13 +32,11 @@
 // A tensor has two sizes. A swap copies what the program asked for (Tensor::bytes); the device
 // holds that rounded up to the residency manager's mapping granularity (Tensor::device_bytes,
 // 2 MiB under the CUDA VMM API), because every swappable allocation is its own mapping. The
-// planner must charge the second: a profile of 1 MiB expert weights (cnn_train --model moe)
-// charged at 1 MiB made plans that fit on paper and held twice that on the device, and the
-// safety net paged (moe top-8 with its experts fixed, 40 % of peak, simgpu v100-pcie3: the
-// oracle of scripts/bench_dynamic.sh went from 9.51 to 6.32 ms with this and Note [Unprofiled
-// inputs] in op_stream_recorder.cc). Every tensor of a measured profile is such a mapping:
-// allocations below POOCH_MIN_SWAP_BYTES live in slabs, which are the constant "other", charged
-// whole. The runtime's copy times (core/exec/copy_times.h) stay per requested byte.
+// planner must charge the second: 1 MiB tensors charged at 1 MiB make plans that fit on paper
+// and hold twice that on the device, and the safety net pages. Every tensor of a measured
+// profile is such a mapping: allocations below POOCH_MIN_SWAP_BYTES live in slabs, which are the
+// constant "other", charged whole. The runtime's copy times (core/measure/copy_times.h) stay
+// per requested byte.
 //
 // Note [Static replay check]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
