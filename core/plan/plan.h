@@ -76,7 +76,7 @@ struct PlanOptions {
   // pooch's refinement after §4.4.3 (Note [Refinement after §4.4.3] in plan_pooch.cc) stops
   // after about this many simulations; 0 gives the paper's method alone. `pooch run` and `pooch
   // plan` use the same budget, so `pooch plan` reproduces a run's plan. A run plans once per
-  // profile (and per re-plan, Note [Headroom] in core/exec/profiler.cc) and then trains for
+  // profile (and per re-plan, Note [Headroom] in core/exec/plan_life.h) and then trains for
   // hours; the budget is what issue 12's 0.3 s of CPU for the whole planner on 3D ResNeXt-101
   // b256 allows (scripts/bench_plan.sh). On ResNet-50 b640 as profiled at run time (v100-pcie3,
   // 16 GiB less the run's headroom) 300, 1000, 2000 and 3000 simulations predict 2323, 2222,
