@@ -21,6 +21,7 @@
 #include "core/exec/trace_observer.h"
 #include "core/measure/copy_times.h"
 #include "core/measure/iteration_clock.h"
+#include "core/measure/iteration_modes.h"
 #include "core/measure/measured_choice.h"
 #include "core/plan/plan.h"
 #include "core/profile/op_stream_recorder.h"
@@ -105,7 +106,9 @@ class PlanExecutor::Impl {
     last_position_ = step.position;
     if (feed_pilot) pilot_->pilot().Op(step.signature, pilot_touched);
     if (clock_.mark_due()) {
-      for (const IterationClock::Sample& s : clock_.Mark(stream, ended_)) SampleModeLocked(s);
+      for (const IterationClock::Sample& s : clock_.Mark(stream, modes_.ended())) {
+        SampleModeLocked(s);
+      }
     }
     ProfiledOp op;
     op.active = true;
@@ -205,7 +208,7 @@ class PlanExecutor::Impl {
     const bool following =
         last_position_ >= 0 && FollowingLocked() && actions_->swapped + actions_->recomputed > 0;
     // Note [Measured choice]: a plan set aside for demand swapping alone keeps the pilot quiet.
-    const bool quiet = actions_.has_value() && iteration_mode_ == MeasuredChoice::Mode::kSetAside;
+    const bool quiet = actions_.has_value() && modes_.mode() == MeasuredChoice::Mode::kSetAside;
     pilot_->ReadBack({static_cast<const uint8_t*>(host), bytes},
                      !following && !quiet && !recorder_.tracker().recording_next());
   }
@@ -247,7 +250,7 @@ class PlanExecutor::Impl {
     if (pilot_.has_value()) lines.push_back(pilot_->SummaryLine());
     if (config_.mode == RunMode::kPlanned) lines.push_back(life_.CacheLine());
     if (!actions_.has_value()) return lines;
-    lines.push_back(choice_.SummaryLine(set_aside_iterations_));
+    lines.push_back(choice_.SummaryLine(modes_.set_aside_iterations()));
     lines.push_back(PlanRunLineLocked());
     if (recomputer_ != nullptr) lines.push_back(RecomputeLineLocked());
     return lines;
@@ -617,9 +620,8 @@ class PlanExecutor::Impl {
   // plan on, across re-profiles and switches.
   void InstallActionsLocked(PlanActions a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // Note [Measured choice]: the iteration under way starts from another plan's residency.
-    iteration_mode_ = MeasuredChoice::Mode::kFollow;
+    modes_.PlanInstalled();
     manager_.SetFreeReserve(0);  // Note [Free reserve]: the new plan's iteration is followed
-    mode_changed_ = true;
     a.at_start = actions_.has_value() ? actions_->at_start : manager_.Stats();
     a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;
     a.diverged_iterations = actions_.has_value() ? actions_->diverged_iterations : 0;
@@ -659,12 +661,8 @@ class PlanExecutor::Impl {
   // Note [Measured choice]: at the first op of an iteration under a plan, the ended iteration's
   // sample is noted for its timing pair, and the plan is followed or set aside in this one.
   void ChooseModeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    ended_.plan_key = iteration_key_;
-    ended_.sample = mode_changed_ ? std::nullopt : std::optional(iteration_mode_);
     const MeasuredChoice::Mode mode = choice_.ModeFor(life_.key());
-    mode_changed_ = mode != iteration_mode_ || life_.key() != iteration_key_;
-    iteration_mode_ = mode;
-    iteration_key_ = life_.key();
+    modes_.Start(life_.key(), mode);
     // Note [Free reserve] (core/residency/residency_evict.cc): an iteration left to demand
     // swapping alone keeps room free ahead of its misses; a followed plan makes its own room,
     // and so does the pilot, pushing out at each read-back what it does not expect to be used.
@@ -674,7 +672,6 @@ class PlanExecutor::Impl {
                                 : 0);
     if (mode == MeasuredChoice::Mode::kFollow) return;
     actions_->diverged = true;  // no action of the plan in this iteration
-    ++set_aside_iterations_;
     if (trace_ != nullptr) trace_->OnRuntime("plan set aside", {});
   }
 
@@ -774,14 +771,10 @@ class PlanExecutor::Impl {
   bool take_departed_ ABSL_GUARDED_BY(mu_) = false;
   bool from_departure_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<PlanActions> actions_ ABSL_GUARDED_BY(mu_);
-  // Note [Measured choice]: the trials, the mode and plan of the iteration under way, and the
-  // iteration that ended at its start (for its timing pair).
+  // Note [Measured choice]: the trials, and the mode of the iteration under way and of the one
+  // that ended at its start (for its timing pair).
   MeasuredChoice choice_ ABSL_GUARDED_BY(mu_){PilotWanted(config_)};
-  MeasuredChoice::Mode iteration_mode_ ABSL_GUARDED_BY(mu_) = MeasuredChoice::Mode::kFollow;
-  uint64_t iteration_key_ ABSL_GUARDED_BY(mu_) = 0;
-  bool mode_changed_ ABSL_GUARDED_BY(mu_) = true;
-  IterationClock::Ended ended_ ABSL_GUARDED_BY(mu_);
-  int64_t set_aside_iterations_ ABSL_GUARDED_BY(mu_) = 0;
+  IterationModes modes_ ABSL_GUARDED_BY(mu_);
   // Note [Pilot model]: under a planner policy unless POOCH_PILOT=off.
   std::optional<PilotActions> pilot_ ABSL_GUARDED_BY(mu_);
   int64_t last_position_ ABSL_GUARDED_BY(mu_) = -1;  // of the last op in the reference
