@@ -44,7 +44,7 @@
 #
 # Forty iterations, of which the last sixteen are timed: moe's plan diverges in most iterations,
 # and pooch measures for about a dozen iterations whether following it pays (Note [Measured
-# choice] in core/exec/measured_choice.h); the figures are those of what it then keeps.
+# choice] in core/measure/measured_choice.h); the figures are those of what it then keeps.
 #
 # Environment (defaults in brackets): PERCENT [40 30], POLICIES [demand dtr pooch-nopilot pooch],
 # ITERS [40], LAST [16], WORKLOADS [skipnet moe-top2 moe-top8 tiny-vary], ORACLE [1] (both

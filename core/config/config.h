@@ -46,15 +46,15 @@ namespace pooch {
 //             core/exec/recomputer.h)
 //   kPlanned  profile the first iterations, then carry out the plan of one of the planner's
 //             policies (core/plan/plan.h; Config's planned_policy says which) with kDemand's
-//             swapping underneath as the safety net (core/exec/profiler.h says what is carried
-//             out).
+//             swapping underneath as the safety net (core/exec/plan_executor.h says what is
+//             carried out).
 enum class RunMode { kOff, kDemand, kDtr, kPlanned };
 
 // POOCH_LOG: the least severe message that is printed.
 enum class LogLevel { kError, kWarn, kInfo, kDebug };
 
 // POOCH_PROFILE_SWAP: what the profiled iteration runs under (Note [Swap-all profiling] in
-// core/exec/profiler.cc).
+// core/exec/plan_executor.cc).
 //   kAll     every feature map swapped (PoocH §4.2), after the reference is found
 //   kDemand  demand swapping, as the iterations that find the reference
 enum class ProfileSwap { kAll, kDemand };

@@ -47,11 +47,9 @@ void PilotActions::ReadBack(absl::Span<const uint8_t> bytes, bool act) {
   }
   if (wanted.empty()) return;
   // Room first (Note [Pilot model]): every resident candidate the next block is not predicted
-  // to touch goes, least likely first; their copies are queued, not waited for. Pushing out
-  // only enough to cover the wanted bytes was slower: the block's misses and its new
-  // allocations then made their room on demand, behind swap-outs (cnn_train moe top 2 of 16 at
-  // 40 %, simgpu, the pilot acting in every iteration: 1.124 ms, against 0.973 ms with all of
-  // them pushed out).
+  // to touch goes, least likely first; their copies are queued, not waited for. Not only enough
+  // to cover the wanted bytes: the block's misses and its new allocations would then make their
+  // room on demand, behind swap-outs.
   for (PilotKey key : p.unlikely) {
     const DeviceAddress victim = static_cast<DeviceAddress>(key);
     std::optional<AllocationInfo> info = manager_.Lookup(victim);

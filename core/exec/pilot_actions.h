@@ -1,19 +1,17 @@
 // pilot_actions.h: the pilot model's predictions carried out against the residency manager
 // (Note [Pilot model] in core/pilot/pilot.h), with what they did for the summary and the trace.
 //
-// At a read-back the block that ended is scored and the next one predicted. When the profiler
-// lets the pilot act (no plan that moves anything is being followed and no profiling pass is
-// recorded), every unlikely resident allocation is swapped out, least likely first, and the
-// likely allocations that are on the host are prefetched, most likely first, into the room there
-// is. Nothing here waits for a copy: it runs on the program's thread at a read-back, right before
-// the block it predicts is issued, and a prefetch that waited for a swap-out to make its room held
-// back every op of the block behind it (cnn_train moe top 2 of 16 at 40 %, simgpu: the block's
-// first op issued 369 us after the read-back, behind six such waits; the pilot's mode 1.344 ms
-// against 1.322 for demand swapping alone). A likely allocation with no room yet comes on
-// demand, into the room being made. Demand swapping stays underneath: a wrong prediction costs
-// copies, never results.
+// At a read-back the block that ended is scored and the next one predicted. When the plan
+// executor lets the pilot act (no plan that moves anything is being followed and no profiling
+// pass is recorded), every unlikely resident allocation is swapped out, least likely first, and
+// the likely allocations that are on the host are prefetched, most likely first, into the room
+// there is. Nothing here waits for a copy: it runs on the program's thread at a read-back, right
+// before the block it predicts is issued, and a prefetch that waited for a swap-out to make its
+// room would hold back every op of the block behind it. A likely allocation with no room yet
+// comes on demand, into the room being made. Demand swapping stays underneath: a wrong
+// prediction costs copies, never results.
 //
-// Thread safety: none; the profiler's lock serialises.
+// Thread safety: none; the plan executor's lock serialises.
 #ifndef POOCH_CORE_EXEC_PILOT_ACTIONS_H_
 #define POOCH_CORE_EXEC_PILOT_ACTIONS_H_
 

@@ -63,113 +63,166 @@ void PlanActions::StartIteration() {
   diverged = false;
 }
 
-PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::Positions& positions,
-                            const PlanResult& plan) {
-  PlanActions a;
-  const std::vector<Candidate>& candidates = plan.candidates;
-  for (size_t i = 0; i < positions.managed_allocs.size(); ++i) {
-    a.slot_at[positions.managed_allocs[i]] = static_cast<int>(i);
-  }
-  auto op_position = [&](OpIndex op) -> int64_t {
-    return op >= 0 && static_cast<size_t>(op) < positions.ops.size()
-               ? positions.ops[static_cast<size_t>(op)]
-               : -1;
-  };
-  // The recorder's id of each managed allocation of the reference, by ordinal (its slot).
-  std::vector<uint64_t> successor_allocation(positions.managed_allocs.size(), 0);
-  for (size_t t = 0; t < built.tensor_alloc_ordinal.size(); ++t) {
-    const int ordinal = built.tensor_alloc_ordinal[t];
-    if (ordinal >= 0 && static_cast<size_t>(ordinal) < successor_allocation.size()) {
-      successor_allocation[static_cast<size_t>(ordinal)] = built.tensor_allocation[t];
+namespace {
+
+// MakePlanActions' steps. Slots are handed out as decisions and swap-ins name tensors, in that
+// order: the allocation ordinal, or one after them for a tensor that outlives the iteration.
+class ActionsAssembly {
+ public:
+  ActionsAssembly(const BuiltProfile& built, const OpStreamRecorder::Positions& positions,
+                  const PlanResult& plan)
+      : built_(built),
+        positions_(positions),
+        plan_(plan),
+        next_slot_(static_cast<int>(positions.managed_allocs.size())) {
+    for (size_t i = 0; i < positions.managed_allocs.size(); ++i) {
+      a_.slot_at[positions.managed_allocs[i]] = static_cast<int>(i);
+    }
+    // The recorder's id of each managed allocation of the reference, by ordinal (its slot).
+    successor_allocation_.assign(positions.managed_allocs.size(), 0);
+    for (size_t t = 0; t < built.tensor_alloc_ordinal.size(); ++t) {
+      const int ordinal = built.tensor_alloc_ordinal[t];
+      if (ordinal >= 0 && static_cast<size_t>(ordinal) < successor_allocation_.size()) {
+        successor_allocation_[static_cast<size_t>(ordinal)] = built.tensor_allocation[t];
+      }
+    }
+    for (const Candidate& c : plan.candidates) {
+      if (!c.tail) maps_.insert(c.tensor);  // a tensor with a tail only is still a transient's
+    }
+    first_writer_.assign(built.profile.tensors.size(), -1);
+    for (size_t op = built.profile.ops.size(); op-- > 0;) {
+      for (TensorId t : built.profile.ops[op].writes) {
+        first_writer_[static_cast<size_t>(t)] = static_cast<OpIndex>(op);
+      }
     }
   }
-  // Slots: the allocation ordinal, or one after them for a tensor that outlives the iteration.
-  int next_slot = static_cast<int>(positions.managed_allocs.size());
-  absl::flat_hash_map<TensorId, int> persistent_slot;
-  auto slot_for = [&](TensorId t) -> int {
-    const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(t)];
+
+  // Swap-outs after the interval opens; recomputations as a recipe taken at the producer and a
+  // drop after the interval opens.
+  void AddDecisions() {
+    const std::vector<Candidate>& candidates = plan_.candidates;
+    for (CandidateId id = 0; id < static_cast<CandidateId>(candidates.size()); ++id) {
+      const Candidate& c = candidates[static_cast<size_t>(id)];
+      const Decision decision = DecisionOf(plan_.plan, id);
+      if (decision == Decision::kKeep) continue;
+      const int slot = SlotFor(c.tensor);
+      const int64_t after = OpPosition(c.open);
+      if (slot < 0 || after < 0) continue;
+      if (decision == Decision::kRecompute) {
+        AddRecompute(c, slot, after);
+        continue;
+      }
+      a_.offload_after[after].push_back(slot);
+      ++a_.swapped;
+    }
+  }
+
+  void AddPrefetches() {
+    const std::vector<Candidate>& candidates = plan_.candidates;
+    for (const Plan::SwapIn& s : plan_.plan.swap_ins) {
+      if (s.candidate < 0 || static_cast<size_t>(s.candidate) >= candidates.size()) continue;
+      const Candidate& c = candidates[static_cast<size_t>(s.candidate)];
+      const int slot = SlotFor(c.tensor);
+      if (slot < 0) continue;
+      // Issue at the scheduled op, and retry at each op up to (not including) the closing one.
+      for (OpIndex op = s.issue_at; op < c.close; ++op) {
+        const int64_t before = OpPosition(op);
+        if (before >= 0) a_.prefetch_before[before].push_back({slot, s.candidate});
+      }
+    }
+  }
+
+  // Note [Diverged iterations]: per op, the allocations older than the iteration it touched.
+  void AddPersistentTouched() {
+    const Profile& profile = built_.profile;
+    for (size_t op = 0; op < profile.ops.size(); ++op) {
+      const int64_t position = OpPosition(static_cast<OpIndex>(op));
+      if (position < 0) continue;
+      std::vector<uint64_t> touched;
+      for (const std::vector<TensorId>* ts : {&profile.ops[op].reads, &profile.ops[op].writes}) {
+        for (TensorId t : *ts) {
+          const uint64_t allocation = built_.tensor_allocation[static_cast<size_t>(t)];
+          if (profile.tensors[static_cast<size_t>(t)].alloc_before == kBeforeIteration &&
+              allocation != kOtherAllocation) {
+            touched.push_back(allocation);
+          }
+        }
+      }
+      if (touched.empty()) continue;
+      std::sort(touched.begin(), touched.end());
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+      a_.persistent_touched[position] = std::move(touched);
+    }
+  }
+
+  PlanActions Finish() && {
+    a_.address.assign(static_cast<size_t>(next_slot_), 0);
+    a_.prefetched.assign(plan_.candidates.size(), false);
+    return std::move(a_);
+  }
+
+ private:
+  int64_t OpPosition(OpIndex op) const {
+    return op >= 0 && static_cast<size_t>(op) < positions_.ops.size()
+               ? positions_.ops[static_cast<size_t>(op)]
+               : -1;
+  }
+
+  // The tensor's slot; -1 for "other". A tensor that outlives the iteration gets a new slot,
+  // carried (Note [Carried slots]) or persistent.
+  int SlotFor(TensorId t) {
+    const int ordinal = built_.tensor_alloc_ordinal[static_cast<size_t>(t)];
     if (ordinal >= 0) return ordinal;
-    const uint64_t allocation = built.tensor_allocation[static_cast<size_t>(t)];
+    const uint64_t allocation = built_.tensor_allocation[static_cast<size_t>(t)];
     if (allocation == kOtherAllocation) return -1;
-    auto [it, added] = persistent_slot.try_emplace(t, next_slot);
+    auto [it, added] = persistent_slot_.try_emplace(t, next_slot_);
     if (added) {
-      auto carried = positions.carried.find(allocation);
+      auto carried = positions_.carried.find(allocation);
       auto successor =
-          carried == positions.carried.end() ? a.slot_at.end() : a.slot_at.find(carried->second);
-      if (successor != a.slot_at.end()) {
-        a.carried.push_back(
-            {next_slot++, successor->second, successor_allocation[successor->second]});
+          carried == positions_.carried.end() ? a_.slot_at.end() : a_.slot_at.find(carried->second);
+      if (successor != a_.slot_at.end()) {
+        a_.carried.push_back(
+            {next_slot_++, successor->second, successor_allocation_[successor->second]});
       } else {
-        a.persistent.push_back({next_slot++, allocation});
+        a_.persistent.push_back({next_slot_++, allocation});
       }
     }
     return it->second;
-  };
-  absl::flat_hash_set<TensorId> maps;
-  for (const Candidate& c : candidates) {
-    if (!c.tail) maps.insert(c.tensor);  // a tensor with a tail only is still a transient's
   }
-  std::vector<OpIndex> first_writer(built.profile.tensors.size(), -1);
-  for (size_t op = built.profile.ops.size(); op-- > 0;) {
-    for (TensorId t : built.profile.ops[op].writes) {
-      first_writer[static_cast<size_t>(t)] = static_cast<OpIndex>(op);
-    }
+
+  // Take the producer's recipe when it runs; drop after the interval opens. The rebuild happens
+  // when the tensor is next touched (Note [Replay], recomputer.h).
+  void AddRecompute(const Candidate& c, int slot, int64_t after) {
+    const int64_t made = OpPosition(c.producer);
+    if (made < 0) return;
+    a_.record_at[made] = {slot, built_.profile.ops[static_cast<size_t>(c.producer)].duration_us};
+    a_.drop_after[after].push_back(slot);
+    ++a_.recomputed;
+    RecordTransientProducers(
+        built_, c.producer, maps_, first_writer_, [this](OpIndex op) { return OpPosition(op); },
+        a_);
   }
-  for (CandidateId id = 0; id < static_cast<CandidateId>(candidates.size()); ++id) {
-    const Candidate& c = candidates[static_cast<size_t>(id)];
-    const Decision decision = DecisionOf(plan.plan, id);
-    if (decision == Decision::kKeep) continue;
-    const int slot = slot_for(c.tensor);
-    const int64_t after = op_position(c.open);
-    if (slot < 0 || after < 0) continue;
-    if (decision == Decision::kRecompute) {
-      // Take the producer's recipe when it runs; drop after the interval opens. The rebuild
-      // happens when the tensor is next touched (Note [Replay], recomputer.h).
-      const int64_t made = op_position(c.producer);
-      if (made < 0) continue;
-      a.record_at[made] = {slot, built.profile.ops[static_cast<size_t>(c.producer)].duration_us};
-      a.drop_after[after].push_back(slot);
-      ++a.recomputed;
-      RecordTransientProducers(built, c.producer, maps, first_writer, op_position, a);
-      continue;
-    }
-    a.offload_after[after].push_back(slot);
-    ++a.swapped;
-  }
-  for (const Plan::SwapIn& s : plan.plan.swap_ins) {
-    if (s.candidate < 0 || static_cast<size_t>(s.candidate) >= candidates.size()) continue;
-    const Candidate& c = candidates[static_cast<size_t>(s.candidate)];
-    const int slot = slot_for(c.tensor);
-    if (slot < 0) continue;
-    // Issue at the scheduled op, and retry at each op up to (not including) the closing one.
-    for (OpIndex op = s.issue_at; op < c.close; ++op) {
-      const int64_t before = op_position(op);
-      if (before >= 0) a.prefetch_before[before].push_back({slot, s.candidate});
-    }
-  }
-  // Note [Diverged iterations]
-  for (size_t op = 0; op < built.profile.ops.size(); ++op) {
-    const int64_t position = op_position(static_cast<OpIndex>(op));
-    if (position < 0) continue;
-    std::vector<uint64_t> touched;
-    for (const std::vector<TensorId>* ts :
-         {&built.profile.ops[op].reads, &built.profile.ops[op].writes}) {
-      for (TensorId t : *ts) {
-        const uint64_t allocation = built.tensor_allocation[static_cast<size_t>(t)];
-        if (built.profile.tensors[static_cast<size_t>(t)].alloc_before == kBeforeIteration &&
-            allocation != kOtherAllocation) {
-          touched.push_back(allocation);
-        }
-      }
-    }
-    if (touched.empty()) continue;
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    a.persistent_touched[position] = std::move(touched);
-  }
-  a.address.assign(static_cast<size_t>(next_slot), 0);
-  a.prefetched.assign(candidates.size(), false);
-  return a;
+
+  const BuiltProfile& built_;
+  const OpStreamRecorder::Positions& positions_;
+  const PlanResult& plan_;
+  PlanActions a_;
+  std::vector<uint64_t> successor_allocation_;
+  int next_slot_;
+  absl::flat_hash_map<TensorId, int> persistent_slot_;
+  absl::flat_hash_set<TensorId> maps_;  // the candidates' tensors (Note [Kept inputs])
+  std::vector<OpIndex> first_writer_;   // per tensor; -1: no op writes it
+};
+
+}  // namespace
+
+PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::Positions& positions,
+                            const PlanResult& plan) {
+  ActionsAssembly assembly(built, positions, plan);
+  assembly.AddDecisions();
+  assembly.AddPrefetches();
+  assembly.AddPersistentTouched();
+  return std::move(assembly).Finish();
 }
 
 }  // namespace pooch

@@ -1,4 +1,4 @@
-// plan_actions.h: a plan turned into what the profiler does at each position of a followed
+// plan_actions.h: a plan turned into what the plan executor does at each position of a followed
 // iteration (Note [Carrying out the plan]).
 //
 // Note [Carrying out the plan]
@@ -8,7 +8,7 @@
 // (IterationTracker::Step::position) on *slots*: the i-th managed allocation of the reference is
 // slot i (the tensor with tensor_alloc_ordinal i), and its address in the current iteration is
 // learnt when the allocation at that position happens; a tensor that outlives iterations
-// (weights, optimizer state) gets a slot after those, whose address the profiler finds once
+// (weights, optimizer state) gets a slot after those, whose address the plan executor finds once
 // among its live allocations (PlanActions::persistent) and keeps from iteration to iteration.
 //   swap:  Offload after the op that opens the interval (the manager's swap-out waits for every
 //          use queued so far); Prefetch before the op at which the simulated schedule issues its
@@ -18,7 +18,7 @@
 //          offloaded after the tensor's last use and prefetched in the next iteration.
 //   keep:  nothing (demand swapping may still evict it if the plan was wrong).
 //   recompute: the producer's hook gives its replay recipe at the producer's position (RunOp,
-//          Profiler::OfferRecipe); after the op that opens the interval the tensor is dropped
+//          PlanExecutor::OfferRecipe); after the op that opens the interval the tensor is dropped
 //          (Recomputer::Drop), or swapped out when it cannot be (no recipe). The Recomputer
 //          rebuilds it when an op next touches it: the op that closes the interval.
 // Note [Carried slots]
@@ -46,12 +46,11 @@
 // it may be a carried successor, Note [Carried slots]) has diverged, and the plan's actions stop
 // until the next iteration starts. Only ops whose accesses are exact count: a kernel's are its
 // scanned parameter words, which may hold stale pointers (Note [Event signatures] in
-// core/profile/op_stream_recorder.cc; PyTorch's transformer "diverged" in 12 of 15 iterations on
-// such a word before this rule). Demand swapping and the pilot model (Note [Pilot model]) run
+// core/profile/op_stream_recorder.cc). Demand swapping and the pilot model (Note [Pilot model]) run
 // the rest, as for a departed iteration. The plan itself stays: the next iteration may be the
 // reference's shape again.
 //
-// Thread safety: plain data and a pure function; the profiler guards its copy.
+// Thread safety: plain data and a pure function; the plan executor guards its copy.
 #ifndef POOCH_CORE_EXEC_PLAN_ACTIONS_H_
 #define POOCH_CORE_EXEC_PLAN_ACTIONS_H_
 
@@ -85,7 +84,7 @@ struct PlanActions {
   // the reference iteration that its op touched (sorted).
   absl::flat_hash_map<int64_t, std::vector<uint64_t>> persistent_touched;
   bool diverged = false;  // in this iteration (StartIteration clears it)
-  // Slots of tensors that outlive iterations, by the recorder's allocation id; the profiler
+  // Slots of tensors that outlive iterations, by the recorder's allocation id; the plan executor
   // resolves their addresses into `fixed` when the actions are made.
   struct Persistent {
     int slot = 0;
@@ -95,7 +94,7 @@ struct PlanActions {
   // Note [Carried slots]: a tensor the iteration frees but the one before it made (a loss held
   // across the loop) is, in each iteration, the allocation its successor slot got in the
   // previous one. `successor_allocation`: the recorder's id of the successor in the reference,
-  // the tensor when the actions are made (the profiler resolves it as it does `persistent`).
+  // the tensor when the actions are made (the plan executor resolves it as it does `persistent`).
   struct Carried {
     int slot = 0;
     int successor = 0;
@@ -108,7 +107,7 @@ struct PlanActions {
   std::vector<bool> prefetched;  // per candidate: its prefetch was issued in this iteration
   int swapped = 0;               // intervals the plan swaps
   int recomputed = 0;            // intervals the plan recomputes
-  // Counted across plans (the profiler carries them from one plan's actions to the next).
+  // Counted across plans (the plan executor carries them from one plan's actions to the next).
   int64_t drop_fallbacks = 0;       // planned drops that swapped out instead (no recipe, pinned)
   int64_t prefetch_no_room = 0;     // prefetch attempts that found no room
   int64_t diverged_iterations = 0;  // Note [Diverged iterations]

@@ -65,7 +65,7 @@ TEST(PlanActionsTest, CarriedTensorTakesItsSuccessorsAddressEachIteration) {
   ASSERT_EQ(a.offload_after.count(1), 1u);  // after op 0, at position 1
   EXPECT_EQ(a.offload_after.at(1), std::vector<int>{slot});
 
-  // Made: the profiler seeds the slot with the live successor of the reference.
+  // Made: the plan executor seeds the slot with the live successor of the reference.
   a.StartIteration();
   a.address[static_cast<size_t>(slot)] = 0x1000;
   a.slot_of[0x1000] = slot;
@@ -74,8 +74,8 @@ TEST(PlanActionsTest, CarriedTensorTakesItsSuccessorsAddressEachIteration) {
   a.StartIteration();
   EXPECT_EQ(a.address[static_cast<size_t>(slot)], 0x1000u);
   EXPECT_EQ(a.slot_of.at(0x1000), slot);
-  // In the iteration, `out` is allocated at position 0 (the profiler sets its slot) and the
-  // carried loss freed (the profiler clears it).
+  // In the iteration, `out` is allocated at position 0 (the plan executor sets its slot) and the
+  // carried loss freed (the plan executor clears it).
   a.address[0] = 0x2000;
   a.slot_of[0x2000] = 0;
   a.address[static_cast<size_t>(slot)] = 0;

@@ -7,7 +7,7 @@
 // a skip pattern) departs from its profile at each change and, after POOCH_REPROFILE_AFTER
 // departures, is profiled again. Without a cache each re-profile costs a swap-all iteration
 // (Note [Swap-all profiling]) and a planning, though the shape may have been planned before.
-// The profiler keys each plan it carries out by the reference iteration's events (kind and
+// The plan executor keys each plan it carries out by the reference iteration's events (kind and
 // signature, as the tracker compares them: the same op stream, the same allocation sizes);
 // a new reference with a known key is carried out with the cached plan at once, the swap-all
 // pass and the planner skipped. A cached plan applies to the new reference's profile because
@@ -22,7 +22,7 @@
 // core/profile/iteration_tracker.h): each entry keeps the profile and positions its actions are
 // made from, and the tracker keeps the reference's events under the same key as an alternate.
 //
-// Thread safety: thread-compatible; the profiler calls it under its lock.
+// Thread safety: thread-compatible; the plan executor calls it under its lock.
 #ifndef POOCH_CORE_EXEC_PLAN_CACHE_H_
 #define POOCH_CORE_EXEC_PLAN_CACHE_H_
 

@@ -4,13 +4,14 @@
 //
 // Note [Replay]
 // ~~~~~~~~~~~~~
-// The profiler (core/exec/profiler.cc) asks each planned producer's hook for a ReplayRecipe right
-// after the call (Offer), and at the map's last forward use asks Drop; a map without a valid recipe
-// is swapped out instead, so a recipe that cannot be made costs time, never data. Dropped data
-// exists nowhere but in its recipe, so every path that could make a recipe wrong rebuilds the
-// map first or, before the drop, forgets the recipe. The recipes, and which of them each access
-// concerns, are the Lineage's (core/lineage/lineage.h, Note [Lineage]): it decides what an
-// access requires by the rules below; the Recomputer carries that out (replays, waits, frees):
+// The plan executor (core/exec/plan_executor.cc) asks each planned producer's hook for a
+// ReplayRecipe right after the call (Offer), and at the map's last forward use asks Drop; a map
+// without a valid recipe is swapped out instead, so a recipe that cannot be made costs time,
+// never data. Dropped data exists nowhere but in its recipe, so every path that could make a
+// recipe wrong rebuilds the map first or, before the drop, forgets the recipe. The recipes, and
+// which of them each access concerns, are the Lineage's (core/lineage/lineage.h, Note
+// [Lineage]): it decides what an access requires by the rules below; the Recomputer carries that
+// out (replays, waits, frees):
 //   - an op that touches a dropped map (any mode) rebuilds it first: the safety net, and the
 //     way every planned recomputation happens (right before the map's first backward use);
 //   - an op that writes an input of a recipe, or the recipe's own output: a dropped output is
@@ -42,8 +43,8 @@
 // until no recipe reads it any more; a replay that needs it rebuilds it first, like any dropped
 // input, and a write to its own inputs rebuilds it first when dropped, else leaves it (resident,
 // it is still right). The Lineage marks it kept and, when the last recipe reading it goes,
-// erases it and reports it (Lineage::Erase); then the Recomputer frees it for real. The
-// profiler takes the recipes of those intermediates' producers too (plan_actions.cc).
+// erases it and reports it (Lineage::Erase); then the Recomputer frees it for real. The plan
+// executor takes the recipes of those intermediates' producers too (plan_actions.cc).
 //
 // Note [DTR recipes]
 // ~~~~~~~~~~~~~~~~~~
@@ -71,7 +72,7 @@
 //     the manager's BeforeOp pinned them.
 //
 // Thread safety: thread-safe; one lock serialises recipes and replays. Lock order: the
-// profiler's lock, then this one, then the manager's.
+// executor's lock, then this one, then the manager's.
 #ifndef POOCH_CORE_EXEC_RECOMPUTER_H_
 #define POOCH_CORE_EXEC_RECOMPUTER_H_
 
@@ -86,9 +87,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
-#include "core/exec/op_timer.h"
 #include "core/lineage/lineage.h"
 #include "core/lineage/replay_recipe.h"
+#include "core/measure/op_timer.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
 

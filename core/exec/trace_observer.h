@@ -3,8 +3,8 @@
 // Track "swap out" and "swap in" hold one interval per copy (from when it was queued to when the
 // manager saw it complete, core/residency/residency.h Note [Tracing hooks]); a cancelled swap-out
 // is an instant event; the counter "memory" plots device and pinned host bytes. Track "pooch
-// runtime" holds the profiler's instants (core/exec/profiler.h): iteration starts, the plan,
-// departures.
+// runtime" holds the plan executor's instants (core/exec/plan_executor.h): iteration starts, the
+// plan, departures.
 //
 // Thread safety: the manager calls the observer with its mutex held, which serialises the
 // callbacks; Close() is called once at exit.

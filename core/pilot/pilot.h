@@ -9,8 +9,8 @@
 // Each such read-back (a synchronous device-to-host copy of a few bytes) is a block boundary;
 // a block is the ops between two of them, named by the hash of its ops' signatures. At a
 // boundary the pilot predicts which allocations that exist now the next block will touch, so
-// that the profiler can prefetch them in one batch and push out those it will not touch
-// (core/exec/profiler.cc), with demand swapping underneath as the safety net: a wrong
+// that the executor can prefetch them in one batch and push out those it will not touch
+// (core/exec/plan_executor.cc), with demand swapping underneath as the safety net: a wrong
 // prediction costs copies, never results.
 //
 // Two models are compared on every boundary (pilot_models.h): an n-gram over the block history

@@ -76,7 +76,7 @@ struct PlanOptions {
   // pooch's refinement after §4.4.3 (Note [Refinement after §4.4.3] in plan_pooch.cc) stops
   // after about this many simulations; 0 gives the paper's method alone. `pooch run` and `pooch
   // plan` use the same budget, so `pooch plan` reproduces a run's plan. A run plans once per
-  // profile (and per re-plan, Note [Headroom] in core/exec/profiler.cc) and then trains for
+  // profile (and per re-plan, Note [Headroom] in core/exec/plan_life.h) and then trains for
   // hours; the budget is what issue 12's 0.3 s of CPU for the whole planner on 3D ResNeXt-101
   // b256 allows (scripts/bench_plan.sh), and past it the predicted time hardly improves
   // (docs/measurements.md, "Planner"). On plan_test.cc's random graphs of at most 10 maps the step

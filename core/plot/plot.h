@@ -1,7 +1,7 @@
 // plot.h: a picture of a plan, as a PNG drawn by gnuplot: device memory over one iteration
 // in-core and under the plan, with the capacity line, and the compute, recompute, swap-out and
 // swap-in activity beneath it (plot_script.h describes the picture). `pooch plan --plot FILE`
-// and POOCH_PLOT (core/exec/profiler.cc, at each plan the run makes) draw it.
+// and POOCH_PLOT (core/exec/plan_life.cc, at each plan the run makes) draw it.
 //
 //   absl::StatusOr<PlanResult> r = MakePlan(profile, machine, policy);
 //   absl::Status s = WritePlanPlot("plan.png", "resnet50 batch 640 on v100-pcie3", profile,

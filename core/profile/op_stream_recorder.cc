@@ -30,12 +30,9 @@ namespace pooch {
 // replay may still read the small ones (a GEMM's 4 KB routed input, a 256 KB hidden layer, a
 // convolution's filter). The runtime's lineage sees them (Note [Replay] in
 // core/exec/recomputer.h): when one is written or freed, the recipes that read it are forgotten,
-// or their dropped maps rebuilt at once. A planner blind to them planned recomputations the
-// runtime then refused: moe top-8 with its choice of experts fixed (cnn_train --force-choices,
-// simgpu v100-pcie3, 40 % of peak) was predicted at 5.36 ms and ran at 8.06 ms; the runtime
-// forgot 16 recipes and rebuilt 8 dropped maps early, each at a cudaFree, and swapped 16 of its
-// 23 planned drops instead. With the windows below: 5.68 ms predicted, 6.01 ms run, no recipe
-// forgotten. So each recorded op carries when what it read outside the profile first changes
+// or their dropped maps rebuilt at once. A planner blind to them plans recomputations the
+// runtime then refuses (it forgets their recipes, rebuilds dropped maps early, swaps instead of
+// dropping). So each recorded op carries when what it read outside the profile first changes
 // (RecordedOp and Op::unprofiled_inputs_until): the first later op that writes one of those
 // allocations, or, for a free (or a passed-over op's write) between two ops, the earlier of
 // them. The planner ends its replay window there (ReplayFacts::stable_until, Note [Sound
@@ -129,6 +126,168 @@ void OpStreamRecorder::SetDuration(uint64_t seq, double microseconds) {
   }
 }
 
+// Reference's steps: each event of the window in order, then the carried lifetimes.
+class OpStreamRecorder::ReferenceWalk {
+ public:
+  ReferenceWalk(const OpStreamRecorder& recorder, int64_t other_bytes, Positions* positions)
+      : recorder_(recorder), positions_(positions) {
+    it_.resident_other_bytes = other_bytes;
+    if (positions_ != nullptr) *positions_ = Positions{};
+  }
+
+  RecordedIteration Walk(uint64_t first, uint64_t end) && {
+    // Note [Unmatched ops]: ops passed over in a recorded window are not the reference's; without
+    // them the window's events are the reference's, position for position.
+    const std::vector<uint64_t>& skips = recorder_.tracker_.ReferenceSkips();
+    size_t next_skip = 0;
+    for (uint64_t seq = first; seq < end; ++seq) {
+      if (next_skip < skips.size() && skips[next_skip] == seq) {
+        ++next_skip;
+        Skipped(At(seq));
+        continue;
+      }
+      ++position_;
+      const Kept& k = At(seq);
+      switch (k.kind) {
+        case StreamEvent::Kind::kOp:
+          AddOp(k);
+          break;
+        case StreamEvent::Kind::kAlloc:
+          AddAlloc(k);
+          break;
+        case StreamEvent::Kind::kFree:
+          AddFree(k, first);
+          break;
+      }
+    }
+    if (positions_ != nullptr) PairCarried();
+    return std::move(it_);
+  }
+
+ private:
+  const Kept& At(uint64_t seq) const {
+    return recorder_.kept_[static_cast<size_t>(seq - recorder_.kept_.front().seq)];
+  }
+
+  // A managed allocation used in the window but not made in it is persistent.
+  void NoteOutside(uint64_t a) {
+    if (allocated_here_.contains(a) || !persistent_.insert(a).second) return;
+    auto bytes = recorder_.managed_bytes_.find(a);
+    it_.persistent.push_back({a, bytes == recorder_.managed_bytes_.end() ? 0 : bytes->second});
+  }
+
+  // Note [Unprofiled inputs]: `allocation` changes before op `until`; its readers so far must
+  // replay before then.
+  void Changed(uint64_t allocation, int until) {
+    auto readers = unprofiled_readers_.find(allocation);
+    if (readers == unprofiled_readers_.end()) return;
+    for (int op : readers->second) {
+      int& u = it_.ops[static_cast<size_t>(op)].unprofiled_inputs_until;
+      u = u < 0 ? until : std::min(u, until);
+    }
+    unprofiled_readers_.erase(readers);
+  }
+
+  // Changed between two recorded ops: a replay must come before the earlier one.
+  void ChangedInGap(uint64_t allocation) {
+    Changed(allocation, static_cast<int>(it_.ops.size()) - 1);
+  }
+
+  void Skipped(const Kept& skipped) {
+    for (const Access& a : skipped.unmanaged) {
+      if (a.mode != RecordedAccess::kRead) ChangedInGap(a.allocation);
+    }
+    if (skipped.freed_unmanaged != 0) ChangedInGap(skipped.freed_unmanaged);
+  }
+
+  void AddOp(const Kept& k) {
+    RecordedOp op;
+    op.name = k.name;
+    op.duration_us = k.duration_us;
+    op.replay_capable = k.replay_capable;
+    op.copy = k.copy;
+    for (const Access& a : k.accesses) {
+      NoteOutside(a.allocation);
+      op.accesses.push_back({a.allocation, a.mode});
+    }
+    const int index = static_cast<int>(it_.ops.size());
+    for (const Access& a : k.unmanaged) {
+      if (a.mode != RecordedAccess::kRead) Changed(a.allocation, index);
+    }
+    for (const Access& a : k.unmanaged) {
+      if (a.mode == RecordedAccess::kWrite) continue;
+      // Read and written by the op itself: a replay would read what it wrote.
+      if (a.mode == RecordedAccess::kReadWrite) op.unprofiled_inputs_until = index;
+      unprofiled_readers_[a.allocation].push_back(index);
+    }
+    it_.events.push_back({RecordedIteration::Event::kOp, static_cast<int>(it_.ops.size()), 0, 0});
+    if (positions_ != nullptr) positions_->ops.push_back(position_);
+    it_.ops.push_back(std::move(op));
+  }
+
+  void AddAlloc(const Kept& k) {
+    if (k.allocation == 0) return;  // not managed
+    allocated_here_.insert(k.allocation);
+    made_here_.push_back({k.allocation, position_});
+    if (positions_ != nullptr) positions_->managed_allocs.push_back(position_);
+    it_.events.push_back({RecordedIteration::Event::kAlloc, 0, k.allocation,
+                          recorder_.managed_bytes_.at(k.allocation)});
+  }
+
+  void AddFree(const Kept& k, uint64_t first) {
+    if (k.freed_unmanaged != 0) ChangedInGap(k.freed_unmanaged);
+    if (k.allocation == 0) return;
+    NoteOutside(k.allocation);
+    freed_here_.insert(k.allocation);
+    if (!allocated_here_.contains(k.allocation) && k.alloc_seq < first) {
+      carried_in_.push_back({k.alloc_seq, k.allocation});
+    }
+    it_.events.push_back({RecordedIteration::Event::kFree, 0, k.allocation, 0});
+  }
+
+  // Note [Carried lifetimes]: the successor of a carried-in allocation is the allocation made
+  // one period later in its place, the one the next iteration frees where the reference frees
+  // it: in a periodic stream the carried-in allocations (by when they were made) and the
+  // carried-out ones (by position) pair up in order. A pair of different sizes is no successor.
+  void PairCarried() {
+    std::vector<const std::pair<uint64_t, int64_t>*> carried_out;
+    for (const auto& m : made_here_) {
+      if (!freed_here_.contains(m.first)) carried_out.push_back(&m);
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> in_by_age = std::move(carried_in_);
+    std::sort(in_by_age.begin(), in_by_age.end());
+    const size_t skip_in =
+        in_by_age.size() > carried_out.size() ? in_by_age.size() - carried_out.size() : 0;
+    const auto& managed_bytes = recorder_.managed_bytes_;
+    for (size_t i = skip_in; i < in_by_age.size(); ++i) {
+      const auto& [seq, a] = in_by_age[i];
+      const auto& [successor, at_position] = *carried_out[i - skip_in];
+      auto bytes_in = managed_bytes.find(a);
+      auto bytes_out = managed_bytes.find(successor);
+      if (bytes_in != managed_bytes.end() && bytes_out != managed_bytes.end() &&
+          bytes_in->second == bytes_out->second) {
+        positions_->carried[a] = at_position;
+      }
+    }
+  }
+
+  const OpStreamRecorder& recorder_;
+  Positions* const positions_;  // may be null
+  RecordedIteration it_;
+  int64_t position_ = -1;
+  absl::flat_hash_set<uint64_t> allocated_here_;
+  absl::flat_hash_set<uint64_t> persistent_;
+  // Note [Carried lifetimes]: allocations freed here that were made before the window, and
+  // allocations made here and not freed, each in order: the k-th of one is the k-th of the
+  // other one period earlier.
+  std::vector<std::pair<uint64_t, uint64_t>> carried_in_;  // alloc_seq, allocation
+  std::vector<std::pair<uint64_t, int64_t>> made_here_;    // allocation, position
+  absl::flat_hash_set<uint64_t> freed_here_;
+  // Note [Unprofiled inputs]: per allocation outside the profile, the recorded ops that read it
+  // and have not seen it change since.
+  absl::flat_hash_map<uint64_t, std::vector<int>> unprofiled_readers_;
+};
+
 absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_bytes,
                                                               Positions* positions) const {
   if (tracker_.Reference().empty()) {
@@ -139,131 +298,7 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
     return absl::FailedPreconditionError(absl::StrCat("the reference iteration's events [", first,
                                                       ", ", end, ") are no longer kept"));
   }
-  RecordedIteration it;
-  it.resident_other_bytes = other_bytes;
-  if (positions != nullptr) *positions = Positions{};
-  absl::flat_hash_set<uint64_t> allocated_here;
-  absl::flat_hash_set<uint64_t> persistent;
-  auto note_outside = [&](uint64_t a) {
-    if (allocated_here.contains(a) || !persistent.insert(a).second) return;
-    auto bytes = managed_bytes_.find(a);
-    it.persistent.push_back({a, bytes == managed_bytes_.end() ? 0 : bytes->second});
-  };
-  auto at = [&](uint64_t seq) -> const Kept& {
-    return kept_[static_cast<size_t>(seq - kept_.front().seq)];
-  };
-  // Note [Unmatched ops]: ops passed over in a recorded window are not the reference's; without
-  // them the window's events are the reference's, position for position.
-  const std::vector<uint64_t>& skips = tracker_.ReferenceSkips();
-  size_t next_skip = 0;
-  int64_t position = -1;
-  // Note [Carried lifetimes]: allocations freed here that were made before the window, and
-  // allocations made here and not freed, each in order: the k-th of one is the k-th of the
-  // other one period earlier.
-  std::vector<std::pair<uint64_t, uint64_t>> carried_in;  // alloc_seq, allocation
-  std::vector<std::pair<uint64_t, int64_t>> made_here;    // allocation, position
-  absl::flat_hash_set<uint64_t> freed_here;
-  // Note [Unprofiled inputs]: per allocation outside the profile, the recorded ops that read it
-  // and have not seen it change since.
-  absl::flat_hash_map<uint64_t, std::vector<int>> unprofiled_readers;
-  auto changed = [&](uint64_t allocation, int until) {
-    auto readers = unprofiled_readers.find(allocation);
-    if (readers == unprofiled_readers.end()) return;
-    for (int op : readers->second) {
-      int& u = it.ops[static_cast<size_t>(op)].unprofiled_inputs_until;
-      u = u < 0 ? until : std::min(u, until);
-    }
-    unprofiled_readers.erase(readers);
-  };
-  // Changed between two recorded ops: a replay must come before the earlier one.
-  auto changed_in_gap = [&](uint64_t allocation) {
-    changed(allocation, static_cast<int>(it.ops.size()) - 1);
-  };
-  for (uint64_t seq = first; seq < end; ++seq) {
-    if (next_skip < skips.size() && skips[next_skip] == seq) {
-      ++next_skip;
-      const Kept& skipped = at(seq);
-      for (const Access& a : skipped.unmanaged) {
-        if (a.mode != RecordedAccess::kRead) changed_in_gap(a.allocation);
-      }
-      if (skipped.freed_unmanaged != 0) changed_in_gap(skipped.freed_unmanaged);
-      continue;
-    }
-    ++position;
-    const Kept& k = at(seq);
-    switch (k.kind) {
-      case StreamEvent::Kind::kOp: {
-        RecordedOp op;
-        op.name = k.name;
-        op.duration_us = k.duration_us;
-        op.replay_capable = k.replay_capable;
-        op.copy = k.copy;
-        for (const Access& a : k.accesses) {
-          note_outside(a.allocation);
-          op.accesses.push_back({a.allocation, a.mode});
-        }
-        const int index = static_cast<int>(it.ops.size());
-        for (const Access& a : k.unmanaged) {
-          if (a.mode != RecordedAccess::kRead) changed(a.allocation, index);
-        }
-        for (const Access& a : k.unmanaged) {
-          if (a.mode == RecordedAccess::kWrite) continue;
-          // Read and written by the op itself: a replay would read what it wrote.
-          if (a.mode == RecordedAccess::kReadWrite) op.unprofiled_inputs_until = index;
-          unprofiled_readers[a.allocation].push_back(index);
-        }
-        it.events.push_back({RecordedIteration::Event::kOp, static_cast<int>(it.ops.size()), 0, 0});
-        if (positions != nullptr) positions->ops.push_back(position);
-        it.ops.push_back(std::move(op));
-        break;
-      }
-      case StreamEvent::Kind::kAlloc: {
-        if (k.allocation == 0) break;  // not managed
-        allocated_here.insert(k.allocation);
-        made_here.push_back({k.allocation, position});
-        if (positions != nullptr) positions->managed_allocs.push_back(position);
-        it.events.push_back(
-            {RecordedIteration::Event::kAlloc, 0, k.allocation, managed_bytes_.at(k.allocation)});
-        break;
-      }
-      case StreamEvent::Kind::kFree: {
-        if (k.freed_unmanaged != 0) changed_in_gap(k.freed_unmanaged);
-        if (k.allocation == 0) break;
-        note_outside(k.allocation);
-        freed_here.insert(k.allocation);
-        if (!allocated_here.contains(k.allocation) && k.alloc_seq < first) {
-          carried_in.push_back({k.alloc_seq, k.allocation});
-        }
-        it.events.push_back({RecordedIteration::Event::kFree, 0, k.allocation, 0});
-        break;
-      }
-    }
-  }
-  if (positions != nullptr) {
-    // Note [Carried lifetimes]: the successor of a carried-in allocation is the allocation made
-    // one period later in its place, the one the next iteration frees where the reference frees
-    // it: in a periodic stream the carried-in allocations (by when they were made) and the
-    // carried-out ones (by position) pair up in order. A pair of different sizes is no successor.
-    std::vector<const std::pair<uint64_t, int64_t>*> carried_out;
-    for (const auto& m : made_here) {
-      if (!freed_here.contains(m.first)) carried_out.push_back(&m);
-    }
-    std::vector<std::pair<uint64_t, uint64_t>> in_by_age = std::move(carried_in);
-    std::sort(in_by_age.begin(), in_by_age.end());
-    const size_t skip_in =
-        in_by_age.size() > carried_out.size() ? in_by_age.size() - carried_out.size() : 0;
-    for (size_t i = skip_in; i < in_by_age.size(); ++i) {
-      const auto& [seq, a] = in_by_age[i];
-      const auto& [successor, at_position] = *carried_out[i - skip_in];
-      auto bytes_in = managed_bytes_.find(a);
-      auto bytes_out = managed_bytes_.find(successor);
-      if (bytes_in != managed_bytes_.end() && bytes_out != managed_bytes_.end() &&
-          bytes_in->second == bytes_out->second) {
-        positions->carried[a] = at_position;
-      }
-    }
-  }
-  return it;
+  return ReferenceWalk(*this, other_bytes, positions).Walk(first, end);
 }
 
 void OpStreamRecorder::DropKept() {

@@ -115,6 +115,9 @@ class OpStreamRecorder {
     uint64_t seq = 0;  // the allocation's sequence number
   };
 
+  // Reference's walk over the kept window (op_stream_recorder.cc).
+  class ReferenceWalk;
+
   void Keep(Kept k);
 
   IterationTracker tracker_;

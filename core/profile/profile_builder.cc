@@ -32,13 +32,11 @@
 // A tensor has two sizes. A swap copies what the program asked for (Tensor::bytes); the device
 // holds that rounded up to the residency manager's mapping granularity (Tensor::device_bytes,
 // 2 MiB under the CUDA VMM API), because every swappable allocation is its own mapping. The
-// planner must charge the second: a profile of 1 MiB expert weights (cnn_train --model moe)
-// charged at 1 MiB made plans that fit on paper and held twice that on the device, and the
-// safety net paged (moe top-8 with its experts fixed, 40 % of peak, simgpu v100-pcie3: the
-// oracle of scripts/bench_dynamic.sh went from 9.51 to 6.32 ms with this and Note [Unprofiled
-// inputs] in op_stream_recorder.cc). Every tensor of a measured profile is such a mapping:
-// allocations below POOCH_MIN_SWAP_BYTES live in slabs, which are the constant "other", charged
-// whole. The runtime's copy times (core/exec/copy_times.h) stay per requested byte.
+// planner must charge the second: 1 MiB tensors charged at 1 MiB make plans that fit on paper
+// and hold twice that on the device, and the safety net pages. Every tensor of a measured
+// profile is such a mapping: allocations below POOCH_MIN_SWAP_BYTES live in slabs, which are the
+// constant "other", charged whole. The runtime's copy times (core/measure/copy_times.h) stay
+// per requested byte.
 //
 // Note [Static replay check]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -107,167 +105,219 @@ OpKind OpKindFromApiName(const std::string& name) {
   return OpKind::kOther;
 }
 
-absl::StatusOr<BuiltProfile> BuildProfile(const RecordedIteration& it,
-                                          const ProfileBuildOptions& options) {
-  const OpIndex n = static_cast<OpIndex>(it.ops.size());
-  if (n == 0) return Bad("the iteration has no ops");
-  if (it.resident_other_bytes < 0) {
-    return Bad("resident_other_bytes is negative (%d)", it.resident_other_bytes);
+namespace {
+
+// BuildProfile's steps over one recorded iteration: the persistent tensors, then each event in
+// order (Note [Recorded lifetimes]), then the names and flags read from the whole iteration.
+class ProfileAssembly {
+ public:
+  ProfileAssembly(const RecordedIteration& it, const ProfileBuildOptions& options)
+      : it_(it), options_(options), n_(static_cast<OpIndex>(it.ops.size())) {
+    out_.profile.name = options.name;
   }
-  BuiltProfile out;
-  Profile& p = out.profile;
-  p.name = options.name;
-  if (options.granularity < 1) return Bad("granularity %d is below 1", options.granularity);
-  auto add_tensor = [&](std::string name, int64_t bytes, uint64_t allocation, int ordinal) {
+
+  absl::Status AddPersistent() {
+    for (size_t k = 0; k < it_.persistent.size(); ++k) {
+      const RecordedIteration::Persistent& a = it_.persistent[k];
+      if (a.bytes < 0) {
+        return Bad("persistent[%d]: allocation %d has negative size", k, a.allocation);
+      }
+      if (a.allocation == kOtherAllocation) return Bad("persistent[%d]: allocation id 0", k);
+      if (live_.contains(a.allocation)) {
+        return Bad("persistent[%d]: allocation %d listed twice", k, a.allocation);
+      }
+      live_[a.allocation] = AddTensor(absl::StrCat("p", a.allocation), a.bytes, a.allocation, -1);
+    }
+    if (it_.resident_other_bytes > 0) {
+      AddTensor("other", it_.resident_other_bytes, kOtherAllocation, -1);
+    }
+    out_.profile.ops.resize(n_);
+    written_.assign(out_.profile.tensors.size(), true);
+    uninitialised_read_.assign(n_, false);
+    return absl::OkStatus();
+  }
+
+  absl::Status AddEvents() {
+    for (size_t e = 0; e < it_.events.size(); ++e) {
+      const RecordedIteration::Event& ev = it_.events[e];
+      absl::Status s;
+      switch (ev.kind) {
+        case RecordedIteration::Event::kOp:
+          s = AddOp(e, ev);
+          break;
+        case RecordedIteration::Event::kAlloc:
+          s = AddAlloc(e, ev);
+          break;
+        case RecordedIteration::Event::kFree:
+          s = AddFree(e, ev);
+          break;
+        default:
+          return Bad("events[%d]: unknown kind %d", e, static_cast<int>(ev.kind));
+      }
+      if (!s.ok()) return s;
+    }
+    if (next_op_ != n_) return Bad("events: only %d of %d ops appear", next_op_, n_);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<BuiltProfile> Finish() && {
+    Profile& p = out_.profile;
+    NameByFirstWriter();
+    LabelPhasesByPeak(p);
+    for (OpIndex i = 0; i < n_; ++i) {  // Note [Static replay check]
+      p.ops[i].replayable = it_.ops[i].replay_capable && !uninitialised_read_[i];
+    }
+    if (absl::Status valid = p.Validate(); !valid.ok()) {
+      return Bad("the built profile is inconsistent: %s", valid.message());
+    }
+    return std::move(out_);
+  }
+
+ private:
+  TensorId AddTensor(std::string name, int64_t bytes, uint64_t allocation, int ordinal) {
+    Profile& p = out_.profile;
     Tensor t;
     t.id = static_cast<TensorId>(p.tensors.size());
     t.name = std::move(name);
     t.bytes = bytes;
     // Note [Mapped bytes]; "other" is whole slabs already.
-    const int64_t g = options.granularity;
+    const int64_t g = options_.granularity;
     const int64_t mapped =
         allocation == kOtherAllocation || bytes > std::numeric_limits<int64_t>::max() - g
             ? bytes
             : RoundUp(bytes, g);
     if (mapped != bytes) t.device_bytes = mapped;
     p.tensors.push_back(std::move(t));
-    out.tensor_allocation.push_back(allocation);
-    out.tensor_alloc_ordinal.push_back(ordinal);
+    out_.tensor_allocation.push_back(allocation);
+    out_.tensor_alloc_ordinal.push_back(ordinal);
     return p.tensors.back().id;
-  };
+  }
 
-  // Allocation id -> the tensor it currently is.
-  absl::flat_hash_map<uint64_t, TensorId> live;
-  for (size_t k = 0; k < it.persistent.size(); ++k) {
-    const RecordedIteration::Persistent& a = it.persistent[k];
-    if (a.bytes < 0) return Bad("persistent[%d]: allocation %d has negative size", k, a.allocation);
-    if (a.allocation == kOtherAllocation) return Bad("persistent[%d]: allocation id 0", k);
-    if (live.contains(a.allocation)) {
-      return Bad("persistent[%d]: allocation %d listed twice", k, a.allocation);
+  // The op's fields other than its accesses, checked.
+  absl::Status CopyOpFields(const RecordedOp& rec, Op& op) const {
+    op.name = rec.name;
+    op.kind = OpKindFromApiName(rec.name);
+    op.duration_us = rec.duration_us;
+    if (rec.copy.to_host < 0 || rec.copy.to_device < 0 ||
+        (rec.copy.to_host > 0 && rec.copy.to_device > 0)) {
+      return Bad("ops[%d]: copies %d bytes to the host and %d to the device", next_op_,
+                 rec.copy.to_host, rec.copy.to_device);
     }
-    live[a.allocation] = add_tensor(absl::StrCat("p", a.allocation), a.bytes, a.allocation, -1);
-  }
-  if (it.resident_other_bytes > 0) {
-    add_tensor("other", it.resident_other_bytes, kOtherAllocation, -1);
-  }
-
-  p.ops.resize(n);
-  std::vector<bool> written;  // per tensor: written by an earlier op (or persistent)
-  written.assign(p.tensors.size(), true);
-  std::vector<bool> uninitialised_read(n, false);
-  OpIndex next_op = 0;  // the op after the current gap
-  int ordinal = 0;
-  for (size_t e = 0; e < it.events.size(); ++e) {
-    const RecordedIteration::Event& ev = it.events[e];
-    switch (ev.kind) {
-      case RecordedIteration::Event::kOp: {
-        if (ev.op_index != next_op) {
-          return Bad("events[%d]: op %d, expected op %d (each op once, in order)", e, ev.op_index,
-                     next_op);
-        }
-        if (next_op >= n) return Bad("events[%d]: op %d does not exist (%d ops)", e, next_op, n);
-        const RecordedOp& rec = it.ops[next_op];
-        Op& op = p.ops[next_op];
-        op.name = rec.name;
-        op.kind = OpKindFromApiName(rec.name);
-        op.duration_us = rec.duration_us;
-        if (rec.copy.to_host < 0 || rec.copy.to_device < 0 ||
-            (rec.copy.to_host > 0 && rec.copy.to_device > 0)) {
-          return Bad("ops[%d]: copies %d bytes to the host and %d to the device", next_op,
-                     rec.copy.to_host, rec.copy.to_device);
-        }
-        op.to_host_bytes = rec.copy.to_host;
-        op.to_device_bytes = rec.copy.to_device;
-        op.workspace_bytes = rec.workspace_bytes;
-        if (rec.unprofiled_inputs_until < -1 || rec.unprofiled_inputs_until >= n) {
-          return Bad("ops[%d].unprofiled_inputs_until: op %d does not exist (%d ops)", next_op,
-                     rec.unprofiled_inputs_until, n);
-        }
-        op.unprofiled_inputs_until = rec.unprofiled_inputs_until;
-        std::vector<TensorId> reads, writes;
-        for (size_t a = 0; a < rec.accesses.size(); ++a) {
-          const RecordedAccess& acc = rec.accesses[a];
-          const auto found = live.find(acc.allocation);
-          if (found == live.end()) {
-            return Bad(
-                "ops[%d].accesses[%d]: allocation %d is neither persistent nor allocated "
-                "in the iteration (or was freed)",
-                next_op, a, acc.allocation);
-          }
-          if (acc.mode != RecordedAccess::kWrite) AddOnce(reads, found->second);
-          if (acc.mode != RecordedAccess::kRead) AddOnce(writes, found->second);
-        }
-        for (TensorId t : reads) {
-          if (written[t]) {
-            op.reads.push_back(t);
-          } else {
-            uninitialised_read[next_op] = true;  // Note [Recorded lifetimes]
-          }
-        }
-        for (TensorId t : writes) {
-          op.writes.push_back(t);
-          written[t] = true;
-        }
-        ++next_op;
-        break;
-      }
-      case RecordedIteration::Event::kAlloc: {
-        if (ev.bytes < 0) {
-          return Bad("events[%d]: allocation %d has negative size", e, ev.allocation);
-        }
-        if (ev.allocation == kOtherAllocation) return Bad("events[%d]: allocation id 0", e);
-        if (live.contains(ev.allocation)) {
-          return Bad("events[%d]: allocation %d allocated again before it was freed", e,
-                     ev.allocation);
-        }
-        const TensorId id =
-            add_tensor(absl::StrCat("a", ordinal), ev.bytes, ev.allocation, ordinal);
-        ++ordinal;
-        p.tensors[id].alloc_before = std::min(next_op, n - 1);
-        written.push_back(false);
-        live[ev.allocation] = id;
-        break;
-      }
-      case RecordedIteration::Event::kFree: {
-        const auto found = live.find(ev.allocation);
-        if (found == live.end()) {
-          return Bad(
-              "events[%d]: free of allocation %d, which is neither persistent nor "
-              "allocated in the iteration (or was freed already)",
-              e, ev.allocation);
-        }
-        Tensor& t = p.tensors[found->second];
-        t.free_after = std::max<OpIndex>(next_op - 1, std::max<OpIndex>(t.alloc_before, 0));
-        live.erase(found);
-        break;
-      }
-      default:
-        return Bad("events[%d]: unknown kind %d", e, static_cast<int>(ev.kind));
+    op.to_host_bytes = rec.copy.to_host;
+    op.to_device_bytes = rec.copy.to_device;
+    op.workspace_bytes = rec.workspace_bytes;
+    if (rec.unprofiled_inputs_until < -1 || rec.unprofiled_inputs_until >= n_) {
+      return Bad("ops[%d].unprofiled_inputs_until: op %d does not exist (%d ops)", next_op_,
+                 rec.unprofiled_inputs_until, n_);
     }
+    op.unprofiled_inputs_until = rec.unprofiled_inputs_until;
+    return absl::OkStatus();
   }
-  if (next_op != n) return Bad("events: only %d of %d ops appear", next_op, n);
 
-  const int32_t nt = static_cast<int32_t>(p.tensors.size());
+  absl::Status AddOp(size_t e, const RecordedIteration::Event& ev) {
+    if (ev.op_index != next_op_) {
+      return Bad("events[%d]: op %d, expected op %d (each op once, in order)", e, ev.op_index,
+                 next_op_);
+    }
+    if (next_op_ >= n_) return Bad("events[%d]: op %d does not exist (%d ops)", e, next_op_, n_);
+    const RecordedOp& rec = it_.ops[next_op_];
+    Op& op = out_.profile.ops[next_op_];
+    if (absl::Status s = CopyOpFields(rec, op); !s.ok()) return s;
+    std::vector<TensorId> reads, writes;
+    for (size_t a = 0; a < rec.accesses.size(); ++a) {
+      const RecordedAccess& acc = rec.accesses[a];
+      const auto found = live_.find(acc.allocation);
+      if (found == live_.end()) {
+        return Bad(
+            "ops[%d].accesses[%d]: allocation %d is neither persistent nor allocated "
+            "in the iteration (or was freed)",
+            next_op_, a, acc.allocation);
+      }
+      if (acc.mode != RecordedAccess::kWrite) AddOnce(reads, found->second);
+      if (acc.mode != RecordedAccess::kRead) AddOnce(writes, found->second);
+    }
+    for (TensorId t : reads) {
+      if (written_[t]) {
+        op.reads.push_back(t);
+      } else {
+        uninitialised_read_[next_op_] = true;  // Note [Recorded lifetimes]
+      }
+    }
+    for (TensorId t : writes) {
+      op.writes.push_back(t);
+      written_[t] = true;
+    }
+    ++next_op_;
+    return absl::OkStatus();
+  }
+
+  absl::Status AddAlloc(size_t e, const RecordedIteration::Event& ev) {
+    if (ev.bytes < 0) return Bad("events[%d]: allocation %d has negative size", e, ev.allocation);
+    if (ev.allocation == kOtherAllocation) return Bad("events[%d]: allocation id 0", e);
+    if (live_.contains(ev.allocation)) {
+      return Bad("events[%d]: allocation %d allocated again before it was freed", e, ev.allocation);
+    }
+    const TensorId id = AddTensor(absl::StrCat("a", ordinal_), ev.bytes, ev.allocation, ordinal_);
+    ++ordinal_;
+    out_.profile.tensors[id].alloc_before = std::min(next_op_, n_ - 1);
+    written_.push_back(false);
+    live_[ev.allocation] = id;
+    return absl::OkStatus();
+  }
+
+  absl::Status AddFree(size_t e, const RecordedIteration::Event& ev) {
+    const auto found = live_.find(ev.allocation);
+    if (found == live_.end()) {
+      return Bad(
+          "events[%d]: free of allocation %d, which is neither persistent nor "
+          "allocated in the iteration (or was freed already)",
+          e, ev.allocation);
+    }
+    Tensor& t = out_.profile.tensors[found->second];
+    t.free_after = std::max<OpIndex>(next_op_ - 1, std::max<OpIndex>(t.alloc_before, 0));
+    live_.erase(found);
+    return absl::OkStatus();
+  }
+
   // Tensor names say who wrote them first, for plan and simulator messages.
-  std::vector<std::vector<OpIndex>> writers(nt);
-  for (OpIndex i = 0; i < n; ++i) {
-    for (TensorId t : p.ops[i].writes) writers[t].push_back(i);
-  }
-  for (TensorId t = 0; t < nt; ++t) {
-    if (out.tensor_alloc_ordinal[t] >= 0 && !writers[t].empty()) {
-      absl::StrAppend(&p.tensors[t].name, ":", p.ops[writers[t][0]].name, "@", writers[t][0]);
+  void NameByFirstWriter() {
+    Profile& p = out_.profile;
+    const int32_t nt = static_cast<int32_t>(p.tensors.size());
+    std::vector<std::vector<OpIndex>> writers(nt);
+    for (OpIndex i = 0; i < n_; ++i) {
+      for (TensorId t : p.ops[i].writes) writers[t].push_back(i);
+    }
+    for (TensorId t = 0; t < nt; ++t) {
+      if (out_.tensor_alloc_ordinal[t] >= 0 && !writers[t].empty()) {
+        absl::StrAppend(&p.tensors[t].name, ":", p.ops[writers[t][0]].name, "@", writers[t][0]);
+      }
     }
   }
 
-  LabelPhasesByPeak(p);
-  for (OpIndex i = 0; i < n; ++i) {  // Note [Static replay check]
-    p.ops[i].replayable = it.ops[i].replay_capable && !uninitialised_read[i];
-  }
+  const RecordedIteration& it_;
+  const ProfileBuildOptions& options_;
+  const OpIndex n_;
+  BuiltProfile out_;
+  absl::flat_hash_map<uint64_t, TensorId> live_;  // allocation id -> the tensor it now is
+  std::vector<bool> written_;             // per tensor: written by an earlier op (or persistent)
+  std::vector<bool> uninitialised_read_;  // per op
+  OpIndex next_op_ = 0;                   // the op after the current gap
+  int ordinal_ = 0;                       // of the next allocation made in the iteration
+};
 
-  if (absl::Status valid = p.Validate(); !valid.ok()) {
-    return Bad("the built profile is inconsistent: %s", valid.message());
+}  // namespace
+
+absl::StatusOr<BuiltProfile> BuildProfile(const RecordedIteration& it,
+                                          const ProfileBuildOptions& options) {
+  if (it.ops.empty()) return Bad("the iteration has no ops");
+  if (it.resident_other_bytes < 0) {
+    return Bad("resident_other_bytes is negative (%d)", it.resident_other_bytes);
   }
-  return out;
+  if (options.granularity < 1) return Bad("granularity %d is below 1", options.granularity);
+  ProfileAssembly assembly(it, options);
+  if (absl::Status s = assembly.AddPersistent(); !s.ok()) return s;
+  if (absl::Status s = assembly.AddEvents(); !s.ok()) return s;
+  return std::move(assembly).Finish();
 }
 
 }  // namespace pooch

@@ -507,7 +507,7 @@ TEST_F(ResidencyPlanTest, NoCopyTimingsUnlessAskedFor) {
 }
 
 // Profiling times copies and stops once the profile is made (Note [Copy times] in
-// core/exec/copy_times.h): no timing, and so no event, is kept for a copy made after.
+// core/measure/copy_times.h): no timing, and so no event, is kept for a copy made after.
 TEST_F(ResidencyPlanTest, SetTimeCopiesStartsAndStopsTiming) {
   Init(kG);
   DeviceAddress a = *manager_->Allocate(kG);

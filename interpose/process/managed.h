@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/base/log.h"
-#include "core/exec/profiler.h"
+#include "core/exec/plan_executor.h"
 #include "core/exec/recomputer.h"
 #include "core/lineage/replay_recipe.h"
 #include "core/residency/residency.h"
@@ -200,7 +200,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
       ranges.ReadSourceFrom(host);
     }
   }
-  Profiler* profiler = process.profiler();
+  PlanExecutor* profiler = process.profiler();
   ProfiledOp profiled = profiler == nullptr
                             ? ProfiledOp{}
                             : profiler->OpBegin(HookScope::CurrentName(), stream, ranges.get(),
@@ -214,7 +214,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
   timer.Pause();
   const Ret result = forward();
   timer.Resume();
-  // Note [Op brackets] (core/exec/profiler.h): before anything else is done on the host.
+  // Note [Op brackets] (core/exec/plan_executor.h): before anything else is done on the host.
   if (profiled.start != 0) profiler->OpRan(&profiled, stream);
   NoteResult(result);  // Note [Sticky errors] in interpose/symbols/errors.h
   // Note [Overwritten allocations]: a call that failed wrote nothing.
@@ -241,7 +241,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
 // A synchronous copy to the host finished: the program may now decide from its bytes what runs
 // next, a block boundary of the pilot model (Note [Pilot model], core/pilot/pilot.h).
 inline void NoteReadBack(const void* host, size_t bytes) {
-  if (pooch::Profiler* p = Process::Get().profiler()) p->ReadBack(host, bytes);
+  if (pooch::PlanExecutor* p = Process::Get().profiler()) p->ReadBack(host, bytes);
 }
 
 // cudaMalloc-like: the manager's for large sizes, the sub-allocator's for small ones (Note [Small
@@ -276,7 +276,7 @@ Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_all
     return HookFailure<Ret>(address.status());
   }
   *out = *address;
-  if (Profiler* profiler = process.profiler()) profiler->Alloc(*out, size, swappable);
+  if (PlanExecutor* profiler = process.profiler()) profiler->Alloc(*out, size, swappable);
   return success;
 }
 
@@ -288,7 +288,7 @@ Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
   if (manager == nullptr || address == 0) return real_free();
   if (const Ret sticky = StickyError<Ret>(); sticky != Ret{}) return HookFailure(sticky);
   HookTimer timer(HookWork::kFree);
-  Profiler* profiler = process.profiler();
+  PlanExecutor* profiler = process.profiler();
   if (Recomputer* recomputer = process.recomputer()) {
     // Recipes that read this memory rebuild their dropped maps now, or are forgotten; or the
     // recomputer keeps it for them (Note [Kept inputs], core/exec/recomputer.h).

@@ -99,7 +99,7 @@ void Process::Start() {
   if (config_.iteration_marker == IterationMarker::kNvtx) UseAsNvtxInjection();
   if (config_.mode != RunMode::kOff) {
     // Demand swapping under every policy but off; a planner policy adds the profiler and the
-    // plan's actions on top (core/exec/profiler.h).
+    // plan's actions on top (core/exec/plan_executor.h).
     g_managed.store(true, std::memory_order_release);
   }
 }
@@ -136,7 +136,7 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
                  static_cast<long long>(options->memory_limit));
   }
   // Profiling measures the link from the swaps' copies (Note [Copy times]).
-  options->time_copies = Profiler::WantedBy(config_);
+  options->time_copies = PlanExecutor::WantedBy(config_);
   CudaDevice* raw_device = device->release();
   // Published (never freed: hooks may run at exit) only once every part was made.
   auto parts = std::make_unique<Parts>();
@@ -178,9 +178,9 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
     parts->recomputer = new Recomputer(timed, *raw_manager, *parts->small, options->min_swap_bytes,
                                        parts->trace, /*dtr=*/config_.mode == RunMode::kDtr);
   }
-  if (Profiler::WantedBy(config_)) {
-    parts->profiler =
-        new Profiler(timed, *raw_manager, *parts->small, config_, parts->trace, parts->recomputer);
+  if (PlanExecutor::WantedBy(config_)) {
+    parts->profiler = new PlanExecutor(timed, *raw_manager, *parts->small, config_, parts->trace,
+                                       parts->recomputer);
   }
   POOCH_LOG_AT(kInfo, "managing device memory: limit %lld bytes, min swap %lld bytes",
                static_cast<long long>(options->memory_limit),
@@ -233,14 +233,14 @@ Recomputer* Process::recomputer() const {
   return parts != nullptr ? parts->recomputer : nullptr;
 }
 
-Profiler* Process::profiler() const {
+PlanExecutor* Process::profiler() const {
   const Parts* parts = parts_.load(std::memory_order_acquire);
   return parts != nullptr ? parts->profiler : nullptr;
 }
 
 void Process::MarkIteration() {
   if (ResidencyManager* m = existing_manager()) m->MarkIteration();
-  if (Profiler* p = profiler()) p->SyncMarker();
+  if (PlanExecutor* p = profiler()) p->SyncMarker();
 }
 
 void Process::NoteNonBlockingStream(uintptr_t stream) {
@@ -304,7 +304,7 @@ void Process::WriteSummary() const {
     const HookTimes hooks = CurrentHookTimes();
     print(HostLine(hooks, parts->timed->Times()));
   }
-  if (Profiler* profiler = this->profiler()) {
+  if (PlanExecutor* profiler = this->profiler()) {
     for (const std::string& line : profiler->SummaryLines()) print(line);
   }
   const Recomputer* recomputer = this->recomputer();

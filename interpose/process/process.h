@@ -5,7 +5,7 @@
 // CudaDevice with the configured limit (the device's free memory when unset, never more than
 // that; ResidencyOptionsFromConfig in core/config/config.h), the sub-allocator of
 // small allocations (Note [Small allocations] in core/residency/residency.h), the Recomputer (a
-// planner policy), the Profiler (a planner policy or POOCH_PROFILE_OUT) and the POOCH_TRACE
+// planner policy), the PlanExecutor (a planner policy or POOCH_PROFILE_OUT) and the POOCH_TRACE
 // observer. The parts are created together on the first call that needs the manager (an allocation
 // or an op on the program's own path): the runtime is initialised first (a real cudaFree(nullptr),
 // which makes the primary context current). If they cannot be made, pooch says so in one line and
@@ -33,7 +33,7 @@
 #include "core/base/mutex.h"
 #include "core/config/config.h"
 #include "core/device/timed_device.h"
-#include "core/exec/profiler.h"
+#include "core/exec/plan_executor.h"
 #include "core/exec/recomputer.h"
 #include "core/exec/trace_observer.h"
 #include "core/residency/residency.h"
@@ -72,7 +72,7 @@ class Process {
   // The device the parts manage memory on (its context and ordinal answer pointer queries).
   CudaDevice* device() const;
   Recomputer* recomputer() const;
-  Profiler* profiler() const;
+  PlanExecutor* profiler() const;
 
   // An iteration ends here (POOCH_ITERATION_MARKER sync or nvtx).
   void MarkIteration();
@@ -93,7 +93,7 @@ class Process {
     ResidencyManager* manager = nullptr;
     SmallAllocator* small = nullptr;
     Recomputer* recomputer = nullptr;
-    Profiler* profiler = nullptr;
+    PlanExecutor* profiler = nullptr;
     TraceObserver* trace = nullptr;
   };
 

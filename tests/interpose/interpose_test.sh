@@ -883,7 +883,7 @@ plan_switching)
   ;;
 
 measured_choice)
-  # Note [Measured choice] (core/exec/measured_choice.h): args POOCH CNN_TRAIN. moe (top 2 of 16)
+  # Note [Measured choice] (core/measure/measured_choice.h): args POOCH CNN_TRAIN. moe (top 2 of 16)
   # at 40 % of the in-core peak, 30 iterations under pooch with the hazard checker at error: its
   # plan diverges at the chosen experts, is tried followed, set aside and set aside with the pilot
   # acting, and one mode is kept; every iteration's choices and loss and the parameters are

@@ -1,4 +1,4 @@
-#include "core/exec/measured_choice.h"
+#include "core/measure/measured_choice.h"
 
 #include "absl/strings/str_format.h"
 

@@ -9,12 +9,12 @@
 //   for (auto [key, us] : timer.Take()) ...   // later: the ops whose end event completed
 //
 // Bounded: at most kMaxPending timings wait at a time (Begin returns 0 beyond), and events are
-// reused. Take reads the oldest pending first and stops at the first that has not completed, so
-// one call costs a query or two when the device keeps up.
+// reused (core/device/timing_event_pool.h). Take reads the oldest pending first and stops at the
+// first that has not completed, so one call costs a query or two when the device keeps up.
 //
 // Thread safety: none; the owner serialises every call (the Recomputer's lock).
-#ifndef POOCH_CORE_EXEC_OP_TIMER_H_
-#define POOCH_CORE_EXEC_OP_TIMER_H_
+#ifndef POOCH_CORE_MEASURE_OP_TIMER_H_
+#define POOCH_CORE_MEASURE_OP_TIMER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/device/device.h"
+#include "core/device/timing_event_pool.h"
 
 namespace pooch {
 
@@ -30,7 +31,7 @@ class OpTimer {
  public:
   static constexpr size_t kMaxPending = 1024;
 
-  explicit OpTimer(Device& device) : device_(device) {}
+  explicit OpTimer(Device& device) : device_(device), events_(device) {}
   ~OpTimer();
   OpTimer(const OpTimer&) = delete;
   OpTimer& operator=(const OpTimer&) = delete;
@@ -53,14 +54,12 @@ class OpTimer {
     EventHandle end = 0;
     uint64_t key = 0;
   };
-  EventHandle Event();  // a spare event or a new timing event; 0 when none can be made
-
   Device& device_;
   std::deque<Pending> pending_;
-  std::vector<EventHandle> spare_;
+  TimingEventPool events_;
   size_t begun_ = 0;  // Begin without End or Abandon yet
 };
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_EXEC_OP_TIMER_H_
+#endif  // POOCH_CORE_MEASURE_OP_TIMER_H_

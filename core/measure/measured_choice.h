@@ -6,29 +6,25 @@
 // A followed iteration that touches other weights than its reference stops the plan's actions
 // there (Note [Diverged iterations] in plan_actions.h). What the plan did before that point may
 // have cost more than it saved: a mixture of experts planned on one choice of experts swaps the
-// reference's experts out and back in every iteration, whichever experts run (cnn_train moe
-// top-2 of 16 on simgpu v100-pcie3 at 40 % of its peak, iterations 25-40 of 40: 1.575 ms
-// followed, 1.338 ms with every iteration left to demand swapping), while another network's plan
-// gains before its divergence (top-8 of 16: 6.797 ms followed, 7.074 ms under demand). No model of
-// the plan says which: the profiler measures it. A plan whose iterations diverged is tried: its
+// reference's experts out and back in every iteration, whichever experts run, while another
+// network's plan gains before its divergence. No model of the plan says which: the executor
+// measures it. A plan whose iterations diverged is tried: its
 // next kSamples timed iterations are followed, then kSamples are run with the plan set aside (its
 // actions off from the iteration's start, as after a divergence) under demand swapping that keeps
 // room free (Note [Free reserve] in core/residency/residency_evict.cc), then, with a pilot model,
 // kSamples with the pilot acting at each read-back instead of the reserve; the mode with the
 // lowest mean time is kept for that plan from then on (a tie keeps the earlier mode). Whether the
-// pilot's prefetches pay is measured too: on moe top-8 of 16 at 40 %, with the plan set aside from
-// the start, they did not (7.364 ms with the pilot acting, 7.074 ms without; 40 iterations). The
-// first iteration after a change of mode (or of plan) starts from the other mode's residency and
-// is not a sample. A plan that never diverges is never tried: its iterations are what it was
-// made from.
+// pilot's prefetches pay is measured too, as they need not. The first iteration after a change
+// of mode (or of plan) starts from the other mode's residency and is not a sample. A plan that
+// never diverges is never tried: its iterations are what it was made from.
 //
-// kSamples is 3 because an iteration's time depends on which experts it picks: with 2, moe
-// top-2 at 30 % set its plan aside on two lucky iterations (1.586 ms for good against 1.500
-// followed); with 3 every moe case of bench_dynamic.sh keeps the faster mode.
+// kSamples is 3 because an iteration's time depends on which experts it picks: two lucky
+// iterations can set a plan aside for good; with 3 every moe case of scripts/bench_dynamic.sh
+// keeps the faster mode.
 //
-// Thread safety: none; the profiler's lock serialises.
-#ifndef POOCH_CORE_EXEC_MEASURED_CHOICE_H_
-#define POOCH_CORE_EXEC_MEASURED_CHOICE_H_
+// Thread safety: none; the plan executor's lock serialises.
+#ifndef POOCH_CORE_MEASURE_MEASURED_CHOICE_H_
+#define POOCH_CORE_MEASURE_MEASURED_CHOICE_H_
 
 #include <cstdint>
 #include <optional>
@@ -71,4 +67,4 @@ class MeasuredChoice {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_EXEC_MEASURED_CHOICE_H_
+#endif  // POOCH_CORE_MEASURE_MEASURED_CHOICE_H_

@@ -1,11 +1,11 @@
 // CopyTimes (copy_times.h; Note [Copy times]).
-#include "core/exec/copy_times.h"
+#include "core/measure/copy_times.h"
 
 namespace pooch {
 
-void CopyTimes::NoteAllocation(AllocationId manager_id, uint64_t profiler_id) {
-  if (profiler_id_of_.size() >= kMaxKept) profiler_id_of_.clear();
-  profiler_id_of_[manager_id] = profiler_id;
+void CopyTimes::NoteAllocation(AllocationId manager_id, uint64_t recorder_id) {
+  if (recorder_id_of_.size() >= kMaxKept) recorder_id_of_.clear();
+  recorder_id_of_[manager_id] = recorder_id;
 }
 
 void CopyTimes::OnOp(ResidencyManager& manager) {
@@ -21,7 +21,7 @@ void CopyTimes::Take(ResidencyManager& manager) {
 }
 
 void CopyTimes::Attribute(BuiltProfile& built) const {
-  absl::flat_hash_map<uint64_t, size_t> tensor_of;  // profiler's allocation id -> tensor
+  absl::flat_hash_map<uint64_t, size_t> tensor_of;  // recorder's allocation id -> tensor
   for (size_t t = 0; t < built.tensor_allocation.size(); ++t) {
     tensor_of[built.tensor_allocation[t]] = t;
   }
@@ -31,8 +31,8 @@ void CopyTimes::Attribute(BuiltProfile& built) const {
   };
   absl::flat_hash_map<size_t, Sum> sums;
   for (const CopyTiming& c : timings_) {
-    auto id = profiler_id_of_.find(c.allocation);
-    if (id == profiler_id_of_.end()) continue;
+    auto id = recorder_id_of_.find(c.allocation);
+    if (id == recorder_id_of_.end()) continue;
     auto t = tensor_of.find(id->second);
     if (t == tensor_of.end()) continue;
     const int d = c.direction == CopyTiming::Direction::kToHost ? 0 : 1;
@@ -71,7 +71,7 @@ MachineModel CopyTimes::Machine(int64_t memory_bytes, bool* assumed) const {
 
 void CopyTimes::Clear() {
   timings_.clear();
-  profiler_id_of_.clear();
+  recorder_id_of_.clear();
 }
 
 }  // namespace pooch

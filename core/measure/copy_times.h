@@ -5,15 +5,15 @@
 // ~~~~~~~~~~~~~~~~~
 // The manager times its swap copies while the program is profiled (ResidencyManager::
 // SetTimeCopies; on from the start, off once a profile is made, on again to re-profile: each
-// timing holds two events until taken, which a long run must not accumulate). The profiler
+// timing holds two events until taken, which a long run must not accumulate). The plan executor
 // takes the timings every kTakeEvery ops and at the end, keeping the latest kMaxKept. They give
 // the machine's link bandwidth each way, and each tensor of the reference iteration that was
 // swapped while profiled gets its own mean copy times (Tensor::swap_out_us, swap_in_us), which
 // the simulator prefers to bytes over bandwidth.
 //
-// Thread safety: none; the profiler calls it under its lock.
-#ifndef POOCH_CORE_EXEC_COPY_TIMES_H_
-#define POOCH_CORE_EXEC_COPY_TIMES_H_
+// Thread safety: none; the plan executor calls it under its lock.
+#ifndef POOCH_CORE_MEASURE_COPY_TIMES_H_
+#define POOCH_CORE_MEASURE_COPY_TIMES_H_
 
 #include <cstdint>
 #include <deque>
@@ -35,9 +35,9 @@ class CopyTimes {
   // the summary.
   static constexpr double kAssumedLinkGbps = 16.0;
 
-  // The manager's id `manager_id` of an allocation is the profiler's `profiler_id` (both
-  // allocation ids), so that its copies can be found.
-  void NoteAllocation(AllocationId manager_id, uint64_t profiler_id);
+  // The manager's id `manager_id` of an allocation is the op-stream recorder's `recorder_id`
+  // (both allocation ids), so that its copies can be found.
+  void NoteAllocation(AllocationId manager_id, uint64_t recorder_id);
   // Called on every op while profiling: takes the manager's timings every kTakeEvery ops.
   void OnOp(ResidencyManager& manager);
   // Takes the timings the manager holds now.
@@ -52,10 +52,10 @@ class CopyTimes {
 
  private:
   std::deque<CopyTiming> timings_;
-  absl::flat_hash_map<uint64_t, uint64_t> profiler_id_of_;  // manager id -> profiler id
+  absl::flat_hash_map<uint64_t, uint64_t> recorder_id_of_;  // manager id -> recorder id
   int64_t ops_since_taken_ = 0;
 };
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_EXEC_COPY_TIMES_H_
+#endif  // POOCH_CORE_MEASURE_COPY_TIMES_H_

@@ -1,18 +1,20 @@
-// profiler.h: the profiling of a program's first iterations and the carrying out of the plan
-// made from them (PoocH §4.2-4.3), over core's Device and ResidencyManager (no CUDA).
+// plan_executor.h: the run-time plan executor. It profiles a program's first iterations and
+// carries out the plan made from them (PoocH §4.2-4.3), over core's Device and ResidencyManager
+// (no CUDA).
 //
 // Under a planned POOCH_POLICY, or whenever POOCH_PROFILE_OUT is set (WantedBy), the hooks report
 // every op, allocation and free here. Iterations are found in the op stream
 // (core/profile/iteration_tracker.h); while profiling, each op is bracketed with timing events on
 // its stream. When the reference iteration is complete its events become a core Profile
 // (core/profile/profile_builder.h), written to POOCH_PROFILE_OUT in the format `pooch plan
-// --profile` reads, and planned with the requested policy against the memory limit. Later
-// iterations are followed against the reference; an iteration that departs from it is counted,
-// and after POOCH_REPROFILE_AFTER departures the program is profiled again. Each plan is kept
-// by its reference (Note [Plan cache]); an iteration that turns out to be a kept reference's
-// switches to that plan where it departs (Note [Switching references]), and with an explicit
-// marker a departed iteration is itself profiled and planned (Note [Departed references]).
-// Both in core/profile/iteration_tracker.h.
+// --profile` reads, and planned with the requested policy against the memory limit (PlanLife,
+// plan_life.h, holds which plan is current). Later iterations are followed against the
+// reference; an iteration that departs from it is counted, and after POOCH_REPROFILE_AFTER
+// departures the program is profiled again. Each plan is kept by its reference (Note [Plan
+// cache]); an iteration that turns out to be a kept reference's switches to that plan where it
+// departs (Note [Switching references]), and with an explicit marker a departed iteration is
+// itself profiled and planned (Note [Departed references]). Both in
+// core/profile/iteration_tracker.h.
 //
 // Under a planner policy the plan's swaps are then carried out in each followed iteration
 // (Note [Carrying out the plan] in plan_actions.h); demand swapping stays underneath as the
@@ -20,14 +22,16 @@
 // iterations, or a plan with nothing to do), the pilot model prefetches at each read-back what it
 // predicts the next block touches (Note [Pilot model]). A map the plan recomputes is dropped after
 // its last forward use and rebuilt by replay before its next use (core/exec/recomputer.h); its
-// producer's recipe is taken at its position.
+// producer's recipe is taken at its position. Each followed iteration is timed
+// (core/measure/iteration_clock.h) for the measured choice between following the plan and
+// setting it aside (Note [Measured choice]).
 //
-//   Profiler profiler(device, manager, small, config, trace, recomputer);
-//   ProfiledOp op = profiler.OpBegin("cudnnConvolutionForward", stream, ranges, true);
+//   PlanExecutor executor(device, manager, small, config, trace, recomputer);
+//   ProfiledOp op = executor.OpBegin("cudnnConvolutionForward", stream, ranges, true);
 //   ... the real call ...
-//   profiler.OpRan(&op, stream);
+//   executor.OpRan(&op, stream);
 //   ... the manager's AfterOp ...
-//   profiler.OpEnd(op, stream);
+//   executor.OpEnd(op, stream);
 //
 // Note [Op brackets]
 // ~~~~~~~~~~~~~~~~~~
@@ -35,20 +39,16 @@
 // memory was made resident, OpRan the end as soon as the call returns, before the manager's
 // AfterOp and the plan's drops and swap-outs (OpEnd). On a GPU an event's time is when the stream
 // reaches it, so host work done before the end event is recorded counts as the op's time whenever
-// the stream has run dry meanwhile. On an H200, ResNet-50's swap-all profile (cnn_train, batch
-// 64), taken with the end recorded after the swap-outs, summed to 1599 ms of op time against 103
-// ms profiled without memory pressure (127 ms with the end recorded here). The excess sat in
-// forward ops (one convolution: 130 ms against 0.24 ms; residual adds: 18-36 ms against 0.05
-// ms), about 1 ms per 5 MB of the maps they wrote, a rate like that of pinning new host buffers
-// (the swap-all pass swaps every map out). The plan then believed compute hid any copy. simgpu's
-// virtual clock does not advance with host work, so only a GPU shows it.
+// the stream has run dry meanwhile: the swap-all pass's swap-outs, pinning new host buffers, made
+// forward ops look hundreds of times slower, and the plan then believed compute hid any copy.
+// simgpu's virtual clock does not advance with host work, so only a GPU shows it.
 //
-// Thread safety: every method may be called from any thread; one lock serialises the recorder.
+// Thread safety: every method may be called from any thread; one lock serialises the executor.
 // The hooks of a program that runs ops from several threads at once interleave, and such a
 // stream rarely repeats; it then stays in profiling, which costs events, never results. Lock
-// order: the profiler's lock, then the recomputer's, then the manager's.
-#ifndef POOCH_CORE_EXEC_PROFILER_H_
-#define POOCH_CORE_EXEC_PROFILER_H_
+// order: the executor's lock, then the recomputer's, then the manager's.
+#ifndef POOCH_CORE_EXEC_PLAN_EXECUTOR_H_
+#define POOCH_CORE_EXEC_PLAN_EXECUTOR_H_
 
 #include <cstdint>
 #include <memory>
@@ -81,16 +81,16 @@ struct ProfiledOp {
   double record_us = 0;  // the op's profiled device time
 };
 
-class Profiler {
+class PlanExecutor {
  public:
-  // Everything must outlive the profiler. `trace` (POOCH_TRACE) gets the iteration starts, the
+  // Everything must outlive the executor. `trace` (POOCH_TRACE) gets the iteration starts, the
   // plan and the departures; `recomputer` carries out recomputations (a planner policy). Both
   // may be null.
-  Profiler(Device& device, ResidencyManager& manager, SmallAllocator& small, const Config& config,
-           TraceObserver* trace, Recomputer* recomputer);
-  ~Profiler();
-  Profiler(const Profiler&) = delete;
-  Profiler& operator=(const Profiler&) = delete;
+  PlanExecutor(Device& device, ResidencyManager& manager, SmallAllocator& small,
+               const Config& config, TraceObserver* trace, Recomputer* recomputer);
+  ~PlanExecutor();
+  PlanExecutor(const PlanExecutor&) = delete;
+  PlanExecutor& operator=(const PlanExecutor&) = delete;
 
   // Whether `config` asks for profiling: a planner policy, or POOCH_PROFILE_OUT.
   static bool WantedBy(const Config& config);
@@ -118,7 +118,8 @@ class Profiler {
   // An iteration marker (POOCH_ITERATION_MARKER=sync or nvtx): an iteration ends here.
   void SyncMarker();
 
-  // The summary's iterations:, plan:, plan_run: and recompute: lines.
+  // The summary's iterations:, plan:, the pilot's, plan_cache:, choice:, plan_run: and
+  // recompute: lines (each when it applies).
   std::vector<std::string> SummaryLines();
 
  private:
@@ -128,4 +129,4 @@ class Profiler {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_EXEC_PROFILER_H_
+#endif  // POOCH_CORE_EXEC_PLAN_EXECUTOR_H_

@@ -1,9 +1,9 @@
-// Tests of the Profiler (core/exec/profiler.h) over a ResidencyManager on a FakeDevice: a small
-// training loop whose op stream repeats, run through the profiler as the interposer's RunOp
+// Tests of the PlanExecutor (core/exec/plan_executor.h) over a ResidencyManager on a FakeDevice: a
+// small training loop whose op stream repeats, run through the executor as the interposer's RunOp
 // does (BeforeOp, OpBegin, the op, AfterOp, OpEnd). The ops are device kernels whose outputs
 // depend on their inputs' bytes, and the backward ops check what they read, so a plan carried
 // out wrongly (a map swapped and not brought back, a wrong address) shows as a wrong byte.
-#include "core/exec/profiler.h"
+#include "core/exec/plan_executor.h"
 
 #include <algorithm>
 #include <fstream>
@@ -31,9 +31,9 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kG = 64 << 10;  // the fake device's granularity
 
-class ProfilerTest : public ::testing::Test {
+class PlanExecutorTest : public ::testing::Test {
  protected:
-  // A device of 64 granules; the manager's limit is `limit_granules`. With `trace`, the profiler
+  // A device of 64 granules; the manager's limit is `limit_granules`. With `trace`, the executor
   // writes its instants to an in-memory trace (TraceContents).
   void Start(int64_t limit_granules, Config config, bool trace = false) {
     FakeDevice::Options device;
@@ -57,8 +57,8 @@ class ProfilerTest : public ::testing::Test {
       trace_writer_ = writer.get();
       trace_ = std::make_unique<TraceObserver>(std::move(writer));
     }
-    profiler_ =
-        std::make_unique<Profiler>(*device_, *manager_, *small_, config_, trace_.get(), nullptr);
+    executor_ = std::make_unique<PlanExecutor>(*device_, *manager_, *small_, config_, trace_.get(),
+                                               nullptr);
   }
 
   std::string TraceContents() const {
@@ -66,7 +66,7 @@ class ProfilerTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    profiler_.reset();
+    executor_.reset();
     trace_.reset();
     trace_writer_ = nullptr;
     small_.reset();
@@ -79,12 +79,12 @@ class ProfilerTest : public ::testing::Test {
   DeviceAddress Alloc(int64_t bytes) {
     absl::StatusOr<DeviceAddress> a = manager_->Allocate(bytes);
     EXPECT_TRUE(a.ok()) << a.status();
-    profiler_->Alloc(*a, bytes, /*managed=*/true);
+    executor_->Alloc(*a, bytes, /*managed=*/true);
     return *a;
   }
 
   void Free(DeviceAddress a) {
-    profiler_->Free(a);
+    executor_->Free(a);
     EXPECT_TRUE(manager_->Free(a).ok());
   }
 
@@ -95,7 +95,7 @@ class ProfilerTest : public ::testing::Test {
     const std::vector<AccessRange> ranges = {{in, 2 * kG, Mode::kRead}, {out, 2 * kG, out_mode}};
     absl::StatusOr<OpTicket> ticket = manager_->BeforeOp(stream_, ranges);
     ASSERT_TRUE(ticket.ok()) << ticket.status();
-    ProfiledOp op = profiler_->OpBegin(name, stream_, ranges, /*replay_capable=*/false);
+    ProfiledOp op = executor_->OpBegin(name, stream_, ranges, /*replay_capable=*/false);
     int* wrong = &wrong_bytes_;
     ASSERT_TRUE(device_
                     ->Launch(stream_, {{in, 2 * kG}, {out, 2 * kG}},
@@ -110,9 +110,9 @@ class ProfilerTest : public ::testing::Test {
                                m.Write(out, data.data(), 2 * kG).IgnoreError();
                              })
                     .ok());
-    profiler_->OpRan(&op, stream_);
+    executor_->OpRan(&op, stream_);
     ASSERT_TRUE(manager_->AfterOp(*std::move(ticket)).ok());
-    profiler_->OpEnd(op, stream_);
+    executor_->OpEnd(op, stream_);
   }
 
   // `n` persistent weights of 2 granules, the e-th filled with 100 + e (written as an op would).
@@ -145,7 +145,7 @@ class ProfilerTest : public ::testing::Test {
       const std::vector<AccessRange> ranges = {{input, 2 * kG, Mode::kWrite}};
       absl::StatusOr<OpTicket> t = manager_->BeforeOp(stream_, ranges);
       ASSERT_TRUE(t.ok());
-      ProfiledOp op = profiler_->OpBegin("memcpy", stream_, ranges, false);
+      ProfiledOp op = executor_->OpBegin("memcpy", stream_, ranges, false);
       ASSERT_TRUE(device_
                       ->Launch(stream_, {{input, 2 * kG}},
                                [input, seed](FakeDevice::Memory& m) {
@@ -153,9 +153,9 @@ class ProfilerTest : public ::testing::Test {
                                  m.Write(input, data.data(), 2 * kG).IgnoreError();
                                })
                       .ok());
-      profiler_->OpRan(&op, stream_);
+      executor_->OpRan(&op, stream_);
       ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
-      profiler_->OpEnd(op, stream_);
+      executor_->OpEnd(op, stream_);
     }
     std::vector<DeviceAddress> maps = {input};
     for (int layer = 0; layer < layers; ++layer) {
@@ -204,7 +204,7 @@ class ProfilerTest : public ::testing::Test {
 
   std::string Summary() {
     std::string all;
-    for (const std::string& line : profiler_->SummaryLines()) all += line + "\n";
+    for (const std::string& line : executor_->SummaryLines()) all += line + "\n";
     return all;
   }
 
@@ -214,25 +214,25 @@ class ProfilerTest : public ::testing::Test {
   std::unique_ptr<SmallAllocator> small_;
   std::unique_ptr<TraceObserver> trace_;
   TraceWriter* trace_writer_ = nullptr;  // owned by trace_
-  std::unique_ptr<Profiler> profiler_;
+  std::unique_ptr<PlanExecutor> executor_;
   Config config_;
   int wrong_bytes_ = 0;
 };
 
-TEST_F(ProfilerTest, WantedByPlannerPoliciesAndProfileOut) {
+TEST_F(PlanExecutorTest, WantedByPlannerPoliciesAndProfileOut) {
   Config c;
   c.mode = RunMode::kPlanned;
-  EXPECT_TRUE(Profiler::WantedBy(c));
+  EXPECT_TRUE(PlanExecutor::WantedBy(c));
   c.mode = RunMode::kDemand;
-  EXPECT_FALSE(Profiler::WantedBy(c));
+  EXPECT_FALSE(PlanExecutor::WantedBy(c));
   c.profile_out = "/tmp/p.json";
-  EXPECT_TRUE(Profiler::WantedBy(c));
+  EXPECT_TRUE(PlanExecutor::WantedBy(c));
 }
 
 // Enough memory: the iteration is found, profiled under swap-all, planned and carried out; no
 // idle interval matters when everything fits (Note [Intervals that matter]), so the plan decides
 // over none.
-TEST_F(ProfilerTest, FindsTheIterationAndPlansIt) {
+TEST_F(PlanExecutorTest, FindsTheIterationAndPlansIt) {
   Config c;
   c.mode = RunMode::kPlanned;
   c.planned_policy = Policy::kPooch;
@@ -250,7 +250,7 @@ TEST_F(ProfilerTest, FindsTheIterationAndPlansIt) {
 
 // Too little memory for the forward maps: the plan swaps maps out after their last forward use
 // and brings them back for backward, and every byte backward reads is right.
-TEST_F(ProfilerTest, CarriesOutAPlanThatSwaps) {
+TEST_F(PlanExecutorTest, CarriesOutAPlanThatSwaps) {
   Config c;
   c.mode = RunMode::kPlanned;
   c.planned_policy = Policy::kSwapAll;
@@ -268,7 +268,7 @@ TEST_F(ProfilerTest, CarriesOutAPlanThatSwaps) {
 // shape departs and is profiled and planned (a re-profile); when the first comes back, it switches
 // to the plan kept for it where it parts from the second, with no re-profile, and so on; every byte
 // backward reads is still right.
-TEST_F(ProfilerTest, ARecurringShapeSwitchesToItsPlan) {
+TEST_F(PlanExecutorTest, ARecurringShapeSwitchesToItsPlan) {
   const std::string summary = RunTwoShapesInTurn(/*carried=*/false);
   EXPECT_THAT(summary, HasSubstr("plan_cache: hits 0 misses 2 entries 2 switches 2"));
   EXPECT_THAT(summary, HasSubstr("departures 1 "));
@@ -278,7 +278,7 @@ TEST_F(ProfilerTest, ARecurringShapeSwitchesToItsPlan) {
 // Note [Plan cache]: references that carry an allocation across their boundary are not
 // switched between, so each change of shape departs and re-profiles. Each shape is profiled and
 // planned once; when it comes back, its plan is carried out from the cache (no swap-all pass).
-TEST_F(ProfilerTest, ARecurringIterationIsPlannedFromTheCache) {
+TEST_F(PlanExecutorTest, ARecurringIterationIsPlannedFromTheCache) {
   const std::string summary = RunTwoShapesInTurn(/*carried=*/true);
   EXPECT_THAT(summary, HasSubstr("plan_cache: hits 2 misses 2 entries 2 switches 0"));
   EXPECT_THAT(summary, HasSubstr("profiled_under cache"));
@@ -290,7 +290,7 @@ TEST_F(ProfilerTest, ARecurringIterationIsPlannedFromTheCache) {
 // op touches a weight the profiled iteration did not, and the plan's actions stop for the rest
 // of that iteration; when it never changes, no iteration diverges. Every byte is right either
 // way, under swap-all (whose plan swaps the maps and the weight).
-TEST_F(ProfilerTest, AnIterationThatReadsAnotherWeightDivergesFromThePlan) {
+TEST_F(PlanExecutorTest, AnIterationThatReadsAnotherWeightDivergesFromThePlan) {
   for (bool routed : {false, true}) {
     Config c;
     c.mode = RunMode::kPlanned;
@@ -305,7 +305,7 @@ TEST_F(ProfilerTest, AnIterationThatReadsAnotherWeightDivergesFromThePlan) {
       const DeviceAddress out = Alloc(2 * kG);
       Op("expert", weights[static_cast<size_t>(chosen)], out, 100 + chosen);
       Free(out);
-      profiler_->SyncMarker();
+      executor_->SyncMarker();
     }
     Free(Alloc(kG));  // the program goes on after its last iteration, as programs do
     EXPECT_EQ(wrong_bytes_, 0);
@@ -333,10 +333,10 @@ TEST_F(ProfilerTest, AnIterationThatReadsAnotherWeightDivergesFromThePlan) {
 }
 
 // Not a planner policy: a profile is made (POOCH_PROFILE_OUT) and planned, never carried out.
-TEST_F(ProfilerTest, ProfileOutAloneCarriesNothingOut) {
+TEST_F(PlanExecutorTest, ProfileOutAloneCarriesNothingOut) {
   Config c;
   c.mode = RunMode::kDemand;
-  c.profile_out = ::testing::TempDir() + "/profiler_test_profile.json";
+  c.profile_out = ::testing::TempDir() + "/plan_executor_test_profile.json";
   Start(/*limit_granules=*/8, c);
   for (int i = 0; i < 6; ++i) Iteration(static_cast<uint8_t>(i));
   EXPECT_EQ(wrong_bytes_, 0);
@@ -350,11 +350,11 @@ TEST_F(ProfilerTest, ProfileOutAloneCarriesNothingOut) {
 // stream's work in one queue and only copies take time, so a swap-out issued after an op (the
 // swap-all pass's, at each map's last forward use) lands inside the op's bracket when the end
 // event is recorded after it, and outside when it is recorded as the call returns.
-TEST_F(ProfilerTest, AnOpsTimeLeavesOutTheSwapOutsIssuedAfterIt) {
+TEST_F(PlanExecutorTest, AnOpsTimeLeavesOutTheSwapOutsIssuedAfterIt) {
   Config c;
   c.mode = RunMode::kPlanned;
   c.planned_policy = Policy::kSwapAll;
-  c.profile_out = ::testing::TempDir() + "/profiler_test_brackets.json";
+  c.profile_out = ::testing::TempDir() + "/plan_executor_test_brackets.json";
   Start(/*limit_granules=*/8, c);
   for (int i = 0; i < 6; ++i) Iteration(static_cast<uint8_t>(10 * i));
   EXPECT_EQ(wrong_bytes_, 0);
@@ -381,7 +381,7 @@ TEST_F(ProfilerTest, AnOpsTimeLeavesOutTheSwapOutsIssuedAfterIt) {
 // least likely ones: its demand swap-ins fall below those of the same run without it, and every
 // byte the experts read is right. (Shown by this test, not a tuning target: the routing is an
 // argmax of six uniform scores, a shape the pilot's unit tests do not use.)
-TEST_F(ProfilerTest, ThePilotPrefetchesTheExpertTheReadBackChooses) {
+TEST_F(PlanExecutorTest, ThePilotPrefetchesTheExpertTheReadBackChooses) {
   int64_t demand_ins[2] = {0, 0};
   for (PilotMode mode : {PilotMode::kOff, PilotMode::kStump}) {
     Config c;
@@ -403,12 +403,12 @@ TEST_F(ProfilerTest, ThePilotPrefetchesTheExpertTheReadBackChooses) {
       }
       const int chosen =
           static_cast<int>(std::max_element(scores.begin(), scores.end()) - scores.begin());
-      profiler_->ReadBack(scores.data(), scores.size() * sizeof(float));
+      executor_->ReadBack(scores.data(), scores.size() * sizeof(float));
       for (int k = 0; k <= chosen; ++k) {
         Op("expert", weights[static_cast<size_t>(chosen)], input, 100 + chosen);
       }
       Free(input);
-      profiler_->SyncMarker();
+      executor_->SyncMarker();
     }
     EXPECT_EQ(wrong_bytes_, 0);
     demand_ins[mode == PilotMode::kOff ? 0 : 1] = manager_->Stats().demand_swap_ins;
@@ -429,7 +429,7 @@ TEST_F(ProfilerTest, ThePilotPrefetchesTheExpertTheReadBackChooses) {
 // Note [Pilot model]: each block the pilot closes is a `pilot block` instant in the trace, named
 // by its signature as 16 hex digits (the string outlives the event's write: it was once a view of
 // a destroyed temporary, and the trace showed garbage).
-TEST_F(ProfilerTest, TheTraceNamesEachPilotBlockBySignature) {
+TEST_F(PlanExecutorTest, TheTraceNamesEachPilotBlockBySignature) {
   Config c;
   c.mode = RunMode::kPlanned;
   c.planned_policy = Policy::kPooch;
@@ -440,9 +440,9 @@ TEST_F(ProfilerTest, TheTraceNamesEachPilotBlockBySignature) {
     const DeviceAddress input = Alloc(2 * kG);
     Op("router", input, input);
     const float score = static_cast<float>(i);
-    profiler_->ReadBack(&score, sizeof score);
+    executor_->ReadBack(&score, sizeof score);
     Free(input);
-    profiler_->SyncMarker();
+    executor_->SyncMarker();
   }
   const std::string trace = TraceContents();
   EXPECT_THAT(trace, HasSubstr("\"pilot block\""));
