@@ -4,18 +4,13 @@
 
 namespace pooch {
 
-absl::StatusOr<EventHandle> CopyTimer::NewEvent() { return device_.CreateTimingEvent(); }
-
-void CopyTimer::GiveBackEvent(EventHandle event) { device_.DestroyEvent(event).IgnoreError(); }
-
 std::optional<CopyTimer::Pending> CopyTimer::Begin(StreamHandle stream) {
   if (!enabled_) return std::nullopt;
-  absl::StatusOr<EventHandle> start = NewEvent();
-  if (!start.ok()) return std::nullopt;
-  absl::StatusOr<EventHandle> end = NewEvent();
-  if (!end.ok() || !device_.RecordEvent(*start, stream).ok()) {
-    GiveBackEvent(*start);
-    if (end.ok()) GiveBackEvent(*end);
+  std::optional<EventHandle> start = events_.AcquireRecorded(stream);
+  if (!start.has_value()) return std::nullopt;
+  std::optional<EventHandle> end = events_.Acquire();
+  if (!end.has_value()) {
+    events_.Release(*start);
     return std::nullopt;
   }
   Pending pending;
@@ -36,8 +31,8 @@ void CopyTimer::End(std::optional<Pending> pending, StreamHandle stream, Allocat
 
 void CopyTimer::Abandon(std::optional<Pending> pending) {
   if (!pending.has_value()) return;
-  GiveBackEvent(pending->start);
-  GiveBackEvent(pending->end);
+  events_.Release(pending->start);
+  events_.Release(pending->end);
 }
 
 std::vector<CopyTiming> CopyTimer::TakeCompleted() {

@@ -14,8 +14,10 @@
 //   timer.End(std::move(t), stream, id, bytes, CopyTiming::Direction::kToHost);
 //   ... later: timer.TakeCompleted()
 //
-// Invariant: every event the timer obtained (NewEvent) is given back (GiveBackEvent) exactly
-// once: by Abandon, by TakeCompleted once the copy completed, or by AbandonAll.
+// Invariant: every event the timer takes from its TimingEventPool is released back to it exactly
+// once: by Abandon, by TakeCompleted once the copy completed, or by AbandonAll; so a profiled
+// run makes only as many timing events as copies are timed at once, and the pool destroys them
+// with the timer.
 //
 // Thread safety: not thread-safe; the residency manager calls it under its mutex.
 #ifndef POOCH_CORE_RESIDENCY_COPY_TIMER_H_
@@ -27,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/device/device.h"
+#include "core/device/timing_event_pool.h"
 #include "core/residency/residency_table.h"
 
 namespace pooch {
@@ -43,7 +46,7 @@ struct CopyTiming {
 class CopyTimer {
  public:
   // `device` must outlive the timer. `enabled`: whether Begin times copies (set_enabled).
-  CopyTimer(Device& device, bool enabled) : device_(device), enabled_(enabled) {}
+  CopyTimer(Device& device, bool enabled) : device_(device), events_(device), enabled_(enabled) {}
   ~CopyTimer() { AbandonAll(); }
   CopyTimer(const CopyTimer&) = delete;
   CopyTimer& operator=(const CopyTimer&) = delete;
@@ -74,14 +77,12 @@ class CopyTimer {
   void AbandonAll();
 
   size_t pending_count() const { return timings_.size(); }
+  // Events released and held for the next Begin.
+  size_t free_events() const { return events_.free_events(); }
 
  private:
-  // The seam through which the timer obtains and gives back its timing events: one place to
-  // recycle them instead (an event pool) without touching the rest.
-  absl::StatusOr<EventHandle> NewEvent();
-  void GiveBackEvent(EventHandle event);
-
   Device& device_;
+  TimingEventPool events_;
   bool enabled_;
   std::vector<Pending> timings_;  // queued order
 };

@@ -151,7 +151,22 @@ TEST_F(CopyTimerTest, TakesEachCompletedCopyOnceInQueuedOrder) {
   EXPECT_EQ(t[0].direction, CopyTiming::Direction::kToHost);
   EXPECT_DOUBLE_EQ(t[0].microseconds, kBytes / 16000.0);  // the fake device's copy rate
   EXPECT_THAT(timer.TakeCompleted(), IsEmpty());
-  EXPECT_THAT(device_->live(), IsEmpty());  // every event given back
+  EXPECT_EQ(timer.free_events(), device_->live().size());  // every event back in the pool
+  EXPECT_EQ(device_->destroyed_twice(), 0);
+}
+
+TEST_F(CopyTimerTest, ReusesReleasedEventsInsteadOfMakingNewOnes) {
+  Init(FakeDevice::Mode::kImmediate);
+  {
+    CopyTimer timer(*device_, /*enabled=*/true);
+    for (AllocationId id = 1; id <= 5; ++id) {
+      TimedCopy(timer, id);
+      EXPECT_EQ(timer.TakeCompleted().size(), 1u);
+    }
+    EXPECT_EQ(device_->live().size(), 2u);  // one copy timed at a time: two events in all
+    EXPECT_EQ(timer.free_events(), 2u);
+  }  // the pool destroys them with the timer
+  EXPECT_THAT(device_->live(), IsEmpty());
   EXPECT_EQ(device_->destroyed_twice(), 0);
 }
 
@@ -162,14 +177,16 @@ TEST_F(CopyTimerTest, AbandonAndAbandonAllGiveEveryEventBackOnce) {
     std::optional<CopyTimer::Pending> t = timer.Begin(stream_);
     ASSERT_TRUE(t.has_value());
     EXPECT_EQ(device_->live().size(), 2u);
+    EXPECT_EQ(timer.free_events(), 0u);
     timer.Abandon(std::move(t));  // the copy could not be queued
-    EXPECT_THAT(device_->live(), IsEmpty());
-    TimedCopy(timer, 1);
+    EXPECT_EQ(timer.free_events(), 2u);
+    TimedCopy(timer, 1);  // takes the two released events again
+    EXPECT_EQ(device_->live().size(), 2u);
     timer.AbandonAll();  // still in flight
     EXPECT_EQ(timer.pending_count(), 0u);
-    EXPECT_THAT(device_->live(), IsEmpty());
+    EXPECT_EQ(timer.free_events(), 2u);
     TimedCopy(timer, 2);
-  }  // the destructor gives back what is left
+  }  // the destructor gives back what is left, and the pool destroys every event
   EXPECT_THAT(device_->live(), IsEmpty());
   EXPECT_EQ(device_->destroyed_twice(), 0);
 }
