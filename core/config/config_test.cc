@@ -5,8 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/device/fake_device.h"
 #include "core/residency/residency.h"
+#include "core/testing/fake_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

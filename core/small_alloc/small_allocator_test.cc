@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 
 #include <algorithm>
 #include <cstring>

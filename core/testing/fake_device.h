@@ -25,8 +25,8 @@
 //
 // Thread safety: every method may be called from any thread. Kernel functions run with the
 // device's lock held and must touch memory only through the Memory they are given.
-#ifndef POOCH_CORE_DEVICE_FAKE_DEVICE_H_
-#define POOCH_CORE_DEVICE_FAKE_DEVICE_H_
+#ifndef POOCH_CORE_TESTING_FAKE_DEVICE_H_
+#define POOCH_CORE_TESTING_FAKE_DEVICE_H_
 
 #include <cstdint>
 #include <deque>
@@ -229,4 +229,4 @@ class FakeDevice final : public Device {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_DEVICE_FAKE_DEVICE_H_
+#endif  // POOCH_CORE_TESTING_FAKE_DEVICE_H_
