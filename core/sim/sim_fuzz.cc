@@ -1,6 +1,6 @@
-// libFuzzer target: arbitrary bytes into ParseProfileJson. It must never crash or throw; what it
-// accepts must survive ProfileToJson -> ParseProfileJson unchanged, and the simulator must run on
-// it without tripping a sanitizer. Seeds: core/model/testdata/*.json.
+// libFuzzer target: arbitrary bytes into ParseProfileJson, then the simulator. It must never crash
+// or throw; what it accepts must survive ProfileToJson -> ParseProfileJson unchanged, and the
+// simulator must run on it without tripping a sanitizer. Seeds: core/model/testdata/*.json.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
