@@ -32,11 +32,11 @@ constexpr Choice<RunMode> kRunModes[] = {
     {"demand", RunMode::kDemand},
     {"dtr", RunMode::kDtr},
 };
-constexpr Choice<LogLevel> kLogLevels[] = {
-    {"error", LogLevel::kError},
-    {"warn", LogLevel::kWarn},
-    {"info", LogLevel::kInfo},
-    {"debug", LogLevel::kDebug},
+constexpr Choice<Severity> kSeverities[] = {
+    {"error", Severity::kError},
+    {"warn", Severity::kWarn},
+    {"info", Severity::kInfo},
+    {"debug", Severity::kDebug},
 };
 constexpr Choice<ProfileSwap> kProfileSwaps[] = {
     {"all", ProfileSwap::kAll},
@@ -201,7 +201,7 @@ const Variable kVariables[] = {
     {{"POOCH_LOG", "warn", "error, warn, info, debug",
       "The least severe message printed on stderr."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
-       absl::StatusOr<LogLevel> l = ParseChoice(name, value, kLogLevels);
+       absl::StatusOr<Severity> l = ParseChoice(name, value, kSeverities);
        if (!l.ok()) return l.status();
        c.log_level = *l;
        return absl::OkStatus();
@@ -332,7 +332,7 @@ absl::string_view PolicyText(const Config& config) {
   if (config.mode == RunMode::kPlanned) return PolicyName(config.planned_policy);
   return ChoiceName(config.mode, kRunModes);
 }
-absl::string_view LogLevelName(LogLevel level) { return ChoiceName(level, kLogLevels); }
+absl::string_view SeverityName(Severity severity) { return ChoiceName(severity, kSeverities); }
 absl::string_view IterationMarkerName(IterationMarker marker) {
   return ChoiceName(marker, kMarkers);
 }
