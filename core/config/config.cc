@@ -16,7 +16,7 @@ namespace {
 
 // The error for a bad value: "NAME='value': why". `why` describes the problem and, where there
 // is a fixed set of choices, lists them.
-absl::Status Bad(absl::string_view name, absl::string_view value, absl::string_view why) {
+absl::Status InvalidValue(absl::string_view name, absl::string_view value, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(name, "='", value, "': ", why));
 }
 
@@ -70,7 +70,7 @@ absl::StatusOr<E> ParseChoice(absl::string_view name, absl::string_view value,
   for (const auto& c : choices) {
     if (lower == c.name) return c.value;
   }
-  return Bad(name, value, absl::StrCat("unknown value (use ", ChoiceList(choices), ")"));
+  return InvalidValue(name, value, absl::StrCat("unknown value (use ", ChoiceList(choices), ")"));
 }
 
 template <typename E, size_t N>
@@ -94,10 +94,10 @@ absl::StatusOr<int> ParsePositiveInt(absl::string_view name, absl::string_view v
   int result = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), result);
   if (s.empty() || ec == std::errc::invalid_argument || end != s.data() + s.size()) {
-    return Bad(name, value, "expected a whole number >= 1");
+    return InvalidValue(name, value, "expected a whole number >= 1");
   }
-  if (ec == std::errc::result_out_of_range) return Bad(name, value, "too large");
-  if (result < 1) return Bad(name, value, "must be >= 1");
+  if (ec == std::errc::result_out_of_range) return InvalidValue(name, value, "too large");
+  if (result < 1) return InvalidValue(name, value, "must be >= 1");
   return result;
 }
 
@@ -105,7 +105,7 @@ absl::StatusOr<bool> ParseBool(absl::string_view name, absl::string_view value) 
   const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
   if (lower == "1" || lower == "on" || lower == "true" || lower == "yes") return true;
   if (lower == "0" || lower == "off" || lower == "false" || lower == "no") return false;
-  return Bad(name, value, "expected 1/0, on/off, true/false or yes/no");
+  return InvalidValue(name, value, "expected 1/0, on/off, true/false or yes/no");
 }
 
 // Applies one variable's (non-empty) value to the config.
@@ -126,7 +126,7 @@ const Variable kVariables[] = {
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int64_t> bytes = ParseSize(name, value);
        if (!bytes.ok()) return bytes.status();
-       if (*bytes == 0) return Bad(name, value, "must be greater than 0");
+       if (*bytes == 0) return InvalidValue(name, value, "must be greater than 0");
        c.memory_limit = *bytes;
        return absl::OkStatus();
      }},
@@ -174,8 +174,8 @@ const Variable kVariables[] = {
        if (!p.ok()) {
          std::vector<std::string> names = {"off", "demand", "dtr"};
          for (Policy q : AllPolicies()) names.emplace_back(PolicyName(q));
-         return Bad(name, value,
-                    absl::StrCat("unknown value (use ", absl::StrJoin(names, ", "), ")"));
+         return InvalidValue(name, value,
+                             absl::StrCat("unknown value (use ", absl::StrJoin(names, ", "), ")"));
        }
        c.mode = RunMode::kPlanned;
        c.planned_policy = *p;

@@ -48,7 +48,7 @@ constexpr const char* kSwapOutColors[2] = {"#6a3d9a", "#b294d4"};
 constexpr const char* kSwapInColors[2] = {"#238b45", "#74c476"};
 
 // Milliseconds to the tenth, or to the microsecond below 10 ms.
-std::string Ms(double us) {
+std::string FormatMs(double us) {
   if (us >= 10 * kUsPerMs) return absl::StrFormat("%.1f ms", us / kUsPerMs);
   return absl::StrFormat("%.3f ms", us / kUsPerMs);
 }
@@ -241,9 +241,9 @@ void AppendDataBlocks(std::string* s, const std::vector<PlotPoint>& in_core_step
 // panels share.
 void AppendTitle(std::string* s, const PlotText& text, const SimResult& in_core,
                  const SimResult& plan, const PlotScale& scale) {
-  std::string figures =
-      absl::StrFormat("%s: %s per iteration, peak %s of %s", text.plan_label, Ms(plan.iteration_us),
-                      FormatBytes(PeakOf(plan)), FormatBytes(text.capacity_bytes));
+  std::string figures = absl::StrFormat("%s: %s per iteration, peak %s of %s", text.plan_label,
+                                        FormatMs(plan.iteration_us), FormatBytes(PeakOf(plan)),
+                                        FormatBytes(text.capacity_bytes));
   if (in_core.iteration_us > 0) {
     absl::StrAppendFormat(&figures, " (%+.1f %% time vs in-core)",
                           100.0 * (plan.iteration_us / in_core.iteration_us - 1.0));
@@ -285,14 +285,15 @@ void AppendMemoryPlot(std::string* s, const PlotText& text, const SimResult& in_
   std::vector<std::string> memory;
   if (in_core_drawn) {
     const std::string title =
-        absl::StrFormat("in-core: %s, peak %s%s", Ms(in_core.iteration_us),
+        absl::StrFormat("in-core: %s, peak %s%s", FormatMs(in_core.iteration_us),
                         FormatBytes(PeakOf(in_core)), in_core.feasible ? "" : " (does not fit)");
     memory.push_back(absl::StrFormat("$incore using 1:2 with lines lw 2 lc rgb '%s' title %s",
                                      kInCoreColor, GnuplotDoubleQuoted(title)));
   }
   if (plan_drawn) {
-    const std::string title = absl::StrFormat("%s plan: %s, peak %s", text.plan_label,
-                                              Ms(plan.iteration_us), FormatBytes(PeakOf(plan)));
+    const std::string title =
+        absl::StrFormat("%s plan: %s, peak %s", text.plan_label, FormatMs(plan.iteration_us),
+                        FormatBytes(PeakOf(plan)));
     memory.push_back(absl::StrFormat("$plan using 1:2 with lines lw 2.5 lc rgb '%s' title %s",
                                      kPlanColor, GnuplotDoubleQuoted(title)));
   }
@@ -318,11 +319,11 @@ void AppendLanesAxes(std::string* s, const ActivityLanes& lanes) {
   absl::StrAppendFormat(s, "set tmargin at screen %g\nset bmargin at screen %g\n", kLanesTop,
                         kLanesBottom);
   absl::StrAppendFormat(s, "set yrange [%g:%g]\n", kSwapInLane - 0.6, kComputeLane + 0.6);
-  const std::string compute_label = TwoLines(
-      "compute",
-      lanes.recompute.empty()
-          ? "no recomputation"
-          : absl::StrFormat("%d recomputed, %s", lanes.recompute.size(), Ms(lanes.recompute_us)));
+  const std::string compute_label =
+      TwoLines("compute", lanes.recompute.empty()
+                              ? "no recomputation"
+                              : absl::StrFormat("%d recomputed, %s", lanes.recompute.size(),
+                                                FormatMs(lanes.recompute_us)));
   const std::string out_label =
       CopyLaneLabel("swap-out (D2H)", lanes.swap_out, lanes.swap_out_bytes);
   const std::string in_label = CopyLaneLabel("swap-in (H2D)", lanes.swap_in, lanes.swap_in_bytes);
