@@ -1,4 +1,4 @@
-#include "tests/simgpu/device/timeline.h"
+#include "tests/simgpu/device/time/timeline.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "tests/simgpu/device/trace.h"
+#include "tests/simgpu/device/time/trace.h"
 
 #include <cinttypes>
 

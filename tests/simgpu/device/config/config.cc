@@ -1,6 +1,6 @@
 // Parsing of the SIMGPU_* variables (config.h). Deliberately independent of core/units: simgpu
 // judges pooch and shares no code with it.
-#include "tests/simgpu/device/config.h"
+#include "tests/simgpu/device/config/config.h"
 
 #include <cerrno>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tests/simgpu/device/range_allocator.h"
+#include "tests/simgpu/device/memory/range_allocator.h"
 
 #include <iterator>
 

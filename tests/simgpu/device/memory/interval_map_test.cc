@@ -1,4 +1,4 @@
-#include "tests/simgpu/device/interval_map.h"
+#include "tests/simgpu/device/memory/interval_map.h"
 
 #include <gtest/gtest.h>
 

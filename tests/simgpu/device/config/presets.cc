@@ -20,7 +20,7 @@
 // ResNet-50 throughput on its x86 V100 PCIe machine, 316 img/s (seeds/001, §5.2, Figure 17).
 // Measured with `cnn_train --model resnet50 --batch 64` (224x224, SIMGPU_COMPUTE=timing,
 // SIMGPU_MEMORY=64GiB) on v100-pcie3: 293.4 img/s with 0.58, 315.1 img/s with 0.64.
-#include "tests/simgpu/device/presets.h"
+#include "tests/simgpu/device/config/presets.h"
 
 namespace simgpu {
 namespace {

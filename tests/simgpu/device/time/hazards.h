@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "tests/simgpu/device/interval_map.h"
+#include "tests/simgpu/device/memory/interval_map.h"
 
 namespace simgpu {
 

@@ -1,4 +1,4 @@
-#include "tests/simgpu/device/hazards.h"
+#include "tests/simgpu/device/time/hazards.h"
 
 #include <utility>
 #include <vector>

@@ -28,7 +28,7 @@
 #include <string>
 #include <string_view>
 
-#include "tests/simgpu/device/presets.h"
+#include "tests/simgpu/device/config/presets.h"
 
 namespace simgpu {
 

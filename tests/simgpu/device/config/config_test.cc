@@ -1,4 +1,4 @@
-#include "tests/simgpu/device/config.h"
+#include "tests/simgpu/device/config/config.h"
 
 #include <gtest/gtest.h>
 

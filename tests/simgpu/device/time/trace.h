@@ -19,7 +19,7 @@
 #include <cstdio>
 #include <string>
 
-#include "tests/simgpu/device/timeline.h"
+#include "tests/simgpu/device/time/timeline.h"
 
 namespace simgpu {
 
