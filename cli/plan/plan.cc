@@ -25,7 +25,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/flags.h"
-#include "cli/plan_trace.h"
+#include "cli/plan/plan_trace.h"
 #include "cli/subcommand.h"
 #include "core/base/units.h"
 #include "core/model/candidates.h"

@@ -1,4 +1,4 @@
-#include "cli/plan_trace.h"
+#include "cli/plan/plan_trace.h"
 
 #include <memory>
 
