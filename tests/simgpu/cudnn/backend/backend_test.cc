@@ -1,7 +1,7 @@
 // cuDNN's backend API, driven as PyTorch's cudnn_frontend drives it, from a program linked
 // against the REAL toolkit libcudnn.so.9 and run on simgpu in math mode: convolution forward,
 // backward data and backward filter plans give bit for bit what the legacy calls give on the
-// same data (both run kernels/conv.h); a fused conv + bias + ReLU graph equals the legacy
+// same data (both run kernels/linear/conv.h); a fused conv + bias + ReLU graph equals the legacy
 // convolution followed by the same element-wise math; bad attributes get BAD_PARAM, graphs
 // simgpu does not run get NOT_SUPPORTED, and a freed pointer in the variant pack fails the
 // execution. Also: the batch-norm Ex calls against the plain ones.

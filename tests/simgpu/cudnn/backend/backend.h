@@ -43,7 +43,7 @@
 #include <memory>
 #include <vector>
 
-#include "api.h"
+#include "tests/simgpu/cudnn/api.h"
 
 namespace simgpu::cudnn::backend {
 

@@ -188,7 +188,7 @@ TEST_F(BackendApiTest, GraphDataFlowIsValidated) {
   EXPECT_EQ(CUDNN_STATUS_BAD_PARAM, ok.Finalize());  // no operations yet
 }
 
-// A plan computes what kernels/conv.h computes for the same shape, on device memory.
+// A plan computes what kernels/linear/conv.h computes for the same shape, on device memory.
 TEST_F(BackendApiTest, ExecutionComputesTheConvKernelsResult) {
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR),
       plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR), pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
