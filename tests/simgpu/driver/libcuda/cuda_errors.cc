@@ -1,7 +1,7 @@
 // libcuda.so.1: cuGetErrorName and cuGetErrorString. Names come from the toolkit's own enum
 // (cu_result_names.inc); descriptions are CUDA's wording for the codes simgpu returns, the name
 // otherwise.
-#include "tests/simgpu/driver/driver_common.h"
+#include "tests/simgpu/driver/libcuda/driver_common.h"
 
 namespace {
 
@@ -12,7 +12,7 @@ struct Named {
 
 constexpr Named kNames[] = {
 #define X(name) {name, #name},
-#include "tests/simgpu/driver/cu_result_names.inc"
+#include "tests/simgpu/driver/libcuda/cu_result_names.inc"
 #undef X
 };
 

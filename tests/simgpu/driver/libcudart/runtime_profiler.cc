@@ -2,7 +2,7 @@
 // attached the real runtime's calls do nothing and succeed; so do these.
 #include <cuda_profiler_api.h>
 
-#include "tests/simgpu/driver/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
 
 SIMGPU_RT_EXPORT cudaError_t cudaProfilerStart() { return cudaSuccess; }
 

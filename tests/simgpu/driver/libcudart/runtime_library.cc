@@ -1,8 +1,8 @@
 // libcudart.so.13: libraries loaded by the program itself (cudaLibraryLoadData and friends),
 // over the driver's cuLibrary* (cuda_modules.cc). A cudaLibrary_t is the driver's CUlibrary and
 // a cudaKernel_t its CUkernel, so they mix with cudaLaunchKernel and cudaGetKernel's handles.
-#include "tests/simgpu/driver/runtime_driver.h"
-#include "tests/simgpu/driver/runtime_kernels.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_kernels.h"
 
 using simgpu::runtime::KernelDriver;
 using simgpu::runtime::KernelDriverTable;

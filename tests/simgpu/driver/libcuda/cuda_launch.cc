@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "tests/simgpu/driver/cuda_modules.h"
-#include "tests/simgpu/driver/driver_common.h"
+#include "tests/simgpu/driver/libcuda/driver_common.h"
+#include "tests/simgpu/driver/modules/cuda_modules.h"
 
 using simgpu::Device;
 using simgpu::driver::BlockLimits;

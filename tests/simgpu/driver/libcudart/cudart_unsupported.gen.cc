@@ -28,7 +28,7 @@
 #include <cuda_runtime_api.h>
 #pragma GCC visibility pop
 
-#include "tests/simgpu/driver/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tests/simgpu/driver/cubin.h"
+#include "tests/simgpu/driver/modules/cubin.h"
 
 namespace simgpu::driver {
 

@@ -1,6 +1,6 @@
 // libcudart.so.13: streams and events, over the driver table. cudaStream_t and cudaEvent_t are
 // the driver's CUstream and CUevent.
-#include "tests/simgpu/driver/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
 
 using simgpu::runtime::Record;
 

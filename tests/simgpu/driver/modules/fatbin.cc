@@ -19,7 +19,7 @@
 //   The header is 64 bytes for most entries and 104 for some (torch's sm_100 and sm_120, flag
 //   0x1000000); the header-bytes field says which, and nothing beyond 0x40 is read here.
 //   The payload of a compressed entry is an LZ4 block (no frame) or a zstd frame.
-#include "tests/simgpu/driver/fatbin.h"
+#include "tests/simgpu/driver/modules/fatbin.h"
 
 #include <zstd.h>
 

@@ -2,7 +2,7 @@
 // from kernels_test.cu (uncompressed, zstd and LZ4 fat binaries and a bare cubin), checked
 // against the kernels' C++ signatures; and over one real module of torch's libtorch_cuda.so
 // when the torch venv exists (skipped, saying so, otherwise).
-#include "tests/simgpu/driver/fatbin.h"
+#include "tests/simgpu/driver/modules/fatbin.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/simgpu/driver/cubin.h"
 #include "tests/simgpu/driver/kernels_test.h"
-#include "tests/simgpu/driver/ptx.h"
+#include "tests/simgpu/driver/modules/cubin.h"
+#include "tests/simgpu/driver/modules/ptx.h"
 
 namespace {
 

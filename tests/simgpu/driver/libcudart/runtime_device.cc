@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tests/simgpu/driver/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
 
 using simgpu::runtime::Record;
 

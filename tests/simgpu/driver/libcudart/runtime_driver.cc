@@ -1,6 +1,6 @@
 // libcudart.so.13: loading the driver through cuGetProcAddress_v2, error translation, the last
 // error, and the error-string API.
-#include "tests/simgpu/driver/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
 
 #include <dlfcn.h>
 
@@ -129,7 +129,7 @@ struct Named {
 
 constexpr Named kNames[] = {
 #define X(name) {name, #name},
-#include "tests/simgpu/driver/cuda_error_names.inc"
+#include "tests/simgpu/driver/libcudart/cuda_error_names.inc"
 #undef X
 };
 

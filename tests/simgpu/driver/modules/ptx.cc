@@ -14,7 +14,7 @@
 // cubin's EIATTR_KPARAM_INFO records for the same kernel (checked against nvcc's output in
 // fatbin_test.cc). Static shared memory is the sum of the body's `.shared` declarations (not
 // `.extern .shared`, which is dynamic).
-#include "tests/simgpu/driver/ptx.h"
+#include "tests/simgpu/driver/modules/ptx.h"
 
 #include <cctype>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // libcuda.so.1: device and pinned allocations, pointer attributes, copies and memsets.
 #include <cstring>
 
-#include "tests/simgpu/driver/driver_common.h"
+#include "tests/simgpu/driver/libcuda/driver_common.h"
 
 using simgpu::CopyDir;
 using simgpu::Device;

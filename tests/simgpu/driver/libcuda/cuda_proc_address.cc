@@ -3,8 +3,8 @@
 // interposer that hooks cuGetProcAddress sees all of the runtime's driver calls.
 #include <cstring>
 
-#include "tests/simgpu/driver/driver_common.h"
-#include "tests/simgpu/driver/driver_legacy.h"
+#include "tests/simgpu/driver/libcuda/driver_common.h"
+#include "tests/simgpu/driver/libcuda/driver_legacy.h"
 
 namespace {
 
@@ -16,7 +16,7 @@ struct Entry {
 
 const Entry kEntries[] = {
 #define X(name, version, symbol) {#name, version, reinterpret_cast<void*>(&symbol)},
-#include "tests/simgpu/driver/driver_symbols.inc"
+#include "tests/simgpu/driver/libcuda/driver_symbols.inc"
 #undef X
 };
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <mutex>
 
-#include "tests/simgpu/driver/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
 
 using simgpu::runtime::Record;
 

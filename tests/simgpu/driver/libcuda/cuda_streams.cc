@@ -1,5 +1,5 @@
 // libcuda.so.1: streams and events.
-#include "tests/simgpu/driver/driver_common.h"
+#include "tests/simgpu/driver/libcuda/driver_common.h"
 
 using simgpu::Device;
 using simgpu::Err;

@@ -1,6 +1,6 @@
 // libcuda.so.1: the base names of versioned entry points (driver_legacy.h).
-#include "tests/simgpu/driver/driver_common.h"
-#include "tests/simgpu/driver/driver_legacy.h"
+#include "tests/simgpu/driver/libcuda/driver_common.h"
+#include "tests/simgpu/driver/libcuda/driver_legacy.h"
 
 using simgpu::driver::Unsupported;
 

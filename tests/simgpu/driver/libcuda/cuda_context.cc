@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "tests/simgpu/driver/driver_common.h"
+#include "tests/simgpu/driver/libcuda/driver_common.h"
 
 // CUctx_st is opaque in cuda.h; simgpu's one context is an object of it.
 struct CUctx_st {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "tests/simgpu/driver/cubin.h"
+#include "tests/simgpu/driver/modules/cubin.h"
 
 namespace simgpu::ptx {
 

@@ -1,6 +1,6 @@
 // libcuda.so.1: virtual memory management (cuMemCreate, cuMemAddressReserve, cuMemMap, ...).
 // Only what pooch and PyTorch use: pinned device memory on device 0, no shareable handles.
-#include "tests/simgpu/driver/driver_common.h"
+#include "tests/simgpu/driver/libcuda/driver_common.h"
 
 using simgpu::Device;
 using simgpu::Err;

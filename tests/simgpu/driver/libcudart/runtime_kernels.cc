@@ -1,6 +1,6 @@
 // libcudart.so.13: the registry of nvcc-registered kernels and variables (Note [Lazy
 // registration] in runtime_kernels.h) and the __cudaRegister* entry points that fill it.
-#include "tests/simgpu/driver/runtime_kernels.h"
+#include "tests/simgpu/driver/libcudart/runtime_kernels.h"
 
 #include <atomic>
 #include <cstdio>
@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tests/simgpu/driver/fatbin.h"
-#include "tests/simgpu/driver/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
+#include "tests/simgpu/driver/modules/fatbin.h"
 
 namespace simgpu::runtime {
 namespace {

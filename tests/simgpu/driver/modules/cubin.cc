@@ -20,7 +20,7 @@
 // A kernel's static shared memory is the size of the NOBITS section .nv.shared.<kernel>;
 // __constant__ variables live in .nv.constant3 and __device__ ones in .nv.global (NOBITS) or
 // .nv.global.init (with initial contents).
-#include "tests/simgpu/driver/cubin.h"
+#include "tests/simgpu/driver/modules/cubin.h"
 
 #include <elf.h>
 

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "tests/simgpu/driver/runtime_driver.h"
-#include "tests/simgpu/driver/runtime_kernels.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_kernels.h"
 
 using simgpu::runtime::KernelDriver;
 using simgpu::runtime::KernelDriverTable;

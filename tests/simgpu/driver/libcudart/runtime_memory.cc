@@ -2,7 +2,7 @@
 #include <cstdint>
 
 #include "tests/simgpu/device/device.h"
-#include "tests/simgpu/driver/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
 
 using simgpu::runtime::Record;
 

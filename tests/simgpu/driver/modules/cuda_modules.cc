@@ -1,6 +1,6 @@
 // libcuda.so.1: modules and libraries (cuModule*, cuLibrary*), their functions and kernels
 // (cuModuleGetFunction, cuLibraryGetKernel, cuKernel*, cuFunc*) and global variables.
-#include "tests/simgpu/driver/cuda_modules.h"
+#include "tests/simgpu/driver/modules/cuda_modules.h"
 
 #include <elf.h>
 
@@ -17,9 +17,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tests/simgpu/driver/driver_common.h"
-#include "tests/simgpu/driver/fatbin.h"
-#include "tests/simgpu/driver/ptx.h"
+#include "tests/simgpu/driver/libcuda/driver_common.h"
+#include "tests/simgpu/driver/modules/fatbin.h"
+#include "tests/simgpu/driver/modules/ptx.h"
 
 using simgpu::Device;
 using simgpu::Err;

@@ -3,8 +3,8 @@
 // (cuLibraryGetGlobal), allocated when first asked for (Note [Lazy registration]).
 #include <cstdint>
 
-#include "tests/simgpu/driver/runtime_driver.h"
-#include "tests/simgpu/driver/runtime_kernels.h"
+#include "tests/simgpu/driver/libcudart/runtime_driver.h"
+#include "tests/simgpu/driver/libcudart/runtime_kernels.h"
 
 using simgpu::runtime::Record;
 
