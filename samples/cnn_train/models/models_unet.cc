@@ -11,7 +11,7 @@
 // image into the logits, so that the trainer's softmax cross-entropy over classes applies.
 #include <string>
 
-#include "model_builder.h"
+#include "models/model_builder.h"
 
 namespace cnn_train {
 namespace {

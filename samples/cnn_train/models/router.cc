@@ -1,4 +1,4 @@
-#include "router.h"
+#include "models/router.h"
 
 #include <cmath>
 #include <utility>

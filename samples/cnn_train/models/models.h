@@ -36,7 +36,7 @@
 #include <memory>
 #include <string>
 
-#include "model.h"
+#include "models/model.h"
 #include "network.h"
 
 namespace cnn_train {

@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "checks.h"
-#include "model_builder.h"
-#include "models.h"
+#include "models/model_builder.h"
+#include "models/models.h"
+#include "models/router.h"
 #include "rng.h"
-#include "router.h"
 
 namespace cnn_train {
 namespace {

@@ -10,7 +10,7 @@
 // slice by slice in backward. Names follow torchvision's (features.denseblock1.denselayer1.norm1).
 #include <string>
 
-#include "model_builder.h"
+#include "models/model_builder.h"
 
 namespace cnn_train {
 namespace {

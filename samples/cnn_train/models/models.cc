@@ -1,9 +1,9 @@
-#include "models.h"
+#include "models/models.h"
 
 #include <utility>
 
 #include "checks.h"
-#include "model_builder.h"
+#include "models/model_builder.h"
 
 namespace cnn_train {
 namespace {
