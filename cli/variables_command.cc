@@ -1,6 +1,6 @@
 // `pooch variables`: every POOCH_* variable with its default, rendered from core/config's one
 // table, so what users read is what the code parses. docs/usage.md embeds the same output, and
-// cli/docs_variables_test.sh fails when the two drift apart.
+// cli/readme_variables_test.sh fails when the two drift apart.
 #include <iostream>
 
 #include "cli/subcommand.h"

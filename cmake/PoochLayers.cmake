@@ -10,12 +10,14 @@
 # ("../plan/plan.h"); tests/layers/check_layers.sh checks both rules.
 #
 #   pooch_layer(NAME core_sim DIR core/sim USES core_model core_base LIBS absl::status
-#               [TEST_USES core_plan] [TEST_LIBS ...] [TEST_PREFIX core_] [CUDA])
+#               [TEST_USES core_plan] [TEST_LIBS ...] [TEST_PREFIX core_]
+#               [FUZZ_SEEDS core/model/testdata] [CUDA])
 #
 # builds DIR/*.cc (but *_test.cc, *_fuzz.cc, *_bench.cc) into the static library NAME, links it
 # with USES and LIBS, gives it the view of DIR and of USES' views, and makes one GoogleTest binary
 # per DIR/*_test.cc (TEST_PREFIX + its stem; label unit, and tsan for *_tsan_test.cc), one
-# libFuzzer target per DIR/*_fuzz.cc, whose views add TEST_USES, and one benchmark program per
+# libFuzzer target per DIR/*_fuzz.cc, whose views add TEST_USES and whose seeds are the JSON files
+# of FUZZ_SEEDS (DIR/testdata unless named), and one benchmark program per
 # DIR/*_bench.cc (TEST_PREFIX + its stem, in bin/; not a test: it prints figures). CUDA adds the
 # toolkit's headers (interpose/ only: core/ has no CUDA header, DESIGN.md).
 
@@ -52,7 +54,7 @@ function(pooch_layer_dirs out)
 endfunction()
 
 function(pooch_layer)
-  cmake_parse_arguments(L "CUDA" "NAME;DIR;TEST_PREFIX"
+  cmake_parse_arguments(L "CUDA" "NAME;DIR;TEST_PREFIX;FUZZ_SEEDS"
                         "USES;LIBS;TEST_USES;TEST_LIBS" ${ARGN})
   set(src ${CMAKE_SOURCE_DIR}/${L_DIR})
   file(GLOB sources CONFIGURE_DEPENDS ${src}/*.cc)
@@ -77,7 +79,7 @@ endfunction()
 # The tests and fuzzers of a layer (see pooch_layer).
 function(pooch_layer_tests layer)
   get_property(args TARGET ${layer} PROPERTY POOCH_LAYER_TEST_ARGS)
-  cmake_parse_arguments(L "CUDA" "NAME;DIR;TEST_PREFIX"
+  cmake_parse_arguments(L "CUDA" "NAME;DIR;TEST_PREFIX;FUZZ_SEEDS"
                         "USES;LIBS;TEST_USES;TEST_LIBS" ${args})
   set(src ${CMAKE_SOURCE_DIR}/${L_DIR})
   get_property(dirs TARGET ${L_NAME} PROPERTY POOCH_LAYER_DIRS)
@@ -110,13 +112,17 @@ function(pooch_layer_tests layer)
   endforeach()
 
   file(GLOB fuzzers CONFIGURE_DEPENDS ${src}/*_fuzz.cc)
+  set(seed_dir ${src}/testdata)
+  if(L_FUZZ_SEEDS)
+    set(seed_dir ${CMAKE_SOURCE_DIR}/${L_FUZZ_SEEDS})
+  endif()
   foreach(fuzzer ${fuzzers})
     get_filename_component(stem ${fuzzer} NAME_WE)
     set(name ${L_TEST_PREFIX}${stem})
     # libFuzzer adds what it finds to its corpus folder, so it gets a copy of the seeds in the
     # build tree rather than the layer's testdata itself.
     set(corpus ${CMAKE_CURRENT_BINARY_DIR}/corpus_${stem})
-    file(GLOB seeds ${src}/testdata/*.json)
+    file(GLOB seeds ${seed_dir}/*.json)
     file(COPY ${seeds} DESTINATION ${corpus})
     pooch_add_fuzzer(NAME ${name} SOURCES ${fuzzer} LIBS ${L_NAME} ${L_TEST_USES} CORPUS ${corpus})
     if(TARGET ${name})

@@ -41,15 +41,15 @@ LIBS = {
         status="cudaError_t",
         # A failed runtime call is also this thread's last error, as in the real runtime.
         ret="::simgpu::runtime::Record(cudaErrorNotSupported)",
-        includes=['"tests/simgpu/driver/runtime_driver.h"'],
-        out="tests/simgpu/driver/cudart_unsupported.gen.cc",
+        includes=['"tests/simgpu/driver/libcudart/runtime_driver.h"'],
+        out="tests/simgpu/driver/libcudart/cudart_unsupported.gen.cc",
     ),
     "libcuda.so.1": dict(
         headers=["cuda.h"],
         status="CUresult",
         ret="CUDA_ERROR_NOT_SUPPORTED",
         includes=[],
-        out="tests/simgpu/driver/cuda_unsupported.gen.cc",
+        out="tests/simgpu/driver/libcuda/cuda_unsupported.gen.cc",
     ),
     "libcudnn.so.9": dict(
         headers=["cudnn.h"],

@@ -16,8 +16,7 @@
 
 namespace pooch {
 
-// Mirrors pooch::LogLevel (core/config/config.h) without including it (config is a layer above):
-// the severity order is the same.
+// Most severe first; POOCH_LOG names the threshold (core/config: Config::log_level).
 enum class Severity : int { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
 // The least severe message printed; set once from the configuration, kWarn until then.
@@ -29,8 +28,8 @@ inline bool LogEnabled(Severity severity) {
   return static_cast<int>(severity) <= g_log_threshold.load(std::memory_order_relaxed);
 }
 
-// Writes "pooch: <severity>: <message>\n" (the severity word is left out for kError/kWarn
-// lines' usual "pooch: message" form; see log.cc).
+// Writes "pooch: <severity>: <message>\n" ("error", "warning", "debug"; kInfo lines have no
+// severity word: "pooch: <message>").
 void Log(Severity severity, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 // Writes "pooch: <message>\n" regardless of the threshold.
@@ -39,11 +38,11 @@ void LogLine(const char* format, ...) __attribute__((format(printf, 1, 2)));
 }  // namespace pooch
 
 // Formats only when the level is enabled.
-#define POOCH_LOG_AT(severity, ...)                                                 \
-  do {                                                                              \
+#define POOCH_LOG_AT(severity, ...)                           \
+  do {                                                        \
     if (::pooch::LogEnabled(::pooch::Severity::severity)) {   \
       ::pooch::Log(::pooch::Severity::severity, __VA_ARGS__); \
-    }                                                                               \
+    }                                                         \
   } while (0)
 
 #endif  // POOCH_CORE_BASE_LOG_H_

@@ -16,7 +16,7 @@ namespace {
 
 // The error for a bad value: "NAME='value': why". `why` describes the problem and, where there
 // is a fixed set of choices, lists them.
-absl::Status Bad(absl::string_view name, absl::string_view value, absl::string_view why) {
+absl::Status InvalidValue(absl::string_view name, absl::string_view value, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(name, "='", value, "': ", why));
 }
 
@@ -32,11 +32,11 @@ constexpr Choice<RunMode> kRunModes[] = {
     {"demand", RunMode::kDemand},
     {"dtr", RunMode::kDtr},
 };
-constexpr Choice<LogLevel> kLogLevels[] = {
-    {"error", LogLevel::kError},
-    {"warn", LogLevel::kWarn},
-    {"info", LogLevel::kInfo},
-    {"debug", LogLevel::kDebug},
+constexpr Choice<Severity> kSeverities[] = {
+    {"error", Severity::kError},
+    {"warn", Severity::kWarn},
+    {"info", Severity::kInfo},
+    {"debug", Severity::kDebug},
 };
 constexpr Choice<ProfileSwap> kProfileSwaps[] = {
     {"all", ProfileSwap::kAll},
@@ -70,7 +70,7 @@ absl::StatusOr<E> ParseChoice(absl::string_view name, absl::string_view value,
   for (const auto& c : choices) {
     if (lower == c.name) return c.value;
   }
-  return Bad(name, value, absl::StrCat("unknown value (use ", ChoiceList(choices), ")"));
+  return InvalidValue(name, value, absl::StrCat("unknown value (use ", ChoiceList(choices), ")"));
 }
 
 template <typename E, size_t N>
@@ -94,10 +94,10 @@ absl::StatusOr<int> ParsePositiveInt(absl::string_view name, absl::string_view v
   int result = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), result);
   if (s.empty() || ec == std::errc::invalid_argument || end != s.data() + s.size()) {
-    return Bad(name, value, "expected a whole number >= 1");
+    return InvalidValue(name, value, "expected a whole number >= 1");
   }
-  if (ec == std::errc::result_out_of_range) return Bad(name, value, "too large");
-  if (result < 1) return Bad(name, value, "must be >= 1");
+  if (ec == std::errc::result_out_of_range) return InvalidValue(name, value, "too large");
+  if (result < 1) return InvalidValue(name, value, "must be >= 1");
   return result;
 }
 
@@ -105,7 +105,7 @@ absl::StatusOr<bool> ParseBool(absl::string_view name, absl::string_view value) 
   const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
   if (lower == "1" || lower == "on" || lower == "true" || lower == "yes") return true;
   if (lower == "0" || lower == "off" || lower == "false" || lower == "no") return false;
-  return Bad(name, value, "expected 1/0, on/off, true/false or yes/no");
+  return InvalidValue(name, value, "expected 1/0, on/off, true/false or yes/no");
 }
 
 // Applies one variable's (non-empty) value to the config.
@@ -128,7 +128,7 @@ const Variable kVariables[] = {
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<int64_t> bytes = ParseSize(name, value);
        if (!bytes.ok()) return bytes.status();
-       if (*bytes == 0) return Bad(name, value, "must be greater than 0");
+       if (*bytes == 0) return InvalidValue(name, value, "must be greater than 0");
        c.memory_limit = *bytes;
        return absl::OkStatus();
      }},
@@ -176,8 +176,8 @@ const Variable kVariables[] = {
        if (!p.ok()) {
          std::vector<std::string> names = {"off", "demand", "dtr"};
          for (Policy q : AllPolicies()) names.emplace_back(PolicyName(q));
-         return Bad(name, value,
-                    absl::StrCat("unknown value (use ", absl::StrJoin(names, ", "), ")"));
+         return InvalidValue(name, value,
+                             absl::StrCat("unknown value (use ", absl::StrJoin(names, ", "), ")"));
        }
        c.mode = RunMode::kPlanned;
        c.planned_policy = *p;
@@ -203,7 +203,7 @@ const Variable kVariables[] = {
     {{"POOCH_LOG", "warn", "error, warn, info, debug",
       "The least severe message printed on stderr."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
-       absl::StatusOr<LogLevel> l = ParseChoice(name, value, kLogLevels);
+       absl::StatusOr<Severity> l = ParseChoice(name, value, kSeverities);
        if (!l.ok()) return l.status();
        c.log_level = *l;
        return absl::OkStatus();
@@ -334,7 +334,7 @@ absl::string_view PolicyText(const Config& config) {
   if (config.mode == RunMode::kPlanned) return PolicyName(config.planned_policy);
   return ChoiceName(config.mode, kRunModes);
 }
-absl::string_view LogLevelName(LogLevel level) { return ChoiceName(level, kLogLevels); }
+absl::string_view SeverityName(Severity severity) { return ChoiceName(severity, kSeverities); }
 absl::string_view IterationMarkerName(IterationMarker marker) {
   return ChoiceName(marker, kMarkers);
 }

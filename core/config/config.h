@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/base/log.h"
 #include "core/device/device.h"
 #include "core/pilot/pilot.h"
 #include "core/plan/plan.h"
@@ -50,9 +51,6 @@ namespace pooch {
 //             carried out).
 enum class RunMode { kOff, kDemand, kDtr, kPlanned };
 
-// POOCH_LOG: the least severe message that is printed.
-enum class LogLevel { kError, kWarn, kInfo, kDebug };
-
 // POOCH_PROFILE_SWAP: what the profiled iteration runs under (Note [Swap-all profiling] in
 // core/exec/plan_executor.cc).
 //   kAll     every feature map swapped (PoocH §4.2), after the reference is found
@@ -71,8 +69,8 @@ struct Config {
   Policy planned_policy = Policy::kPooch;  // POOCH_POLICY, when mode == kPlanned
   std::string trace_path;                  // POOCH_TRACE; empty = no trace
   std::string plot_path;                   // POOCH_PLOT; empty = no picture of the plan
-  LogLevel log_level = LogLevel::kWarn;
-  bool summary = true;  // POOCH_SUMMARY
+  Severity log_level = Severity::kWarn;    // POOCH_LOG: the least severe message printed
+  bool summary = true;                     // POOCH_SUMMARY
   int profile_iters = 2;
   std::string profile_out;  // POOCH_PROFILE_OUT; empty = not written
   int reprofile_after = 3;
@@ -118,7 +116,7 @@ absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(
 // The text a variable accepts for each enum value ("swap-all-nosched", "debug", ...).
 // POOCH_POLICY as text: "off", "demand", "dtr", or the planner policy's name.
 absl::string_view PolicyText(const Config& config);
-absl::string_view LogLevelName(LogLevel level);
+absl::string_view SeverityName(Severity severity);
 absl::string_view IterationMarkerName(IterationMarker marker);
 
 }  // namespace pooch

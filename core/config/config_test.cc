@@ -5,8 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/device/fake_device.h"
 #include "core/residency/residency.h"
+#include "core/testing/fake_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -52,7 +52,7 @@ TEST(ConfigTest, Defaults) {
   EXPECT_EQ(c->planned_policy, Policy::kPooch);
   EXPECT_EQ(c->trace_path, "");
   EXPECT_EQ(c->plot_path, "");
-  EXPECT_EQ(c->log_level, LogLevel::kWarn);
+  EXPECT_EQ(c->log_level, Severity::kWarn);
   EXPECT_TRUE(c->summary);
   EXPECT_EQ(c->profile_iters, 2);
   EXPECT_EQ(c->profile_out, "");
@@ -97,7 +97,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
   EXPECT_EQ(c->mode, RunMode::kOff);
   EXPECT_EQ(c->trace_path, "/tmp/t.json");
   EXPECT_EQ(c->plot_path, "/tmp/plan.png");
-  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_EQ(c->log_level, Severity::kDebug);
   EXPECT_FALSE(c->summary);
   EXPECT_EQ(c->profile_iters, 5);
   EXPECT_EQ(c->profile_out, "/tmp/p.json");
@@ -129,8 +129,8 @@ TEST(ConfigTest, EveryPolicyName) {
 }
 
 TEST(ConfigTest, LogLevelsAndMarkers) {
-  for (LogLevel l : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug}) {
-    absl::StatusOr<Config> c = Load({{"POOCH_LOG", std::string(LogLevelName(l))}});
+  for (Severity l : {Severity::kError, Severity::kWarn, Severity::kInfo, Severity::kDebug}) {
+    absl::StatusOr<Config> c = Load({{"POOCH_LOG", std::string(SeverityName(l))}});
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(c->log_level, l);
   }

@@ -1,8 +1,8 @@
 // Device: what the residency manager needs from a GPU, one method per CUDA driver call.
 //
-// interpose/cuda_device implements it on the CUDA driver's virtual memory management (VMM) API;
-// core/fake_device implements it over host memory for tests. The mapping to the driver is meant
-// to be direct; each method names the call it stands for. Handles are opaque 64-bit values
+// interpose/device implements it on the CUDA driver's virtual memory management (VMM) API;
+// core/testing/fake_device.h implements it over host memory for tests. The mapping to the driver is
+// meant to be direct; each method names the call it stands for. Handles are opaque 64-bit values
 // (CUstream, CUevent and CUmemGenericAllocationHandle cast to an integer); device addresses are
 // uintptr_t (CUdeviceptr).
 //

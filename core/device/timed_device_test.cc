@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "gtest/gtest.h"
 
 namespace pooch {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "core/residency/residency.h"
 #include "core/residency/residency_testutil.h"
 #include "core/small_alloc/small_allocator.h"

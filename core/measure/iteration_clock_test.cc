@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "gtest/gtest.h"
 
 namespace pooch {

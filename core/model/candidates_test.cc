@@ -37,8 +37,8 @@ using ::pooch::testing::TestMachine;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-Candidate C(TensorId tensor, OpIndex open, OpIndex close, OpIndex producer = -1,
-            bool recomputable = false) {
+Candidate Plain(TensorId tensor, OpIndex open, OpIndex close, OpIndex producer = -1,
+                bool recomputable = false) {
   return {.tensor = tensor,
           .open = open,
           .close = close,
@@ -86,8 +86,8 @@ TEST(CandidatesTest, IntervalsBetweenConsecutiveUses) {
   // use (its write) or after its last. w: (0, 3), plus the wrap from its last use (3) to its
   // first use in the next iteration (0). b: adjacent uses only. Its producer (op 0) rebuilds x:
   // w, its only input, is never written.
-  EXPECT_THAT(FindCandidates(s.profile), ElementsAre(C(s.w, 0, 3), C(s.x, 1, 3, 0, true),
-                                                     C(s.x, 3, 6, 0, true), Wrap(s.w, 3, 0)));
+  EXPECT_THAT(FindCandidates(s.profile), ElementsAre(Plain(s.w, 0, 3), Plain(s.x, 1, 3, 0, true),
+                                                     Plain(s.x, 3, 6, 0, true), Wrap(s.w, 3, 0)));
 }
 
 // Note [Tails]: x is read last at op 1; held by the program through op 3, it has a tail from
@@ -132,10 +132,10 @@ TEST(CandidatesTest, AProgramCopyLastsItsBytesTime) {
   pb.Op("read_x_y", OpKind::kOther, Phase::kForward, 1, {x, y}, {});  // 3
   Profile p = pb.Finish();
   const MachineModel m = TestMachine(int64_t{3} << 19);  // 1.5 MiB: x and y do not fit together
-  EXPECT_THAT(FindCandidates(p, &m, 0), ElementsAre(C(x, 0, 3, 0, true)));
+  EXPECT_THAT(FindCandidates(p, &m, 0), ElementsAre(Plain(x, 0, 3, 0, true)));
   p.ops[1].to_host_bytes = 4;
   EXPECT_THAT(FindCandidates(p, &m, 0), IsEmpty());
-  EXPECT_THAT(FindCandidates(p, &m, 0, /*long_only=*/false), ElementsAre(C(x, 0, 3, 0, true)));
+  EXPECT_THAT(FindCandidates(p, &m, 0, /*long_only=*/false), ElementsAre(Plain(x, 0, 3, 0, true)));
   EXPECT_NEAR(OpUs(p.ops[1], m), ToHostUs(4, m), 1e-9);
   EXPECT_EQ(OpUs(p.ops[0], m), 1);
 }
@@ -149,7 +149,7 @@ TEST(CandidatesTest, CapacityKeepsIntervalsOverlappingAnOverCapacityOp) {
   const Small s = MakeSmall();
   // 1000: only ops 4 and 5 exceed it. x's (3, 6) spans them, and so does w's wrap (ops 4-6 come
   // after its last use); x's (1, 3) and w's (0, 3) contain only op 1 and 2.
-  EXPECT_THAT(Matter(s.profile, 1000), ElementsAre(C(s.x, 3, 6, 0, true), Wrap(s.w, 3, 0)));
+  EXPECT_THAT(Matter(s.profile, 1000), ElementsAre(Plain(s.x, 3, 6, 0, true), Wrap(s.w, 3, 0)));
   // Exceeding is strict: op 2 holds exactly 610.
   EXPECT_EQ(Matter(s.profile, 610), Matter(s.profile, 1000));
   // 609: op 2 now exceeds it, so the intervals around it matter too.
@@ -172,9 +172,9 @@ TEST(CandidatesTest, IntervalMattersOnlyThroughItsInnerOps) {
   pb.Op("r", OpKind::kOther, Phase::kForward, 1, {y}, {}, /*workspace=*/1000);  // 2
   const Profile p = pb.Finish();
   ASSERT_THAT(InCoreBytesPerOp(p), ElementsAre(1100, 100, 1100));
-  EXPECT_THAT(FindCandidates(p), ElementsAre(C(y, 0, 2, 0, true)));
+  EXPECT_THAT(FindCandidates(p), ElementsAre(Plain(y, 0, 2, 0, true)));
   EXPECT_THAT(Matter(p, 500), IsEmpty());
-  EXPECT_THAT(Matter(p, 99), ElementsAre(C(y, 0, 2, 0, true)));
+  EXPECT_THAT(Matter(p, 99), ElementsAre(Plain(y, 0, 2, 0, true)));
 }
 
 TEST(CandidatesTest, WrapMattersWhenMemoryIsShortBeforeTheFirstUseOrAfterTheLast) {
@@ -221,10 +221,11 @@ TEST(CandidatesTest, IntervalMustHideItsOwnCopies) {
 TEST(CandidatesTest, MinBytes) {
   const Small s = MakeSmall();
   // w (10 B) is too small at 11; x (100 B) stays up to min_bytes 100 and goes at 101.
-  EXPECT_THAT(Matter(s.profile, 0, 11), ElementsAre(C(s.x, 1, 3, 0, true), C(s.x, 3, 6, 0, true)));
+  EXPECT_THAT(Matter(s.profile, 0, 11),
+              ElementsAre(Plain(s.x, 1, 3, 0, true), Plain(s.x, 3, 6, 0, true)));
   EXPECT_EQ(Matter(s.profile, 0, 100), Matter(s.profile, 0, 11));
   EXPECT_THAT(Matter(s.profile, 0, 101), IsEmpty());
-  EXPECT_THAT(Matter(s.profile, 1000, 11), ElementsAre(C(s.x, 3, 6, 0, true)));
+  EXPECT_THAT(Matter(s.profile, 1000, 11), ElementsAre(Plain(s.x, 3, 6, 0, true)));
   // An empty tensor is never a candidate, whatever min_bytes.
   ProfileBuilder pb("empty");
   const TensorId e = pb.Tensor("e", 0);
@@ -255,8 +256,9 @@ TEST(CandidatesTest, PersistentTensorWrapsAndNeverRecomputes) {
   // dw: written at 3, read at 5: (3, 5), produced by op 3 (its only writer), which reads w, and
   // w is not written before op 5 (op 5's own write comes with the read): recomputable. Its wrap
   // runs from 5 to 3.
-  EXPECT_THAT(FindCandidates(p), ElementsAre(C(w, 1, 3), C(w, 3, 5), C(dw, 3, 5, 3, true),
-                                             Wrap(w, 5, 1), Wrap(dw, 5, 3)));
+  EXPECT_THAT(FindCandidates(p),
+              ElementsAre(Plain(w, 1, 3), Plain(w, 3, 5), Plain(dw, 3, 5, 3, true), Wrap(w, 5, 1),
+                          Wrap(dw, 5, 3)));
 
   // Used at the first and the last op only: the interval between them, no wrap.
   ProfileBuilder pb2("ends");
@@ -264,7 +266,7 @@ TEST(CandidatesTest, PersistentTensorWrapsAndNeverRecomputes) {
   pb2.Op("a", OpKind::kOther, Phase::kForward, 1, {v}, {});
   pb2.Op("b", OpKind::kOther, Phase::kForward, 1, {}, {});
   pb2.Op("c", OpKind::kOther, Phase::kForward, 1, {v}, {});
-  EXPECT_THAT(FindCandidates(pb2.Finish()), ElementsAre(C(v, 0, 2)));
+  EXPECT_THAT(FindCandidates(pb2.Finish()), ElementsAre(Plain(v, 0, 2)));
 
   // The mini-batch: there before the iteration but freed in it, so it has no wrap.
   ProfileBuilder pb3("input");
@@ -277,7 +279,7 @@ TEST(CandidatesTest, PersistentTensorWrapsAndNeverRecomputes) {
   pb3.Op("e", OpKind::kOther, Phase::kForward, 1, {}, {});
   const Profile p3 = pb3.Finish();
   ASSERT_EQ(p3.tensors[in].alloc_before, kBeforeIteration);
-  EXPECT_THAT(FindCandidates(p3), ElementsAre(C(in, 1, 3)));
+  EXPECT_THAT(FindCandidates(p3), ElementsAre(Plain(in, 1, 3)));
 }
 
 TEST(CandidatesTest, SoleReplayableWriterIsARecomputableProducer) {
@@ -296,7 +298,8 @@ TEST(CandidatesTest, SoleReplayableWriterIsARecomputableProducer) {
     const std::vector<Candidate> cands = Matter(p, 0, 64);
     // w is read once (its wrap runs from op 1 to op 1); x: (1, 4), produced by op 0; y: (2, 4),
     // produced by op 1, whose inputs are still there at op 4 and never written.
-    EXPECT_THAT(cands, ElementsAre(Wrap(w, 1, 1), C(x, 1, 4, 0, true), C(y, 2, 4, 1, replayable)))
+    EXPECT_THAT(cands,
+                ElementsAre(Wrap(w, 1, 1), Plain(x, 1, 4, 0, true), Plain(y, 2, 4, 1, replayable)))
         << "replayable " << replayable;
   }
 }
@@ -312,7 +315,7 @@ TEST(CandidatesTest, InPlaceSecondWriterMeansNoProducer) {
   pb.Op("a", OpKind::kOther, Phase::kForward, 1, {}, {});             // 2
   pb.Op("b", OpKind::kOther, Phase::kBackward, 1, {t}, {});           // 3
   const Profile p = pb.Finish();
-  EXPECT_THAT(FindCandidates(p), ElementsAre(C(t, 1, 3)));
+  EXPECT_THAT(FindCandidates(p), ElementsAre(Plain(t, 1, 3)));
 
   // A writer that reads what it writes (a persistent tensor's in-place update) is its only
   // writer and precedes the interval, but replaying it would update twice: not recomputable.
@@ -324,7 +327,7 @@ TEST(CandidatesTest, InPlaceSecondWriterMeansNoProducer) {
   pb2.Op("z", OpKind::kOther, Phase::kOther, 1, {}, {});             // 3
   const std::vector<Candidate> cands = FindCandidates(pb2.Finish());
   ASSERT_EQ(cands.size(), 2u);
-  EXPECT_EQ(cands[0], C(w, 0, 2, /*producer=*/0, /*recomputable=*/false));
+  EXPECT_EQ(cands[0], Plain(w, 0, 2, /*producer=*/0, /*recomputable=*/false));
   EXPECT_EQ(cands[1], Wrap(w, 2, 0));
 }
 
@@ -349,7 +352,7 @@ TEST(CandidatesTest, InputWrittenBetweenProducerAndCloseIsNotRecomputable) {
   for (const Candidate& c : cands) {
     if (c.tensor == y) of_y.push_back(c);
   }
-  EXPECT_THAT(of_y, ElementsAre(C(y, 1, 3, 0, true), C(y, 3, 6, 0, false)));
+  EXPECT_THAT(of_y, ElementsAre(Plain(y, 1, 3, 0, true), Plain(y, 3, 6, 0, false)));
   const ReplayFacts facts = ComputeReplayFacts(p);
   EXPECT_EQ(facts.stable_until[0], 4);
   EXPECT_TRUE(facts.SoundAt(0, y, 4));  // before op 4 writes s
@@ -375,7 +378,7 @@ TEST(CandidatesTest, UnprofiledInputChangedBeforeCloseIsNotRecomputable) {
     for (const Candidate& c : cands) {
       if (c.tensor == y) of_y.push_back(c);
     }
-    EXPECT_THAT(of_y, ElementsAre(C(y, 1, 3, 0, /*recomputable=*/until != 2))) << until;
+    EXPECT_THAT(of_y, ElementsAre(Plain(y, 1, 3, 0, /*recomputable=*/until != 2))) << until;
     EXPECT_EQ(ComputeReplayFacts(p).stable_until[0],
               until == -1 ? std::numeric_limits<OpIndex>::max() : until)
         << until;
@@ -424,7 +427,7 @@ TEST(CandidatesTest, FreedInputRebuiltBySoundReplayIsRecomputable) {
   ASSERT_EQ(r.profile.tensors[r.x].free_after, 1);
   const std::vector<Candidate> cands = Matter(r.profile, 0, 1000);
   ASSERT_EQ(cands.size(), 1u);  // x has adjacent uses only
-  EXPECT_EQ(cands[0], C(r.a, 2, 4, 1, true));
+  EXPECT_EQ(cands[0], Plain(r.a, 2, 4, 1, true));
   const ReplayFacts facts = ComputeReplayFacts(r.profile);
   EXPECT_GE(facts.remat_until[r.x], 4);  // x can be had again up to op 4
   EXPECT_GE(facts.AvailableUntil(r.profile, r.x), 4);
@@ -444,12 +447,12 @@ TEST(CandidatesTest, FreedInputRebuiltBySoundReplayIsRecomputable) {
 TEST(CandidatesTest, FreedInputThatCannotBeRebuiltIsNotRecomputable) {
   // conv cannot be replayed: x, once freed, is gone for good.
   const Relu a = MakeRelu(/*conv_replayable=*/false, /*update_w_at_3=*/false);
-  EXPECT_EQ(IntervalOf(Matter(a.profile, 0, 1000), a.a), C(a.a, 2, 4, 1, false));
+  EXPECT_EQ(IntervalOf(Matter(a.profile, 0, 1000), a.a), Plain(a.a, 2, 4, 1, false));
   EXPECT_EQ(ComputeReplayFacts(a.profile).remat_until[a.x], -1);
   // conv's weight is updated at op 3: a replay of conv before op 4 would read the new weight.
   const Relu b = MakeRelu(/*conv_replayable=*/true, /*update_w_at_3=*/true);
   ASSERT_TRUE(b.profile.Validate().ok()) << b.profile.Validate();
-  EXPECT_EQ(IntervalOf(Matter(b.profile, 0, 1000), b.a), C(b.a, 2, 4, 1, false));
+  EXPECT_EQ(IntervalOf(Matter(b.profile, 0, 1000), b.a), Plain(b.a, 2, 4, 1, false));
   EXPECT_EQ(ComputeReplayFacts(b.profile).remat_until[b.x], 3);
   // The simulator refuses to recompute such an interval.
   const MachineModel m = TestMachine(int64_t{1} << 30);

@@ -14,7 +14,7 @@ namespace pooch {
 namespace {
 
 template <typename... Args>
-absl::Status Bad(const absl::FormatSpec<Args...>& format, const Args&... args) {
+absl::Status InvalidProfile(const absl::FormatSpec<Args...>& format, const Args&... args) {
   return absl::InvalidArgumentError(absl::StrFormat(format, args...));
 }
 
@@ -25,25 +25,29 @@ absl::Status Profile::Validate() const {
   const int64_t num_tensors = static_cast<int64_t>(tensors.size());
   for (int64_t i = 0; i < num_tensors; ++i) {
     const Tensor& t = tensors[i];
-    if (t.id != i) return Bad("tensors[%d].id: is %d, must equal its position %d", i, t.id, i);
-    if (t.bytes < 0) return Bad("tensors[%d].bytes: %d is negative", i, t.bytes);
+    if (t.id != i)
+      return InvalidProfile("tensors[%d].id: is %d, must equal its position %d", i, t.id, i);
+    if (t.bytes < 0) return InvalidProfile("tensors[%d].bytes: %d is negative", i, t.bytes);
     if (t.device_bytes != 0 && t.device_bytes < t.bytes) {
-      return Bad("tensors[%d].device_bytes: %d is below its bytes %d", i, t.device_bytes, t.bytes);
+      return InvalidProfile("tensors[%d].device_bytes: %d is below its bytes %d", i, t.device_bytes,
+                            t.bytes);
     }
     if (t.alloc_before < kBeforeIteration || t.alloc_before >= num_ops) {
-      return Bad("tensors[%d].alloc_before: op %d does not exist (%d ops)", i, t.alloc_before,
-                 num_ops);
+      return InvalidProfile("tensors[%d].alloc_before: op %d does not exist (%d ops)", i,
+                            t.alloc_before, num_ops);
     }
     if (t.free_after < kAfterIteration || t.free_after >= num_ops) {
-      return Bad("tensors[%d].free_after: op %d does not exist (%d ops)", i, t.free_after, num_ops);
+      return InvalidProfile("tensors[%d].free_after: op %d does not exist (%d ops)", i,
+                            t.free_after, num_ops);
     }
     if (t.alloc_before != kBeforeIteration && t.free_after != kAfterIteration &&
         t.free_after < t.alloc_before) {
-      return Bad("tensors[%d].free_after: freed after op %d, before it is allocated at op %d", i,
-                 t.free_after, t.alloc_before);
+      return InvalidProfile(
+          "tensors[%d].free_after: freed after op %d, before it is allocated at op %d", i,
+          t.free_after, t.alloc_before);
     }
     if (!std::isfinite(t.swap_out_us) || !std::isfinite(t.swap_in_us)) {
-      return Bad("tensors[%d]: swap times must be finite", i);
+      return InvalidProfile("tensors[%d]: swap times must be finite", i);
     }
   }
   // written[t]: some op before the current one wrote tensor t (or it exists from the start).
@@ -54,21 +58,23 @@ absl::Status Profile::Validate() const {
   for (int64_t i = 0; i < num_ops; ++i) {
     const Op& op = ops[i];
     if (!std::isfinite(op.duration_us) || op.duration_us < 0) {
-      return Bad("ops[%d].duration_us: %g is not a non-negative number", i, op.duration_us);
+      return InvalidProfile("ops[%d].duration_us: %g is not a non-negative number", i,
+                            op.duration_us);
     }
     if (op.workspace_bytes < 0) {
-      return Bad("ops[%d].workspace_bytes: %d is negative", i, op.workspace_bytes);
+      return InvalidProfile("ops[%d].workspace_bytes: %d is negative", i, op.workspace_bytes);
     }
     if (op.unprofiled_inputs_until != -1 &&
         (op.unprofiled_inputs_until < i || op.unprofiled_inputs_until >= num_ops)) {
-      return Bad("ops[%d].unprofiled_inputs_until: op %d is not -1 or an op from this one on", i,
-                 op.unprofiled_inputs_until);
+      return InvalidProfile(
+          "ops[%d].unprofiled_inputs_until: op %d is not -1 or an op from this one on", i,
+          op.unprofiled_inputs_until);
     }
     if (op.to_host_bytes < 0 || op.to_device_bytes < 0) {
-      return Bad("ops[%d]: copied bytes must not be negative", i);
+      return InvalidProfile("ops[%d]: copied bytes must not be negative", i);
     }
     if (op.to_host_bytes > 0 && op.to_device_bytes > 0) {
-      return Bad("ops[%d]: copies both to the host and to the device", i);
+      return InvalidProfile("ops[%d]: copies both to the host and to the device", i);
     }
     for (int pass = 0; pass < 2; ++pass) {
       const bool reading = pass == 0;
@@ -77,21 +83,21 @@ absl::Status Profile::Validate() const {
       for (size_t k = 0; k < ids.size(); ++k) {
         const TensorId id = ids[k];
         if (id < 0 || id >= num_tensors) {
-          return Bad("ops[%d].%s[%d]: tensor %d does not exist", i, field, k, id);
+          return InvalidProfile("ops[%d].%s[%d]: tensor %d does not exist", i, field, k, id);
         }
         const Tensor& t = tensors[id];
         if (t.alloc_before != kBeforeIteration && i < t.alloc_before) {
-          return Bad(
+          return InvalidProfile(
               "ops[%d].%s[%d]: tensor %d (%s) is allocated later, before op %d (depends on an op "
               "that comes later)",
               i, field, k, id, t.name, t.alloc_before);
         }
         if (t.free_after != kAfterIteration && i > t.free_after) {
-          return Bad("ops[%d].%s[%d]: tensor %d (%s) was freed after op %d", i, field, k, id,
-                     t.name, t.free_after);
+          return InvalidProfile("ops[%d].%s[%d]: tensor %d (%s) was freed after op %d", i, field, k,
+                                id, t.name, t.free_after);
         }
         if (reading && !written[id]) {
-          return Bad(
+          return InvalidProfile(
               "ops[%d].reads[%d]: tensor %d (%s) is read before any op writes it (depends on an "
               "op that comes later)",
               i, k, id, t.name);

@@ -25,7 +25,7 @@ using Json = nlohmann::ordered_json;
 constexpr const char* kFormat = "pooch-profile";
 constexpr int kVersion = 1;
 
-absl::Status Bad(const std::string& path, absl::string_view what) {
+absl::Status InvalidField(const std::string& path, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
 }
 
@@ -42,7 +42,7 @@ class Reader {
   const Json* Find(absl::string_view key, bool required, absl::Status* status) const {
     auto it = object_.find(std::string(key));
     if (it == object_.end()) {
-      if (required) *status = Bad(Path(key), "missing");
+      if (required) *status = InvalidField(Path(key), "missing");
       return nullptr;
     }
     return &*it;
@@ -68,9 +68,9 @@ class Reader {
     absl::Status status;
     const Json* v = Find(key, false, &status);
     if (v == nullptr) return status;
-    if (!v->is_number()) return Bad(Path(key), "must be a number");
+    if (!v->is_number()) return InvalidField(Path(key), "must be a number");
     const double d = v->get<double>();
-    if (!std::isfinite(d)) return Bad(Path(key), "must be finite");
+    if (!std::isfinite(d)) return InvalidField(Path(key), "must be finite");
     *out = d;
     return absl::OkStatus();
   }
@@ -79,7 +79,7 @@ class Reader {
     absl::Status status;
     const Json* v = Find(key, false, &status);
     if (v == nullptr) return status;
-    if (!v->is_boolean()) return Bad(Path(key), "must be true or false");
+    if (!v->is_boolean()) return InvalidField(Path(key), "must be true or false");
     *out = v->get<bool>();
     return absl::OkStatus();
   }
@@ -88,7 +88,7 @@ class Reader {
     absl::Status status;
     const Json* v = Find(key, required, &status);
     if (v == nullptr) return status;
-    if (!v->is_string()) return Bad(Path(key), "must be a string");
+    if (!v->is_string()) return InvalidField(Path(key), "must be a string");
     *out = v->get<std::string>();
     return absl::OkStatus();
   }
@@ -98,7 +98,7 @@ class Reader {
     absl::Status status;
     const Json* v = Find(key, false, &status);
     if (v == nullptr) return status;
-    if (!v->is_array()) return Bad(Path(key), "must be an array of tensor ids");
+    if (!v->is_array()) return InvalidField(Path(key), "must be an array of tensor ids");
     out->clear();
     for (size_t i = 0; i < v->size(); ++i) {
       int64_t id = 0;
@@ -115,19 +115,19 @@ class Reader {
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
       if (u > static_cast<uint64_t>(hi)) {
-        return Bad(path, absl::StrFormat("%u is out of range (at most %d)", u, hi));
+        return InvalidField(path, absl::StrFormat("%u is out of range (at most %d)", u, hi));
       }
       *out = static_cast<int64_t>(u);
     } else if (v.is_number_integer()) {
       *out = v.get<int64_t>();
     } else if (v.is_number_float()) {
-      return Bad(path,
-                 absl::StrFormat("%g is not an integer (or is out of range)", v.get<double>()));
+      return InvalidField(
+          path, absl::StrFormat("%g is not an integer (or is out of range)", v.get<double>()));
     } else {
-      return Bad(path, "must be an integer");
+      return InvalidField(path, "must be an integer");
     }
     if (*out < lo || *out > hi) {
-      return Bad(path, absl::StrFormat("%d is out of range [%d, %d]", *out, lo, hi));
+      return InvalidField(path, absl::StrFormat("%d is out of range [%d, %d]", *out, lo, hi));
     }
     return absl::OkStatus();
   }
@@ -149,7 +149,7 @@ constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
 
 absl::Status ParseTensor(const Json& j, size_t index, Tensor* t) {
   const std::string path = absl::StrCat("tensors[", index, "]");
-  if (!j.is_object()) return Bad(path, "must be an object");
+  if (!j.is_object()) return InvalidField(path, "must be an object");
   Reader r(j, path);
   POOCH_RETURN_IF_ERROR(r.Int("id", true, 0, kMaxIndex, &t->id));
   POOCH_RETURN_IF_ERROR(r.String("name", false, &t->name));
@@ -168,21 +168,21 @@ absl::Status ParseTensor(const Json& j, size_t index, Tensor* t) {
 
 absl::Status ParseOp(const Json& j, size_t index, Op* op) {
   const std::string path = absl::StrCat("ops[", index, "]");
-  if (!j.is_object()) return Bad(path, "must be an object");
+  if (!j.is_object()) return InvalidField(path, "must be an object");
   Reader r(j, path);
   POOCH_RETURN_IF_ERROR(r.String("name", true, &op->name));
   std::string kind = OpKindName(op->kind);
   POOCH_RETURN_IF_ERROR(r.String("kind", false, &kind));
   absl::StatusOr<OpKind> k = ParseOpKind(kind);
-  if (!k.ok()) return Bad(r.Path("kind"), k.status().message());
+  if (!k.ok()) return InvalidField(r.Path("kind"), k.status().message());
   op->kind = *k;
   std::string phase = PhaseName(op->phase);
   POOCH_RETURN_IF_ERROR(r.String("phase", false, &phase));
   absl::StatusOr<Phase> ph = ParsePhase(phase);
-  if (!ph.ok()) return Bad(r.Path("phase"), ph.status().message());
+  if (!ph.ok()) return InvalidField(r.Path("phase"), ph.status().message());
   op->phase = *ph;
   POOCH_RETURN_IF_ERROR(r.Number("duration_us", &op->duration_us));
-  if (op->duration_us < 0) return Bad(r.Path("duration_us"), "must not be negative");
+  if (op->duration_us < 0) return InvalidField(r.Path("duration_us"), "must not be negative");
   POOCH_RETURN_IF_ERROR(r.Ids("reads", &op->reads));
   POOCH_RETURN_IF_ERROR(r.Ids("writes", &op->writes));
   POOCH_RETURN_IF_ERROR(r.Int("workspace_bytes", false, 0, kMaxBytes, &op->workspace_bytes));
@@ -192,34 +192,36 @@ absl::Status ParseOp(const Json& j, size_t index, Op* op) {
   POOCH_RETURN_IF_ERROR(r.Int("to_host_bytes", false, 0, kMaxBytes, &op->to_host_bytes));
   POOCH_RETURN_IF_ERROR(r.Int("to_device_bytes", false, 0, kMaxBytes, &op->to_device_bytes));
   if (op->to_host_bytes > 0 && op->to_device_bytes > 0) {
-    return Bad(r.Path("to_device_bytes"), "an op copies one way: to_host_bytes is set too");
+    return InvalidField(r.Path("to_device_bytes"),
+                        "an op copies one way: to_host_bytes is set too");
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<Profile> ParseProfile(const Json& doc) {
-  if (!doc.is_object()) return Bad("(document)", "must be a JSON object");
+  if (!doc.is_object()) return InvalidField("(document)", "must be a JSON object");
   Reader top(doc, "");
   std::string format;
   POOCH_RETURN_IF_ERROR(top.String("format", true, &format));
   if (format != kFormat) {
-    return Bad("format", absl::StrCat("is '", format, "', expected '", kFormat, "'"));
+    return InvalidField("format", absl::StrCat("is '", format, "', expected '", kFormat, "'"));
   }
   int64_t version = 0;
   POOCH_RETURN_IF_ERROR(top.Int("version", true, 0, kMaxIndex, &version));
   if (version != kVersion) {
-    return Bad("version", absl::StrCat(version, " is not supported (this pooch reads version ",
-                                       kVersion, ")"));
+    return InvalidField(
+        "version",
+        absl::StrCat(version, " is not supported (this pooch reads version ", kVersion, ")"));
   }
   Profile profile;
   POOCH_RETURN_IF_ERROR(top.String("name", false, &profile.name));
   absl::Status status;
   const Json* tensors = top.Find("tensors", true, &status);
   if (tensors == nullptr) return status;
-  if (!tensors->is_array()) return Bad("tensors", "must be an array");
+  if (!tensors->is_array()) return InvalidField("tensors", "must be an array");
   const Json* ops = top.Find("ops", true, &status);
   if (ops == nullptr) return status;
-  if (!ops->is_array()) return Bad("ops", "must be an array");
+  if (!ops->is_array()) return InvalidField("ops", "must be an array");
   profile.tensors.resize(tensors->size());
   for (size_t i = 0; i < tensors->size(); ++i) {
     POOCH_RETURN_IF_ERROR(ParseTensor((*tensors)[i], i, &profile.tensors[i]));
@@ -232,7 +234,7 @@ absl::StatusOr<Profile> ParseProfile(const Json& doc) {
   return profile;
 }
 
-std::string Dump(const Json& j, int indent) {
+std::string JsonText(const Json& j, int indent) {
   // `replace` keeps dump from throwing on invalid UTF-8 in names.
   return j.dump(indent < 0 ? -1 : indent, ' ', false, Json::error_handler_t::replace);
 }
@@ -320,9 +322,9 @@ std::string ProfileToJson(const Profile& profile, int indent) {
       if (op.to_device_bytes > 0) ops.back()["to_device_bytes"] = op.to_device_bytes;
     }
     doc["ops"] = std::move(ops);
-    return Dump(doc, indent);
+    return JsonText(doc, indent);
   } catch (const std::exception& e) {
-    return absl::StrCat("{\"error\": \"", e.what(), "\"}");  // not reached: see Dump
+    return absl::StrCat("{\"error\": \"", e.what(), "\"}");  // not reached: see JsonText
   }
 }
 
@@ -360,7 +362,7 @@ std::string PlanToJson(const Plan& plan, const Profile& profile,
     doc["swap_ins"] = std::move(swap_ins);
     const DecisionCounts counts = CountDecisions(plan, candidates);
     doc["counts"] = {{"keep", counts.keep}, {"swap", counts.swap}, {"recompute", counts.recompute}};
-    return Dump(doc, indent);
+    return JsonText(doc, indent);
   } catch (const std::exception& e) {
     return absl::StrCat("{\"error\": \"", e.what(), "\"}");
   }

@@ -58,11 +58,9 @@
 //      one map's decision, taking each that fits and is faster as it goes; if it took none,
 //      every change of two maps' decisions together (seed 1161 needs keep -> swap on one with
 //      swap -> recompute on another; neither is faster alone), the first that fits and is
-//      faster taken. Then a new round starts. (Starting a new round after each single change,
-//      as we first did, spent about 600 simulations per change on 3D ResNeXt-101, re-trying the
-//      keep scan and every map before it; the sweep reaches better plans on the same budget:
-//      ResNet-50 b640 as profiled at run time, with §4.4.3 in 16 rounds, 2242 ms against
-//      2312 ms with 1000 simulations.)
+//      faster taken. Then a new round starts. (A new round after each single change would
+//      re-try the keep scan and every map before it each time; the sweep reaches better plans
+//      on the same budget.)
 // It ends when a round finds nothing or after PlanOptions::refine_simulations simulations
 // (checked before every simulation except inside a step-1 §4.4.3, which is O(|L|^2) on the few
 // maps still swapped), and at once when the plan already runs the ops back to back. Every plan
@@ -199,6 +197,141 @@ absl::StatusOr<Plan> Fallback(PlanContext& ctx, const std::string& why) {
   return best;
 }
 
+// The rounds of Note [Refinement after §4.4.3] on one plan: the plan taken so far, its time and
+// the simulation budget.
+class Refinement {
+ public:
+  // `budget_end`: the simulation count at which it stops.
+  Refinement(PlanContext& ctx, Plan plan, double plan_us, int64_t budget_end)
+      : ctx_(ctx),
+        cands_(ctx.candidates()),
+        plan_(std::move(plan)),
+        best_us_(plan_us),
+        budget_end_(budget_end) {
+    // From the output layer backwards, as the paper's scans go (candidates are ordered by the op
+    // that opens them).
+    maps_.resize(cands_.size());
+    for (size_t c = 0; c < cands_.size(); ++c)
+      maps_[c] = static_cast<CandidateId>(cands_.size() - 1 - c);
+  }
+
+  // Rounds until one finds nothing or the budget is spent.
+  Plan Run() && {
+    bool improved = true;
+    while (improved && !Spent()) {
+      if (KeepScan()) {
+        RecomputeAgain();
+        continue;
+      }
+      improved = SingleChanges() || PairChanges();
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  bool Spent() const { return ctx_.simulations() >= budget_end_; }
+
+  // Feasible and faster by more than a rounding error: then it becomes the plan.
+  bool Better(const Plan& candidate) {
+    const SimResult& r = ctx_.Evaluate(candidate);
+    if (!r.feasible || r.iteration_us >= best_us_ * (1 - 1e-12)) return false;
+    best_us_ = r.iteration_us;
+    return true;
+  }
+
+  std::vector<Decision> Choices(CandidateId c) const {
+    std::vector<Decision> d = {Decision::kKeep, Decision::kSwap};
+    if (cands_[c].recomputable) d.push_back(Decision::kRecompute);
+    return d;
+  }
+
+  // Step 1: the §4.4.2 keep scan over the swapped maps. True when it kept any.
+  bool KeepScan() {
+    bool kept = false;
+    for (CandidateId f : maps_) {
+      if (Spent()) break;
+      if (plan_.decisions[f] != Decision::kSwap) continue;
+      plan_.decisions[f] = Decision::kKeep;
+      if (Better(plan_)) {
+        kept = true;
+      } else {
+        plan_.decisions[f] = Decision::kSwap;
+      }
+    }
+    return kept;
+  }
+
+  // Step 1, then §4.4.3 again. RecomputeStep only takes feasible, faster plans; checked anyway,
+  // as pooch must never return a plan worse than the one it refines.
+  void RecomputeAgain() {
+    Plan recomputed = RecomputeStep(ctx_, plan_);
+    const SimResult& r = ctx_.Evaluate(recomputed);
+    if (r.feasible && r.iteration_us <= best_us_) {
+      best_us_ = r.iteration_us;
+      plan_ = std::move(recomputed);
+    }
+  }
+
+  // Step 2a: single changes, one sweep that takes every one found faster. True when it took any.
+  bool SingleChanges() {
+    bool improved = false;
+    for (CandidateId f : maps_) {
+      const Decision was = plan_.decisions[f];
+      for (Decision d : Choices(f)) {
+        if (d == was || Spent()) continue;
+        // Step 1 tried swap -> keep on this plan, unless an earlier change of this sweep
+        // freed the memory.
+        if (was == Decision::kSwap && d == Decision::kKeep && !improved) continue;
+        plan_.decisions[f] = d;
+        if (Better(plan_)) {
+          improved = true;
+          break;
+        }
+        plan_.decisions[f] = was;
+      }
+    }
+    return improved;
+  }
+
+  // Step 2b: pairs of changes, any decisions (seed 1161 of plan_test.cc needs keep -> swap on
+  // one map with swap -> recompute on another, neither faster alone); the first found faster
+  // is taken. False when none is, or the budget ran out first (the plan then unchanged).
+  bool PairChanges() {
+    for (size_t i = 0; i < maps_.size(); ++i) {
+      for (size_t j = i + 1; j < maps_.size(); ++j) {
+        const CandidateId a = maps_[i];
+        const CandidateId b = maps_[j];
+        const Decision a_was = plan_.decisions[a];
+        const Decision b_was = plan_.decisions[b];
+        for (Decision da : Choices(a)) {
+          if (da == a_was) continue;
+          for (Decision db : Choices(b)) {
+            if (db == b_was) continue;
+            if (Spent()) {
+              plan_.decisions[a] = a_was;
+              plan_.decisions[b] = b_was;
+              return false;
+            }
+            plan_.decisions[a] = da;
+            plan_.decisions[b] = db;
+            if (Better(plan_)) return true;
+          }
+        }
+        plan_.decisions[a] = a_was;
+        plan_.decisions[b] = b_was;
+      }
+    }
+    return false;
+  }
+
+  PlanContext& ctx_;
+  const std::vector<Candidate>& cands_;
+  Plan plan_;
+  double best_us_;
+  const int64_t budget_end_;
+  std::vector<CandidateId> maps_;
+};
+
 }  // namespace
 
 Plan RefineStep(PlanContext& ctx, Plan plan) {
@@ -206,105 +339,10 @@ Plan RefineStep(PlanContext& ctx, Plan plan) {
   const int64_t budget_end = ctx.simulations() + ctx.options().refine_simulations;
   const SimResult& start = ctx.Evaluate(plan);
   if (!start.feasible) return plan;  // not ours to repair; callers pass feasible plans
-  double best_us = start.iteration_us;
+  const double start_us = start.iteration_us;
   // No plan beats the ops back to back (Note [Swap-opt search]); there is nothing to refine.
-  const double compute_us = BackToBackUs(ctx.profile(), ctx.machine());
-  if (best_us <= compute_us * (1 + 1e-12)) return plan;
-  // Feasible and faster by more than a rounding error: then it becomes the plan.
-  auto better = [&](const Plan& candidate) {
-    const SimResult& r = ctx.Evaluate(candidate);
-    if (!r.feasible || r.iteration_us >= best_us * (1 - 1e-12)) return false;
-    best_us = r.iteration_us;
-    return true;
-  };
-  // From the output layer backwards, as the paper's scans go (candidates are ordered by the op
-  // that opens them).
-  const std::vector<Candidate>& cands = ctx.candidates();
-  std::vector<CandidateId> maps(cands.size());
-  for (size_t c = 0; c < cands.size(); ++c)
-    maps[c] = static_cast<CandidateId>(cands.size() - 1 - c);
-  auto choices = [&](CandidateId c) {
-    std::vector<Decision> d = {Decision::kKeep, Decision::kSwap};
-    if (cands[c].recomputable) d.push_back(Decision::kRecompute);
-    return d;
-  };
-  bool improved = true;
-  while (improved && ctx.simulations() < budget_end) {
-    improved = false;
-    // Step 1: the §4.4.2 keep scan over the swapped maps, then §4.4.3 again.
-    bool kept = false;
-    for (CandidateId f : maps) {
-      if (ctx.simulations() >= budget_end) break;
-      if (plan.decisions[f] != Decision::kSwap) continue;
-      plan.decisions[f] = Decision::kKeep;
-      if (better(plan)) {
-        kept = true;
-      } else {
-        plan.decisions[f] = Decision::kSwap;
-      }
-    }
-    if (kept) {
-      improved = true;
-      // RecomputeStep only takes feasible, faster plans; checked anyway, as pooch must never
-      // return a plan worse than the one it refines.
-      Plan recomputed = RecomputeStep(ctx, plan);
-      const SimResult& r = ctx.Evaluate(recomputed);
-      if (r.feasible && r.iteration_us <= best_us) {
-        best_us = r.iteration_us;
-        plan = std::move(recomputed);
-      }
-      continue;
-    }
-    // Step 2a: single changes, one sweep that takes every one found faster.
-    for (CandidateId f : maps) {
-      const Decision was = plan.decisions[f];
-      for (Decision d : choices(f)) {
-        if (d == was || ctx.simulations() >= budget_end) continue;
-        // Step 1 tried swap -> keep on this plan, unless an earlier change of this sweep
-        // freed the memory.
-        if (was == Decision::kSwap && d == Decision::kKeep && !improved) continue;
-        plan.decisions[f] = d;
-        if (better(plan)) {
-          improved = true;
-          break;
-        }
-        plan.decisions[f] = was;
-      }
-    }
-    if (improved) continue;
-    // Step 2b: pairs of changes, any decisions (seed 1161 of plan_test.cc needs keep -> swap
-    // on one map with swap -> recompute on another, neither faster alone).
-    for (size_t i = 0; i < maps.size() && !improved; ++i) {
-      const CandidateId a = maps[i];
-      const Decision a_was = plan.decisions[a];
-      for (size_t j = i + 1; j < maps.size() && !improved; ++j) {
-        const CandidateId b = maps[j];
-        const Decision b_was = plan.decisions[b];
-        for (Decision da : choices(a)) {
-          if (da == a_was || improved) continue;
-          for (Decision db : choices(b)) {
-            if (db == b_was) continue;
-            if (ctx.simulations() >= budget_end) {
-              plan.decisions[a] = a_was;  // the last plan taken, unchanged
-              plan.decisions[b] = b_was;
-              return plan;
-            }
-            plan.decisions[a] = da;
-            plan.decisions[b] = db;
-            if (better(plan)) {
-              improved = true;
-              break;
-            }
-          }
-        }
-        if (!improved) {
-          plan.decisions[a] = a_was;
-          plan.decisions[b] = b_was;
-        }
-      }
-    }
-  }
-  return plan;
+  if (start_us <= BackToBackUs(ctx.profile(), ctx.machine()) * (1 + 1e-12)) return plan;
+  return Refinement(ctx, std::move(plan), start_us, budget_end).Run();
 }
 
 absl::StatusOr<Plan> PlanPooch(PlanContext& ctx) {

@@ -35,7 +35,7 @@ class TempFolder {
   }
   ~TempFolder() {
     if (path_.empty()) return;
-    for (const std::string& file : files_) unlink(File(file).c_str());
+    for (const std::string& file : files_) unlink(PathOf(file).c_str());
     rmdir(path_.c_str());
   }
   TempFolder(const TempFolder&) = delete;
@@ -44,13 +44,13 @@ class TempFolder {
   bool ok() const { return !path_.empty(); }
   const std::string& path() const { return path_; }
   // The path of `name` in the folder, which the destructor removes.
-  std::string Add(const std::string& name) {
+  std::string AddFile(const std::string& name) {
     files_.push_back(name);
-    return File(name);
+    return PathOf(name);
   }
 
  private:
-  std::string File(const std::string& name) const { return absl::StrCat(path_, "/", name); }
+  std::string PathOf(const std::string& name) const { return absl::StrCat(path_, "/", name); }
 
   std::string path_;
   std::vector<std::string> files_;
@@ -96,8 +96,8 @@ absl::Status RunGnuplot(absl::string_view script, const GnuplotOptions& options)
     return absl::InternalError(
         absl::StrCat("cannot make a temporary folder for gnuplot: ", strerror(errno)));
   }
-  const std::string script_path = folder.Add("plot.gp");
-  const std::string log_path = folder.Add("gnuplot.log");
+  const std::string script_path = folder.AddFile("plot.gp");
+  const std::string log_path = folder.AddFile("gnuplot.log");
   {
     std::ofstream out(script_path, std::ios::binary | std::ios::trunc);
     out << script;

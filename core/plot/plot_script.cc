@@ -48,7 +48,7 @@ constexpr const char* kSwapOutColors[2] = {"#6a3d9a", "#b294d4"};
 constexpr const char* kSwapInColors[2] = {"#238b45", "#74c476"};
 
 // Milliseconds to the tenth, or to the microsecond below 10 ms.
-std::string Ms(double us) {
+std::string FormatMs(double us) {
   if (us >= 10 * kUsPerMs) return absl::StrFormat("%.1f ms", us / kUsPerMs);
   return absl::StrFormat("%.3f ms", us / kUsPerMs);
 }
@@ -187,122 +187,147 @@ std::string GnuplotSingleQuoted(absl::string_view text) {
   return out;
 }
 
-std::string PlotScript(const PlotText& text, const Profile& profile, const SimResult& in_core,
-                       const SimResult& plan) {
-  const double end_us = std::max(EndOf(in_core), EndOf(plan));
-  const int64_t in_core_peak = PeakOf(in_core);
-  const int64_t plan_peak = PeakOf(plan);
-  const double x_max = std::max(end_us / kUsPerMs, 1e-3);
-  const double highest =
-      std::max({static_cast<double>(in_core_peak), static_cast<double>(plan_peak),
-                static_cast<double>(text.capacity_bytes), 1.0});
-  const bool gib = highest >= kPlotGiB;
-  const double unit = gib ? kPlotGiB : kPlotMiB;
-  const double y_max = kHeadroom * highest / unit;
-  const std::vector<PlotPoint> in_core_steps =
-      MemorySteps(in_core.memory, in_core.iteration_us, unit);
-  const std::vector<PlotPoint> plan_steps = MemorySteps(plan.memory, plan.iteration_us, unit);
-  const ActivityLanes lanes = SortLanes(profile, plan.events);
+namespace {
 
-  std::string s;
-  absl::StrAppend(&s, "# pooch: device memory over one iteration and the plan's activity.\n");
-  absl::StrAppendFormat(&s,
+// Where the picture's axes end and which memory unit it draws in.
+struct PlotScale {
+  double x_max = 0;  // ms
+  double unit = 0;   // bytes per y unit
+  bool gib = false;  // the unit is GiB (else MiB)
+  double y_max = 0;  // in `unit`s
+};
+
+PlotScale ScaleOf(const PlotText& text, const SimResult& in_core, const SimResult& plan) {
+  const double end_us = std::max(EndOf(in_core), EndOf(plan));
+  const double highest =
+      std::max({static_cast<double>(PeakOf(in_core)), static_cast<double>(PeakOf(plan)),
+                static_cast<double>(text.capacity_bytes), 1.0});
+  PlotScale scale;
+  scale.x_max = std::max(end_us / kUsPerMs, 1e-3);
+  scale.gib = highest >= kPlotGiB;
+  scale.unit = scale.gib ? kPlotGiB : kPlotMiB;
+  scale.y_max = kHeadroom * highest / scale.unit;
+  return scale;
+}
+
+// The terminal and the output file.
+void AppendOutput(std::string* s, const PlotText& text) {
+  absl::StrAppend(s, "# pooch: device memory over one iteration and the plan's activity.\n");
+  absl::StrAppendFormat(s,
                         "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
                         "  set terminal pngcairo size %d,%d noenhanced font 'Sans,11'\n"
                         "} else {\n"
                         "  set terminal png size %d,%d noenhanced\n"
                         "}\n",
                         kWidth, kHeight, kWidth, kHeight);
-  absl::StrAppend(&s, "set output ", GnuplotSingleQuoted(text.output_path), "\n");
+  absl::StrAppend(s, "set output ", GnuplotSingleQuoted(text.output_path), "\n");
+}
 
-  AppendPoints(&s, "incore", in_core_steps);
-  AppendPoints(&s, "plan", plan_steps);
-  AppendBars(&s, "forward", lanes.forward);
-  AppendBars(&s, "backward", lanes.backward);
-  AppendBars(&s, "recompute", lanes.recompute);
-  AppendBars(&s, "swapout0", lanes.swap_out, 0);
-  AppendBars(&s, "swapout1", lanes.swap_out, 1);
-  AppendBars(&s, "swapin0", lanes.swap_in, 0);
-  AppendBars(&s, "swapin1", lanes.swap_in, 1);
+// Every datablock the two plot commands read.
+void AppendDataBlocks(std::string* s, const std::vector<PlotPoint>& in_core_steps,
+                      const std::vector<PlotPoint>& plan_steps, const ActivityLanes& lanes) {
+  AppendPoints(s, "incore", in_core_steps);
+  AppendPoints(s, "plan", plan_steps);
+  AppendBars(s, "forward", lanes.forward);
+  AppendBars(s, "backward", lanes.backward);
+  AppendBars(s, "recompute", lanes.recompute);
+  AppendBars(s, "swapout0", lanes.swap_out, 0);
+  AppendBars(s, "swapout1", lanes.swap_out, 1);
+  AppendBars(s, "swapin0", lanes.swap_in, 0);
+  AppendBars(s, "swapin1", lanes.swap_in, 1);
+}
 
-  // The title: what was planned, then the plan's figures against in-core's.
-  std::string figures =
-      absl::StrFormat("%s: %s per iteration, peak %s of %s", text.plan_label, Ms(plan.iteration_us),
-                      FormatBytes(plan_peak), FormatBytes(text.capacity_bytes));
+// The title (what was planned, then the plan's figures against in-core's) and the x axis both
+// panels share.
+void AppendTitle(std::string* s, const PlotText& text, const SimResult& in_core,
+                 const SimResult& plan, const PlotScale& scale) {
+  std::string figures = absl::StrFormat("%s: %s per iteration, peak %s of %s", text.plan_label,
+                                        FormatMs(plan.iteration_us), FormatBytes(PeakOf(plan)),
+                                        FormatBytes(text.capacity_bytes));
   if (in_core.iteration_us > 0) {
     absl::StrAppendFormat(&figures, " (%+.1f %% time vs in-core)",
                           100.0 * (plan.iteration_us / in_core.iteration_us - 1.0));
   }
-  absl::StrAppend(&s, "set multiplot title ", TwoLines(text.title, figures), " font ',14'\n");
-  absl::StrAppendFormat(&s, "set lmargin at screen %g\nset rmargin at screen %g\n", kLeft, kRight);
-  absl::StrAppendFormat(&s, "set xrange [0:%.4f]\n", x_max);
+  absl::StrAppend(s, "set multiplot title ", TwoLines(text.title, figures), " font ',14'\n");
+  absl::StrAppendFormat(s, "set lmargin at screen %g\nset rmargin at screen %g\n", kLeft, kRight);
+  absl::StrAppendFormat(s, "set xrange [0:%.4f]\n", scale.x_max);
+}
 
-  // The memory panel.
-  absl::StrAppendFormat(&s, "set tmargin at screen %g\nset bmargin at screen %g\n", kMemoryTop,
+// The memory panel's axes, and the turn from forward to backward under the plan across both
+// panels.
+void AppendMemoryAxes(std::string* s, const SimResult& plan, const PlotScale& scale) {
+  absl::StrAppendFormat(s, "set tmargin at screen %g\nset bmargin at screen %g\n", kMemoryTop,
                         kMemoryBottom);
-  absl::StrAppendFormat(&s, "set yrange [0:%.6f]\n", y_max);
-  absl::StrAppend(&s,
+  absl::StrAppendFormat(s, "set yrange [0:%.6f]\n", scale.y_max);
+  absl::StrAppend(s,
                   "set format x ''\n"
                   "unset xlabel\n"
                   "set ylabel 'device memory (",
-                  gib ? "GiB" : "MiB",
+                  scale.gib ? "GiB" : "MiB",
                   ")'\n"
                   "set ytics auto\n"
                   "set grid xtics ytics lc rgb '#dddddd'\n"
                   "set key top right reverse Left samplen 3 opaque box\n");
-  // The turn from forward to backward under the plan, across both panels.
   if (plan.forward_end_us > 0) {
     const double turn_ms = plan.forward_end_us / kUsPerMs;
-    absl::StrAppendFormat(&s,
+    absl::StrAppendFormat(s,
                           "set arrow 1 from %.4f, graph 0 to %.4f, graph 1 nohead dt 3 "
                           "lc rgb '#555555' back\n"
                           "set label 1 'forward | backward' at %.4f, graph 0.04 center front\n",
                           turn_ms, turn_ms, turn_ms);
   }
+}
+
+// The memory panel's plot command: the two curves (when they have samples) and the capacity.
+void AppendMemoryPlot(std::string* s, const PlotText& text, const SimResult& in_core,
+                      const SimResult& plan, const PlotScale& scale, bool in_core_drawn,
+                      bool plan_drawn) {
   std::vector<std::string> memory;
-  if (!in_core_steps.empty()) {
+  if (in_core_drawn) {
     const std::string title =
-        absl::StrFormat("in-core: %s, peak %s%s", Ms(in_core.iteration_us),
-                        FormatBytes(in_core_peak), in_core.feasible ? "" : " (does not fit)");
+        absl::StrFormat("in-core: %s, peak %s%s", FormatMs(in_core.iteration_us),
+                        FormatBytes(PeakOf(in_core)), in_core.feasible ? "" : " (does not fit)");
     memory.push_back(absl::StrFormat("$incore using 1:2 with lines lw 2 lc rgb '%s' title %s",
                                      kInCoreColor, GnuplotDoubleQuoted(title)));
   }
-  if (!plan_steps.empty()) {
-    const std::string title = absl::StrFormat("%s plan: %s, peak %s", text.plan_label,
-                                              Ms(plan.iteration_us), FormatBytes(plan_peak));
+  if (plan_drawn) {
+    const std::string title =
+        absl::StrFormat("%s plan: %s, peak %s", text.plan_label, FormatMs(plan.iteration_us),
+                        FormatBytes(PeakOf(plan)));
     memory.push_back(absl::StrFormat("$plan using 1:2 with lines lw 2.5 lc rgb '%s' title %s",
                                      kPlanColor, GnuplotDoubleQuoted(title)));
   }
   memory.push_back(absl::StrFormat(
       "%.6f with lines dt 2 lw 2 lc rgb '%s' title %s",
-      static_cast<double>(text.capacity_bytes) / unit, kCapacityColor,
+      static_cast<double>(text.capacity_bytes) / scale.unit, kCapacityColor,
       GnuplotDoubleQuoted(absl::StrCat("capacity ", FormatBytes(text.capacity_bytes)))));
-  absl::StrAppend(&s, "plot ", absl::StrJoin(memory, ", \\\n     "), "\n");
+  absl::StrAppend(s, "plot ", absl::StrJoin(memory, ", \\\n     "), "\n");
+}
 
-  // The lanes panel.
-  absl::StrAppend(&s, "unset label 1\n");
-  absl::StrAppendFormat(&s, "set tmargin at screen %g\nset bmargin at screen %g\n", kLanesTop,
+// A copy lane's label: its name, then its copies and bytes.
+std::string CopyLaneLabel(absl::string_view name, const std::vector<LaneBar>& bars, int64_t bytes) {
+  return TwoLines(name, bars.empty()
+                            ? "none"
+                            : absl::StrFormat("%s, %s", Plural(bars.size(), "copy", "copies"),
+                                              FormatBytes(bytes)));
+}
+
+// The lanes panel's axes. Each lane's label says what it carried; the legend only names the
+// colours.
+void AppendLanesAxes(std::string* s, const ActivityLanes& lanes) {
+  absl::StrAppend(s, "unset label 1\n");
+  absl::StrAppendFormat(s, "set tmargin at screen %g\nset bmargin at screen %g\n", kLanesTop,
                         kLanesBottom);
-  absl::StrAppendFormat(&s, "set yrange [%g:%g]\n", kSwapInLane - 0.6, kComputeLane + 0.6);
-  // Each lane's label says what it carried; the legend only names the colours.
-  const std::string compute_label = TwoLines(
-      "compute",
-      lanes.recompute.empty()
-          ? "no recomputation"
-          : absl::StrFormat("%d recomputed, %s", lanes.recompute.size(), Ms(lanes.recompute_us)));
+  absl::StrAppendFormat(s, "set yrange [%g:%g]\n", kSwapInLane - 0.6, kComputeLane + 0.6);
+  const std::string compute_label =
+      TwoLines("compute", lanes.recompute.empty()
+                              ? "no recomputation"
+                              : absl::StrFormat("%d recomputed, %s", lanes.recompute.size(),
+                                                FormatMs(lanes.recompute_us)));
   const std::string out_label =
-      TwoLines("swap-out (D2H)",
-               lanes.swap_out.empty()
-                   ? "none"
-                   : absl::StrFormat("%s, %s", Plural(lanes.swap_out.size(), "copy", "copies"),
-                                     FormatBytes(lanes.swap_out_bytes)));
-  const std::string in_label =
-      TwoLines("swap-in (H2D)",
-               lanes.swap_in.empty()
-                   ? "none"
-                   : absl::StrFormat("%s, %s", Plural(lanes.swap_in.size(), "copy", "copies"),
-                                     FormatBytes(lanes.swap_in_bytes)));
-  absl::StrAppendFormat(&s,
+      CopyLaneLabel("swap-out (D2H)", lanes.swap_out, lanes.swap_out_bytes);
+  const std::string in_label = CopyLaneLabel("swap-in (H2D)", lanes.swap_in, lanes.swap_in_bytes);
+  absl::StrAppendFormat(s,
                         "set format x '%%g'\n"
                         "set xlabel 'time (ms)'\n"
                         "unset ylabel\n"
@@ -312,7 +337,11 @@ std::string PlotScript(const PlotText& text, const Profile& profile, const SimRe
                         "center bottom at screen 0.5, screen %g\n",
                         compute_label, kComputeLane, out_label, kSwapOutLane, in_label, kSwapInLane,
                         kLanesKeyY);
-  // Empty lanes are left out (gnuplot warns about empty data): their labels say "none".
+}
+
+// The lanes panel's plot command. Empty lanes are left out (gnuplot warns about empty data):
+// their labels say "none".
+void AppendLanesPlot(std::string* s, const ActivityLanes& lanes) {
   std::vector<std::string> bars;
   if (!lanes.forward.empty()) {
     bars.push_back(BarsElement("forward", kComputeLane, kForwardColor, "forward"));
@@ -336,7 +365,27 @@ std::string PlotScript(const PlotText& text, const Profile& profile, const SimRe
     bars.push_back(BarsElement("swapin1", kSwapInLane, kSwapInColors[1], ""));
   }
   if (bars.empty()) bars.push_back("NaN notitle");  // no timeline recorded: empty lanes
-  absl::StrAppend(&s, "plot ", absl::StrJoin(bars, ", \\\n     "), "\n");
+  absl::StrAppend(s, "plot ", absl::StrJoin(bars, ", \\\n     "), "\n");
+}
+
+}  // namespace
+
+std::string PlotScript(const PlotText& text, const Profile& profile, const SimResult& in_core,
+                       const SimResult& plan) {
+  const PlotScale scale = ScaleOf(text, in_core, plan);
+  const std::vector<PlotPoint> in_core_steps =
+      MemorySteps(in_core.memory, in_core.iteration_us, scale.unit);
+  const std::vector<PlotPoint> plan_steps = MemorySteps(plan.memory, plan.iteration_us, scale.unit);
+  const ActivityLanes lanes = SortLanes(profile, plan.events);
+
+  std::string s;
+  AppendOutput(&s, text);
+  AppendDataBlocks(&s, in_core_steps, plan_steps, lanes);
+  AppendTitle(&s, text, in_core, plan, scale);
+  AppendMemoryAxes(&s, plan, scale);
+  AppendMemoryPlot(&s, text, in_core, plan, scale, !in_core_steps.empty(), !plan_steps.empty());
+  AppendLanesAxes(&s, lanes);
+  AppendLanesPlot(&s, lanes);
   absl::StrAppend(&s, "unset multiplot\nset output\n");
   return s;
 }

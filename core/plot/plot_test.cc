@@ -37,13 +37,13 @@ class WritePlanPlotTest : public ::testing::Test {
     plan_ = *plan;
   }
   void TearDown() override {
-    unlink(Path().c_str());
+    unlink(PngPath().c_str());
     rmdir(dir_.c_str());
   }
-  std::string Path() const { return dir_ + "/plan.png"; }
+  std::string PngPath() const { return dir_ + "/plan.png"; }
   bool Exists() const {
     struct stat st {};
-    return stat(Path().c_str(), &st) == 0;
+    return stat(PngPath().c_str(), &st) == 0;
   }
 
   std::string dir_;
@@ -54,9 +54,9 @@ class WritePlanPlotTest : public ::testing::Test {
 
 TEST_F(WritePlanPlotTest, DrawsAPng) {
   if (system("command -v gnuplot >/dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot not installed";
-  absl::Status s = WritePlanPlot(Path(), "tiny", profile_, machine_, plan_.plan, plan_.sim);
+  absl::Status s = WritePlanPlot(PngPath(), "tiny", profile_, machine_, plan_.plan, plan_.sim);
   ASSERT_TRUE(s.ok()) << s;
-  std::ifstream in(Path(), std::ios::binary);
+  std::ifstream in(PngPath(), std::ios::binary);
   std::string magic(8, '\0');
   in.read(magic.data(), 8);
   EXPECT_EQ(magic, "\x89PNG\r\n\x1a\n");
@@ -75,7 +75,7 @@ TEST_F(WritePlanPlotTest, WithoutGnuplotNoFileIsLeft) {
   GnuplotOptions missing;
   missing.program = "/nonexistent/gnuplot";
   absl::Status s =
-      WritePlanPlot(Path(), "tiny", profile_, machine_, plan_.plan, plan_.sim, missing);
+      WritePlanPlot(PngPath(), "tiny", profile_, machine_, plan_.plan, plan_.sim, missing);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_FALSE(Exists());
 }

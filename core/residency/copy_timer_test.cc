@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "core/residency/residency.h"
 #include "core/residency/residency_testutil.h"
 #include "gtest/gtest.h"

@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "core/residency/residency.h"
 #include "core/residency/residency_testutil.h"
 #include "gmock/gmock.h"

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/units.h"
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "core/device/timed_device.h"
 #include "core/residency/residency_testutil.h"
 #include "gmock/gmock.h"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "core/residency/residency.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

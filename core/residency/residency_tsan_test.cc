@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "absl/time/time.h"
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "core/residency/residency.h"
 #include "core/residency/residency_tsan_testutil.h"
 #include "gmock/gmock.h"

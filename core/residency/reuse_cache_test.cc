@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "core/residency/residency_events.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -42,7 +42,8 @@ int64_t MemoryAt(const SimResult& r, double t) {
 // Every interval, whatever the machine (the tests check the copy rules on ample memory).
 constexpr CandidateFilter kEveryInterval{.matter_only = false};
 
-SimResult Sim(const Profile& p, const MachineModel& m, const Plan& plan, SimOptions options = {}) {
+SimResult SimulateAllIntervals(const Profile& p, const MachineModel& m, const Plan& plan,
+                               SimOptions options = {}) {
   return Simulate(p, m, plan, options, kEveryInterval);
 }
 
@@ -334,7 +335,7 @@ TEST(SimTest, InCoreTimeIsTheSumOfDurationsAndPeakIsLiveBytes) {
   const Profile p = RandomProfile(1);
   ASSERT_TRUE(p.Validate().ok()) << p.Validate();
   // Without copies or recomputation nothing waits: the iteration is the ops back to back.
-  const SimResult r = Sim(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0));
+  const SimResult r = SimulateAllIntervals(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0));
   EXPECT_TRUE(r.feasible) << r.failure;
   EXPECT_NEAR(r.iteration_us, TotalDuration(p), kEps);
   // The peak is the largest sum of live bytes (plus workspace) over the ops.
@@ -355,12 +356,12 @@ TEST(SimTest, InCoreTimeIsTheSumOfDurationsAndPeakIsLiveBytes) {
 
 TEST(SimTest, InCoreAboveCapacityIsInfeasibleAtTheOverflowingOp) {
   const Profile p = RandomProfile(2);
-  const SimResult big = Sim(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0));
-  const SimResult r = Sim(p, TestMachine(big.peak_bytes - 1), KeepAllPlan(0));
+  const SimResult big = SimulateAllIntervals(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0));
+  const SimResult r = SimulateAllIntervals(p, TestMachine(big.peak_bytes - 1), KeepAllPlan(0));
   EXPECT_FALSE(r.feasible);
   EXPECT_GE(r.failed_at, 0);
   EXPECT_THAT(r.failure, HasSubstr("exceeds capacity"));
-  const SimResult fits = Sim(p, TestMachine(big.peak_bytes), KeepAllPlan(0));
+  const SimResult fits = SimulateAllIntervals(p, TestMachine(big.peak_bytes), KeepAllPlan(0));
   EXPECT_TRUE(fits.feasible) << fits.failure;
 }
 
@@ -368,7 +369,7 @@ TEST(SimTest, AllowOverflowStillPredictsTime) {
   const Profile p = RandomProfile(3);
   SimOptions options;
   options.allow_overflow = true;
-  const SimResult r = Sim(p, TestMachine(1), KeepAllPlan(0), options);
+  const SimResult r = SimulateAllIntervals(p, TestMachine(1), KeepAllPlan(0), options);
   EXPECT_FALSE(r.feasible);
   EXPECT_NEAR(r.iteration_us, TotalDuration(p), kEps);
   EXPECT_GT(r.peak_bytes, 1);
@@ -383,7 +384,7 @@ TEST(SimTest, SwapOutAfterLastForwardUseAndSwapInBeforeBackwardUse) {
   for (SwapInSchedule s : {SwapInSchedule::kWithPreviousOp, SwapInSchedule::kWithPreviousConv,
                            SwapInSchedule::kWhenMemoryAllows}) {
     plan.schedule = s;
-    const SimResult r = Sim(p, m, plan);
+    const SimResult r = SimulateAllIntervals(p, m, plan);
     ASSERT_TRUE(r.feasible) << r.failure;
     EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
     EXPECT_GT(r.swapped_out_bytes, 0);
@@ -403,7 +404,7 @@ TEST(SimTest, SwapInIssuePoints) {
   for (SwapInSchedule s : {SwapInSchedule::kWithPreviousOp, SwapInSchedule::kWithPreviousConv,
                            SwapInSchedule::kWhenMemoryAllows}) {
     plan.schedule = s;
-    const SimResult r = Sim(p, m, plan);
+    const SimResult r = SimulateAllIntervals(p, m, plan);
     ASSERT_TRUE(r.feasible) << r.failure;
     ASSERT_EQ(r.swap_ins.size(), cands.size());
     issued.clear();
@@ -443,9 +444,9 @@ TEST(SimTest, WhenMemoryAllowsIsNeverSlowerThanWithPreviousOpWithAmpleMemory) {
     Plan plan = KeepAllPlan(FindCandidates(p).size());
     std::fill(plan.decisions.begin(), plan.decisions.end(), Decision::kSwap);
     plan.schedule = SwapInSchedule::kWithPreviousOp;
-    const double nosched = Sim(p, m, plan).iteration_us;
+    const double nosched = SimulateAllIntervals(p, m, plan).iteration_us;
     plan.schedule = SwapInSchedule::kWhenMemoryAllows;
-    const double sched = Sim(p, m, plan).iteration_us;
+    const double sched = SimulateAllIntervals(p, m, plan).iteration_us;
     EXPECT_LE(sched, nosched + kEps) << "seed " << seed;
   }
 }
@@ -477,7 +478,7 @@ TEST(SimTest, ProgramCopiesTakeTheirBytesTime) {
     }
     return -1.0;
   };
-  const SimResult kept = Sim(p, m, KeepAllPlan(FindCandidates(p).size()));
+  const SimResult kept = SimulateAllIntervals(p, m, KeepAllPlan(FindCandidates(p).size()));
   ASSERT_TRUE(kept.feasible) << kept.failure;
   EXPECT_NEAR(start_of(kept, SimEvent::Kind::kCompute, 2), 10 + read_back_us, kEps);
   EXPECT_NEAR(kept.iteration_us, 10 + read_back_us + upload_us + 10, kEps);
@@ -489,7 +490,7 @@ TEST(SimTest, ProgramCopiesTakeTheirBytesTime) {
     if (cands[c].tensor == x) plan.decisions[c] = Decision::kSwap;
   }
   plan.schedule = SwapInSchedule::kWithPreviousOp;  // x's swap-in issued at op 2
-  const SimResult swapped = Sim(p, m, plan);
+  const SimResult swapped = SimulateAllIntervals(p, m, plan);
   ASSERT_TRUE(swapped.feasible) << swapped.failure;
   EXPECT_THAT(CheckTimeline(p, m, plan, swapped, cands), ::testing::IsEmpty());
   EXPECT_NEAR(start_of(swapped, SimEvent::Kind::kSwapOut, 0), 10, kEps);
@@ -506,10 +507,10 @@ TEST(SimTest, NonDuplexSharesOneCopyEngine) {
   const MachineModel m = TestMachine(int64_t{1} << 40, /*duplex=*/false);
   Plan plan = KeepAllPlan(FindCandidates(p).size());
   std::fill(plan.decisions.begin(), plan.decisions.end(), Decision::kSwap);
-  const SimResult r = Sim(p, m, plan);
+  const SimResult r = SimulateAllIntervals(p, m, plan);
   ASSERT_TRUE(r.feasible);
   EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
-  const SimResult duplex = Sim(p, TestMachine(int64_t{1} << 40, true), plan);
+  const SimResult duplex = SimulateAllIntervals(p, TestMachine(int64_t{1} << 40, true), plan);
   EXPECT_LE(duplex.iteration_us, r.iteration_us + kEps);
 }
 
@@ -536,15 +537,15 @@ TEST(SimTest, RejectsMalformedPlans) {
   const MachineModel m = TestMachine(1 << 20);
   Plan plan = KeepAllPlan(cands.size());
   plan.decisions[0] = Decision::kRecompute;  // its producer f is not replayable
-  SimResult r = Sim(p, m, plan);
+  SimResult r = SimulateAllIntervals(p, m, plan);
   EXPECT_FALSE(r.feasible);
   EXPECT_THAT(r.failure, HasSubstr("cannot be recomputed"));
   plan.decisions[0] = Decision::kSwap;
-  r = Sim(p, m, plan);
+  r = SimulateAllIntervals(p, m, plan);
   EXPECT_TRUE(r.feasible) << r.failure;
   EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
   plan.decisions.resize(2);
-  r = Sim(p, m, plan);
+  r = SimulateAllIntervals(p, m, plan);
   EXPECT_FALSE(r.feasible);
   EXPECT_THAT(r.failure, HasSubstr("2 decisions for 1 candidates"));
 }
@@ -578,14 +579,14 @@ TEST(SimTest, WrappingIntervalStartsOnTheHost) {
   Plan plan = KeepAllPlan(cands.size());
   plan.decisions[wrap] = Decision::kSwap;
   const MachineModel m = TestMachine(1 << 20);
-  const SimResult r = Sim(p, m, plan);
+  const SimResult r = SimulateAllIntervals(p, m, plan);
   ASSERT_TRUE(r.feasible) << r.failure;
   EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
   EXPECT_EQ(r.swapped_in_bytes, 1000);
   EXPECT_EQ(r.swapped_out_bytes, 1000);
   // It ends the iteration on the host, as it started it (the steady state).
   ASSERT_FALSE(r.memory.empty());
-  const SimResult kept = Sim(p, m, KeepAllPlan(cands.size()));
+  const SimResult kept = SimulateAllIntervals(p, m, KeepAllPlan(cands.size()));
   EXPECT_EQ(kept.memory.back().bytes - r.memory.back().bytes, 1000);
 }
 
@@ -604,7 +605,7 @@ TEST(SimTest, RecomputesChainsRecursively) {
     }
   }
   ASSERT_GT(recomputed, 2);
-  const SimResult r = Sim(p, m, plan);
+  const SimResult r = SimulateAllIntervals(p, m, plan);
   ASSERT_TRUE(r.feasible) << r.failure;
   EXPECT_THAT(CheckTimeline(p, m, plan, r), ::testing::IsEmpty());
   EXPECT_GE(r.recomputed_ops, recomputed);
@@ -631,13 +632,13 @@ TEST(SimTest, ASwappedTailLeavesForGood) {
   const std::vector<Candidate> cands = FindCandidates(p);
   ASSERT_EQ(cands.size(), 1u);
   ASSERT_TRUE(cands[0].tail);
-  EXPECT_FALSE(Sim(p, m, KeepAllPlan(1)).feasible);
+  EXPECT_FALSE(SimulateAllIntervals(p, m, KeepAllPlan(1)).feasible);
   for (SwapInSchedule s : {SwapInSchedule::kWithPreviousOp, SwapInSchedule::kWithPreviousConv,
                            SwapInSchedule::kWhenMemoryAllows}) {
     Plan plan = KeepAllPlan(1);
     plan.decisions[0] = Decision::kSwap;
     plan.schedule = s;
-    const SimResult r = Sim(p, m, plan);
+    const SimResult r = SimulateAllIntervals(p, m, plan);
     ASSERT_TRUE(r.feasible) << r.failure;
     EXPECT_EQ(r.swapped_out_bytes, 1 << 20);
     EXPECT_EQ(r.swapped_in_bytes, 0);
@@ -678,7 +679,8 @@ TEST(SimTest, RandomPlansRespectDependenciesAndCapacity) {
       p.ops[(i + 1) % p.ops.size()].to_device_bytes = int64_t{1} << 20;
     }
     ASSERT_TRUE(p.Validate().ok()) << p.Validate();
-    const int64_t in_core = Sim(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0)).peak_bytes;
+    const int64_t in_core =
+        SimulateAllIntervals(p, TestMachine(int64_t{1} << 40), KeepAllPlan(0)).peak_bytes;
     const double fraction = std::uniform_real_distribution<double>(0.3, 1.1)(rng);
     const MachineModel m =
         TestMachine(static_cast<int64_t>(in_core * fraction), /*duplex=*/rng() % 4 != 0);

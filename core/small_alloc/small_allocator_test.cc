@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/device/fake_device.h"
+#include "core/testing/fake_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -17,7 +17,7 @@ using ::testing::IsEmpty;
 
 constexpr int64_t kG = 64 << 10;  // FakeDevice's default granularity
 
-FakeDevice::Options Opts(FakeDevice::Mode mode) {
+FakeDevice::Options DeviceOptions(FakeDevice::Mode mode) {
   FakeDevice::Options o;
   o.mode = mode;
   o.capacity = 64 * kG;
@@ -42,7 +42,7 @@ struct Budget {
 };
 
 TEST(SmallAllocatorTest, BlocksAreAlignedDistinctAndRoundedTo512) {
-  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
   Budget budget;
   auto alloc = *SmallAllocator::Create(device, budget.Options(int64_t{1} << 20));
   struct Got {
@@ -81,7 +81,7 @@ TEST(SmallAllocatorTest, BlocksAreAlignedDistinctAndRoundedTo512) {
 
 // With max_bytes = kG the largest block is one granule, and so is a slab.
 TEST(SmallAllocatorTest, BlocksOfEverySizeShareASlab) {
-  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
   Budget budget;
   auto alloc = *SmallAllocator::Create(device, budget.Options(kG));
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(alloc->Allocate(300).ok());  // 25 KiB
@@ -95,7 +95,7 @@ TEST(SmallAllocatorTest, BlocksOfEverySizeShareASlab) {
 }
 
 TEST(SmallAllocatorTest, BadFrees) {
-  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
   auto alloc = *SmallAllocator::Create(device, SmallAllocatorOptions{});
   DeviceAddress a = *alloc->Allocate(1000);
   EXPECT_TRUE(absl::IsNotFound(alloc->Free(0x1234)));
@@ -110,7 +110,7 @@ TEST(SmallAllocatorTest, BadFrees) {
 // into the next block; one that starts where no block is allocated is freed memory; one outside
 // every slab is not this allocator's business.
 TEST(SmallAllocatorTest, CheckRangeKeepsRangesInsideTheirBlock) {
-  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
   auto alloc = *SmallAllocator::Create(device, SmallAllocatorOptions{});
   DeviceAddress a = *alloc->Allocate(1000);  // a block of 1024
   DeviceAddress b = *alloc->Allocate(1000);
@@ -134,7 +134,7 @@ TEST(SmallAllocatorTest, CheckRangeKeepsRangesInsideTheirBlock) {
 // Freed neighbours merge back: a slab cut into 512-byte blocks serves a whole-slab request once
 // every block is free again, without a second slab.
 TEST(SmallAllocatorTest, FreedNeighboursMerge) {
-  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
   Budget budget;
   auto alloc = *SmallAllocator::Create(device, budget.Options(kG));
   std::vector<DeviceAddress> blocks;
@@ -155,7 +155,7 @@ TEST(SmallAllocatorTest, FreedNeighboursMerge) {
 // out again until that work ran. A request the pending block cannot hold gets a new slab at
 // once; one it can hold waits for the work, then reuses the block rather than mapping more.
 TEST(SmallAllocatorTest, ReuseWaitsForWorkQueuedBeforeFree) {
-  FakeDevice device(Opts(FakeDevice::Mode::kManual));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kManual));
   Budget budget;
   auto alloc = *SmallAllocator::Create(device, budget.Options(kG));
   const int64_t per_slab = kG / 4096;
@@ -203,7 +203,7 @@ TEST(SmallAllocatorTest, ReuseWaitsForWorkQueuedBeforeFree) {
 // FakeDevice's stream 0 does not wait for other streams, as a real one does not for streams
 // created with cudaStreamNonBlocking: a batch must also wait for those the caller names.
 TEST(SmallAllocatorTest, ReuseWaitsForWorkOnUnorderedStreams) {
-  FakeDevice device(Opts(FakeDevice::Mode::kManual));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kManual));
   const StreamHandle side = *device.CreateStream();
   SmallAllocatorOptions options;
   options.max_bytes = kG;
@@ -225,7 +225,7 @@ TEST(SmallAllocatorTest, ReuseWaitsForWorkOnUnorderedStreams) {
 
 // Poll hands back the blocks of batches whose work completed, without blocking.
 TEST(SmallAllocatorTest, PollCollectsCompletedBatches) {
-  FakeDevice device(Opts(FakeDevice::Mode::kManual));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kManual));
   Budget budget;
   auto alloc = *SmallAllocator::Create(device, budget.Options(kG));
   DeviceAddress a = *alloc->Allocate(kG / 2);
@@ -245,7 +245,7 @@ TEST(SmallAllocatorTest, PollCollectsCompletedBatches) {
 }
 
 TEST(SmallAllocatorTest, WaitsForPendingFreesWhenNoSlabCanBeMade) {
-  FakeDevice device(Opts(FakeDevice::Mode::kManual));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kManual));
   Budget budget;
   budget.limit = kG;  // one slab
   auto alloc = *SmallAllocator::Create(device, budget.Options(kG));
@@ -269,7 +269,7 @@ TEST(SmallAllocatorTest, WaitsForPendingFreesWhenNoSlabCanBeMade) {
 }
 
 TEST(SmallAllocatorTest, ReleasesEmptySlabsButKeepsOne) {
-  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
   Budget budget;
   {
     auto alloc = *SmallAllocator::Create(device, budget.Options(kG));
@@ -296,7 +296,7 @@ TEST(SmallAllocatorTest, ReleasesEmptySlabsButKeepsOne) {
 
 // max_bytes may exceed a granule: the slab grows to hold the largest block.
 TEST(SmallAllocatorTest, SlabHoldsTheLargestBlock) {
-  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
   Budget budget;
   auto alloc = *SmallAllocator::Create(device, budget.Options(int64_t{1} << 20));
   DeviceAddress a = *alloc->Allocate(600000);
@@ -312,7 +312,7 @@ TEST(SmallAllocatorTest, SlabHoldsTheLargestBlock) {
 // Pointer queries answer about the allocation the program asked for: its start and requested
 // bytes, from any address inside them, and nothing past them or once freed.
 TEST(SmallAllocatorTest, BlockContainingIsTheRequestedRange) {
-  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
   Budget budget;
   auto alloc = *SmallAllocator::Create(device, budget.Options(int64_t{1} << 20));
   const DeviceAddress a = *alloc->Allocate(1000);
@@ -338,7 +338,7 @@ TEST(SmallAllocatorTest, BlockContainingIsTheRequestedRange) {
 // interposer asks it about every free) but serves nothing and maps nothing.
 TEST(SmallAllocatorTest, MaxBytesZeroOrOneServesNothing) {
   for (int64_t max_bytes : {0, 1}) {
-    FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+    FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
     Budget budget;
     absl::StatusOr<std::unique_ptr<SmallAllocator>> alloc =
         SmallAllocator::Create(device, budget.Options(max_bytes));
@@ -349,12 +349,12 @@ TEST(SmallAllocatorTest, MaxBytesZeroOrOneServesNothing) {
     EXPECT_EQ(budget.charged, 0);
     EXPECT_EQ(device.mapped_bytes(), 0);
   }
-  FakeDevice device(Opts(FakeDevice::Mode::kImmediate));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kImmediate));
   EXPECT_FALSE(SmallAllocator::Create(device, Budget().Options(-1)).ok());
 }
 
 TEST(SmallAllocatorTest, ConcurrentThreadsGetDisjointBlocks) {
-  FakeDevice device(Opts(FakeDevice::Mode::kWorker));
+  FakeDevice device(DeviceOptions(FakeDevice::Mode::kWorker));
   auto alloc = *SmallAllocator::Create(device, SmallAllocatorOptions{});
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;

@@ -27,20 +27,6 @@ extern char** environ;
 namespace pooch::interpose {
 namespace {
 
-Severity ToSeverity(LogLevel level) {
-  switch (level) {
-    case LogLevel::kError:
-      return Severity::kError;
-    case LogLevel::kWarn:
-      return Severity::kWarn;
-    case LogLevel::kInfo:
-      return Severity::kInfo;
-    case LogLevel::kDebug:
-      return Severity::kDebug;
-  }
-  return Severity::kWarn;
-}
-
 // POOCH_ITERATION_MARKER=nvtx: NVTX loads its tool from NVTX_INJECTION64_PATH at the program's
 // first NVTX call, which comes after start-up; pooch names itself there
 // (interpose/hooks/runtime/nvtx_injection.cc). Another tool already named keeps its place.
@@ -84,7 +70,7 @@ void Process::Start() {
     _exit(2);
   }
   config_ = *std::move(config);
-  SetLogThreshold(ToSeverity(config_.log_level));
+  SetLogThreshold(config_.log_level);
 
   std::vector<std::string> names;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "checks.h"
-#include "model_builder.h"
-#include "models.h"
+#include "models/model_builder.h"
+#include "models/models.h"
 #include "network.h"
 #include "rng.h"
 

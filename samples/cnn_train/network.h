@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "layers/layer.h"
-#include "model.h"
+#include "models/model.h"
 
 namespace cnn_train {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "checks.h"
-#include "models.h"
+#include "models/models.h"
 #include "rng.h"
 
 namespace cnn_train {

@@ -290,7 +290,7 @@ host_full)
   ;;
 
 gemm_replay)
-  # Note [GEMM replay] (interpose/hooks/cublas/cublas_gemm.h): gemm_replay_probe.cc's GEMMs under dtr at
+  # Note [GEMM replay] (interpose/hooks/cublas_gemm.h): gemm_replay_probe.cc's GEMMs under dtr at
   # a limit that holds about half of what it allocates, under the hazard checker. The probe
   # compares every output, byte for byte, with its copy taken right after the call; here: the
   # five beta = 0 GEMMs (and only they: the two with beta != 0 must get none) kept a recipe, and
@@ -388,7 +388,7 @@ graph_pool)
   ;;
 
 fresh_thread)
-  # Note [Queries on a thread without a context] (interpose/hooks/launch/kernel_args.cc): a launch from
+  # Note [Queries on a thread without a context] (interpose/hooks/kernel_args.cc): a launch from
   # a thread that has no current context yet is scanned like any other.
   need_simgpu
   SIMGPU_HAZARDS=error
@@ -417,7 +417,7 @@ torch)
     fail "torch: nothing swapped out: $(grep 'swaps:' "$work/torch.err")"
   [ "$(top_calls "$work/torch.err" __cudaLaunchKernel)" -gt 0 ] || fail "torch: no __cudaLaunchKernel hooked"
   [ "$(top_calls "$work/torch.err" cudaMallocAsync)" -gt 0 ] || fail "torch: no cudaMallocAsync"
-  # Note [Queries on a thread without a context] (interpose/hooks/launch/kernel_args.cc): the
+  # Note [Queries on a thread without a context] (interpose/hooks/kernel_args.cc): the
   # autograd thread's first launch is scanned like any other, not made opaque.
   grep -q '^pooch: opaque: calls 0 ' "$work/torch.err" ||
     fail "torch: opaque calls: $(grep '^pooch: \(opaque: \|.*kernel .*opaque call\)' "$work/torch.err")"
@@ -449,7 +449,7 @@ torch_auto)
   ;;
 
 torch_lt)
-  # Note [Scratch workspaces] (interpose/hooks/cublas/cublas_hooks.cc): the MLP with biased Linear
+  # Note [Scratch workspaces] (interpose/hooks/cublas_hooks.cc): the MLP with biased Linear
   # layers, whose forward runs through cublasLtMatmul with a workspace PyTorch allocates around
   # each call, profiled (POOCH_PROFILE_OUT) under the auto marker: every cublasLtMatmul of the
   # measured profile is replayable (its workspace is no read of memory nothing wrote). Args as
@@ -883,7 +883,7 @@ plan_switching)
   ;;
 
 measured_choice)
-  # Note [Measured choice] (core/measure/measured_choice.h): args POOCH CNN_TRAIN. moe (top 2 of 16)
+  # Note [Measured choice] (core/exec/measured_choice.h): args POOCH CNN_TRAIN. moe (top 2 of 16)
   # at 40 % of the in-core peak, 30 iterations under pooch with the hazard checker at error: its
   # plan diverges at the chosen experts, is tried followed, set aside and set aside with the pilot
   # acting, and one mode is kept; every iteration's choices and loss and the parameters are

@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/device/fake_device.h"
 #include "core/residency/residency.h"
+#include "core/testing/fake_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

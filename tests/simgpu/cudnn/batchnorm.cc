@@ -1,5 +1,6 @@
-// Batch normalization over 4-d fp32 tensors (kernels/batchnorm.h): the descriptor derivation,
-// training forward (with the Ex variant for bnOps == BN), inference forward, and backward.
+// Batch normalization over 4-d fp32 tensors (kernels/layers/batchnorm.h): the descriptor
+// derivation, training forward (with the Ex variant for bnOps == BN), inference forward, and
+// backward.
 #include "batchnorm.h"
 
 #include "api.h"

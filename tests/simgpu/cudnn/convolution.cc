@@ -1,7 +1,7 @@
 // Convolution descriptors, algorithm queries and the four convolution passes.
 //
 // Algorithms: every algorithm value is accepted and computes the same fp32 im2col + gemm
-// (kernels/conv.h), so the choice never changes a result. Get/Find report one algorithm per
+// (kernels/linear/conv.h), so the choice never changes a result. Get/Find report one algorithm per
 // pass (forward IMPLICIT_GEMM, backward data ALGO_1, backward filter ALGO_1: the ones real
 // cuDNN marks deterministic), with status SUCCESS, CUDNN_DETERMINISTIC and a workspace of 0:
 // a GPU's implicit gemm needs none, and the CPU's im2col scratch lives on the host heap so that

@@ -1,4 +1,4 @@
-// cudnnPoolingForward and cudnnPoolingBackward over 4-d fp32 tensors (kernels/pool.h).
+// cudnnPoolingForward and cudnnPoolingBackward over 4-d fp32 tensors (kernels/layers/pool.h).
 #include "api.h"
 #include "pool.h"
 

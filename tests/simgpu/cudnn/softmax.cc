@@ -1,4 +1,4 @@
-// cudnnSoftmaxForward and cudnnSoftmaxBackward over 4-d fp32 tensors (kernels/softmax.h).
+// cudnnSoftmaxForward and cudnnSoftmaxBackward over 4-d fp32 tensors (kernels/layers/softmax.h).
 #include "softmax.h"
 
 #include "api.h"

@@ -1,5 +1,5 @@
 // Element-wise calls: cudnnAddTensor, cudnnOpTensor, cudnnScaleTensor, cudnnSetTensor and the
-// activations, over N-d strided fp32 tensors (kernels/elementwise.h).
+// activations, over N-d strided fp32 tensors (kernels/layers/elementwise.h).
 #include <cmath>
 
 #include "api.h"

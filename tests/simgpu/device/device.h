@@ -45,13 +45,13 @@
 #include <string>
 #include <utility>
 
-#include "tests/simgpu/device/config.h"
-#include "tests/simgpu/device/hazards.h"
-#include "tests/simgpu/device/interval_map.h"
-#include "tests/simgpu/device/range_allocator.h"
+#include "tests/simgpu/device/config/config.h"
+#include "tests/simgpu/device/memory/interval_map.h"
+#include "tests/simgpu/device/memory/range_allocator.h"
 #include "tests/simgpu/device/simgpu.h"
-#include "tests/simgpu/device/timeline.h"
-#include "tests/simgpu/device/trace.h"
+#include "tests/simgpu/device/time/hazards.h"
+#include "tests/simgpu/device/time/timeline.h"
+#include "tests/simgpu/device/time/trace.h"
 
 namespace simgpu {
 

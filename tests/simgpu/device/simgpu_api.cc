@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "tests/simgpu/device/config.h"
+#include "tests/simgpu/device/config/config.h"
 #include "tests/simgpu/device/device.h"
 #include "tests/simgpu/device/simgpu.h"
 
