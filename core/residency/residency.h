@@ -58,12 +58,12 @@
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
 #include "core/device/device.h"
-#include "core/residency/chunk_pool.h"
-#include "core/residency/copy_timer.h"
-#include "core/residency/residency_events.h"
-#include "core/residency/residency_host_pool.h"
-#include "core/residency/residency_table.h"
-#include "core/residency/reuse_cache.h"
+#include "core/residency/parts/chunk_pool.h"
+#include "core/residency/parts/copy_timer.h"
+#include "core/residency/parts/residency_events.h"
+#include "core/residency/parts/residency_host_pool.h"
+#include "core/residency/parts/residency_table.h"
+#include "core/residency/parts/reuse_cache.h"
 
 namespace pooch {
 

@@ -249,7 +249,7 @@ inline void NoteReadBack(const void* host, size_t bytes) {
 // code; it is used only when pooch does not manage memory. When the parts could not be made
 // under a policy, the allocation fails rather than escape the limit (process.h). `ordered_on`:
 // the stream of a stream-ordered allocation (cudaMallocAsync; Note [Reuse on the allocating
-// stream] in core/residency/reuse_cache.h).
+// stream] in core/residency/parts/reuse_cache.h).
 template <typename Ret, typename RealAlloc>
 Ret ManagedAlloc(uintptr_t* out, size_t bytes, Ret success, RealAlloc&& real_alloc,
                  std::optional<pooch::StreamHandle> ordered_on = std::nullopt) {

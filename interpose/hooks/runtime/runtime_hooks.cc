@@ -52,7 +52,7 @@ cudaError_t cudaFree(void* devPtr) {
 
 // Stream-ordered allocation: a free waits for the last use it recorded, so the stream order is
 // kept; the reuse cache may hand an allocation on hStream memory whose last uses are queued on
-// hStream (Note [Reuse on the allocating stream] in core/residency/reuse_cache.h).
+// hStream (Note [Reuse on the allocating stream] in core/residency/parts/reuse_cache.h).
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
   return ManagedAlloc(
       reinterpret_cast<uintptr_t*>(devPtr), size, cudaSuccess,

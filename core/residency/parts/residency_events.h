@@ -11,8 +11,8 @@
 // Thread safety: EventPool is thread-safe; an EventRef may be copied and dropped on any thread.
 // The pool must outlive its device calls, not its refs: a ref dropped after the pool is
 // destroyed destroys its event instead of recycling it.
-#ifndef POOCH_CORE_RESIDENCY_RESIDENCY_EVENTS_H_
-#define POOCH_CORE_RESIDENCY_RESIDENCY_EVENTS_H_
+#ifndef POOCH_CORE_RESIDENCY_PARTS_RESIDENCY_EVENTS_H_
+#define POOCH_CORE_RESIDENCY_PARTS_RESIDENCY_EVENTS_H_
 
 #include <atomic>
 #include <memory>
@@ -105,4 +105,4 @@ absl::StatusOr<bool> QueryAllDone(EventPool& events, const List& list) {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_RESIDENCY_RESIDENCY_EVENTS_H_
+#endif  // POOCH_CORE_RESIDENCY_PARTS_RESIDENCY_EVENTS_H_

@@ -42,8 +42,8 @@
 // itself only holds, hands out and spills.
 //
 // Thread safety: not thread-safe; the residency manager calls it under its mutex.
-#ifndef POOCH_CORE_RESIDENCY_REUSE_CACHE_H_
-#define POOCH_CORE_RESIDENCY_REUSE_CACHE_H_
+#ifndef POOCH_CORE_RESIDENCY_PARTS_REUSE_CACHE_H_
+#define POOCH_CORE_RESIDENCY_PARTS_REUSE_CACHE_H_
 
 #include <cstdint>
 #include <optional>
@@ -54,7 +54,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/device/device.h"
-#include "core/residency/residency_events.h"
+#include "core/residency/parts/residency_events.h"
 
 namespace pooch {
 
@@ -118,4 +118,4 @@ class ReuseCache {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_RESIDENCY_REUSE_CACHE_H_
+#endif  // POOCH_CORE_RESIDENCY_PARTS_REUSE_CACHE_H_

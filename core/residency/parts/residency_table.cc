@@ -1,4 +1,4 @@
-#include "core/residency/residency_table.h"
+#include "core/residency/parts/residency_table.h"
 
 #include <algorithm>
 

@@ -20,8 +20,8 @@
 // with the timer.
 //
 // Thread safety: not thread-safe; the residency manager calls it under its mutex.
-#ifndef POOCH_CORE_RESIDENCY_COPY_TIMER_H_
-#define POOCH_CORE_RESIDENCY_COPY_TIMER_H_
+#ifndef POOCH_CORE_RESIDENCY_PARTS_COPY_TIMER_H_
+#define POOCH_CORE_RESIDENCY_PARTS_COPY_TIMER_H_
 
 #include <cstdint>
 #include <optional>
@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "core/device/device.h"
 #include "core/device/timing_event_pool.h"
-#include "core/residency/residency_table.h"
+#include "core/residency/parts/residency_table.h"
 
 namespace pooch {
 
@@ -89,4 +89,4 @@ class CopyTimer {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_RESIDENCY_COPY_TIMER_H_
+#endif  // POOCH_CORE_RESIDENCY_PARTS_COPY_TIMER_H_

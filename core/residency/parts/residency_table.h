@@ -30,8 +30,8 @@
 // In kResident, `transfer` may still be pending after a cancelled swap-out; users wait on it too.
 //
 // Thread safety: plain data; the manager guards the table and every record with its mutex.
-#ifndef POOCH_CORE_RESIDENCY_RESIDENCY_TABLE_H_
-#define POOCH_CORE_RESIDENCY_RESIDENCY_TABLE_H_
+#ifndef POOCH_CORE_RESIDENCY_PARTS_RESIDENCY_TABLE_H_
+#define POOCH_CORE_RESIDENCY_PARTS_RESIDENCY_TABLE_H_
 
 #include <cstdint>
 #include <map>
@@ -42,7 +42,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "core/device/device.h"
-#include "core/residency/residency_events.h"
+#include "core/residency/parts/residency_events.h"
 
 namespace pooch {
 
@@ -127,4 +127,4 @@ class AllocationTable {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_RESIDENCY_RESIDENCY_TABLE_H_
+#endif  // POOCH_CORE_RESIDENCY_PARTS_RESIDENCY_TABLE_H_

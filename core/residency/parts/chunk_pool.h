@@ -42,8 +42,8 @@
 // no device call: the manager maps, unmaps and releases the handles it gives and takes.
 //
 // Thread safety: not thread-safe; the residency manager calls it under its mutex.
-#ifndef POOCH_CORE_RESIDENCY_CHUNK_POOL_H_
-#define POOCH_CORE_RESIDENCY_CHUNK_POOL_H_
+#ifndef POOCH_CORE_RESIDENCY_PARTS_CHUNK_POOL_H_
+#define POOCH_CORE_RESIDENCY_PARTS_CHUNK_POOL_H_
 
 #include <cstdint>
 #include <optional>
@@ -51,7 +51,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "core/device/device.h"
-#include "core/residency/residency_table.h"
+#include "core/residency/parts/residency_table.h"
 
 namespace pooch {
 
@@ -103,4 +103,4 @@ class ChunkPool {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_RESIDENCY_CHUNK_POOL_H_
+#endif  // POOCH_CORE_RESIDENCY_PARTS_CHUNK_POOL_H_

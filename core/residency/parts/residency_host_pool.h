@@ -8,8 +8,8 @@
 // more; the caller then leaves the allocation resident (Note [Swap-out failure]).
 //
 // Thread safety: not thread-safe; the residency manager calls it under its mutex.
-#ifndef POOCH_CORE_RESIDENCY_RESIDENCY_HOST_POOL_H_
-#define POOCH_CORE_RESIDENCY_RESIDENCY_HOST_POOL_H_
+#ifndef POOCH_CORE_RESIDENCY_PARTS_RESIDENCY_HOST_POOL_H_
+#define POOCH_CORE_RESIDENCY_PARTS_RESIDENCY_HOST_POOL_H_
 
 #include <cstdint>
 #include <map>
@@ -47,4 +47,4 @@ class HostPool {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_RESIDENCY_RESIDENCY_HOST_POOL_H_
+#endif  // POOCH_CORE_RESIDENCY_PARTS_RESIDENCY_HOST_POOL_H_

@@ -1,4 +1,4 @@
-#include "core/residency/chunk_pool.h"
+#include "core/residency/parts/chunk_pool.h"
 
 #include <algorithm>
 

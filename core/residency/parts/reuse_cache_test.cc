@@ -1,4 +1,4 @@
-#include "core/residency/reuse_cache.h"
+#include "core/residency/parts/reuse_cache.h"
 
 #include <cstdint>
 #include <optional>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/testing/fake_device.h"
-#include "core/residency/residency_events.h"
+#include "core/residency/parts/residency_events.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "core/residency/reuse_cache.h"
+#include "core/residency/parts/reuse_cache.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "core/residency/residency_host_pool.h"
+#include "core/residency/parts/residency_host_pool.h"
 
 #include "absl/strings/str_cat.h"
 #include "core/base/units.h"

@@ -1,4 +1,4 @@
-#include "core/residency/copy_timer.h"
+#include "core/residency/parts/copy_timer.h"
 
 #include <cstdint>
 #include <optional>

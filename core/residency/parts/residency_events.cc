@@ -1,4 +1,4 @@
-#include "core/residency/residency_events.h"
+#include "core/residency/parts/residency_events.h"
 
 #include <utility>
 
