@@ -44,7 +44,7 @@ namespace pooch {
 //             and no plan; every output of a replayable call keeps its recipe, and eviction
 //             drops by DTR's heuristic what can be rebuilt by replay and swaps the rest (Note
 //             [DTR eviction] in core/residency/residency_evict.cc, Note [Replay] in
-//             core/exec/recomputer.h)
+//             core/recompute/recomputer.h)
 //   kPlanned  profile the first iterations, then carry out the plan of one of the planner's
 //             policies (core/plan/plan.h; Config's planned_policy says which) with kDemand's
 //             swapping underneath as the safety net (core/exec/plan_executor.h says what is

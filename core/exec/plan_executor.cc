@@ -17,7 +17,7 @@
 #include "core/exec/pilot_actions.h"
 #include "core/exec/plan_actions.h"
 #include "core/exec/plan_life.h"
-#include "core/exec/recomputer.h"
+#include "core/recompute/recomputer.h"
 #include "core/exec/trace_observer.h"
 #include "core/measure/copy_times.h"
 #include "core/measure/iteration_clock.h"

@@ -21,7 +21,7 @@
 // safety net. While no plan that moves anything is followed (a dynamic network's departed
 // iterations, or a plan with nothing to do), the pilot model prefetches at each read-back what it
 // predicts the next block touches (Note [Pilot model]). A map the plan recomputes is dropped after
-// its last forward use and rebuilt by replay before its next use (core/exec/recomputer.h); its
+// its last forward use and rebuilt by replay before its next use (core/recompute/recomputer.h); its
 // producer's recipe is taken at its position. Each followed iteration is timed
 // (core/measure/iteration_clock.h) for the measured choice between following the plan and
 // setting it aside (Note [Measured choice]).

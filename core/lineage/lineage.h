@@ -7,12 +7,12 @@
 // Lineage holds, per output address, one recipe (an Entry): the recipe itself, its profiled
 // device time, whether the output is dropped (its data exists nowhere but in the recipe) and
 // whether it is kept (the program freed it while a recipe read it; Note [Kept inputs] in
-// core/exec/recomputer.h), and the allocations its inputs fall in. Alongside, an index by
+// core/recompute/recomputer.h), and the allocations its inputs fall in. Alongside, an index by
 // allocation base says which recipes read each allocation and whether it is a recipe's output,
 // so an access of any address range finds every recipe it concerns.
 //
 // It is bookkeeping only: it answers what an access requires under the rules of Note [Replay]
-// (core/exec/recomputer.h) and never acts. It calls no device and no residency manager:
+// (core/recompute/recomputer.h) and never acts. It calls no device and no residency manager:
 // rebuilding, dropping and freeing are the caller's (the Recomputer's), which is why erasing a
 // recipe returns the kept allocations that became unread instead of freeing them.
 //

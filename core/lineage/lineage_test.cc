@@ -1,6 +1,6 @@
 // Tests of the Lineage's rules (core/lineage/lineage.h, Note [Replay] in
-// core/exec/recomputer.h), with no device: what each access requires, what erasing releases,
-// and the JSON. The Recomputer's tests (core/exec/recomputer_test.cc) check the same rules
+// core/recompute/recomputer.h), with no device: what each access requires, what erasing releases,
+// and the JSON. The Recomputer's tests (core/recompute/recomputer_test.cc) check the same rules
 // carried out on a fake device.
 #include "core/lineage/lineage.h"
 

@@ -1,5 +1,5 @@
 // replay_recipe.h: a recorded call that can be issued again to rebuild what it wrote
-// (recomputation, PoocH §4.1; Note [Replay] in core/exec/recomputer.h).
+// (recomputation, PoocH §4.1; Note [Replay] in core/recompute/recomputer.h).
 //
 // A hook that can re-issue its call hands RunOp (managed.h) a ReplaySource; the source is
 // called only for the ops whose output the plan recomputes, right after the real call, and

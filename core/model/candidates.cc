@@ -52,7 +52,7 @@
 // before `close` is sound; an interval that wraps never is (its value was made in the previous
 // iteration). The simulator re-checks what is resident at replay time (Note [Recomputation] in
 // sim.cc); at run time the Recomputer's lineage enforces the same rules on the actual calls
-// (Note [Replay] in core/exec/recomputer.h), so a wrong profile costs time, never data.
+// (Note [Replay] in core/recompute/recomputer.h), so a wrong profile costs time, never data.
 //
 // Note [Intervals that matter]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -29,7 +29,7 @@ namespace pooch {
 // Only managed allocations (POOCH_MIN_SWAP_BYTES and up) become tensors of the profile; a
 // replay may still read the small ones (a GEMM's 4 KB routed input, a 256 KB hidden layer, a
 // convolution's filter). The runtime's lineage sees them (Note [Replay] in
-// core/exec/recomputer.h): when one is written or freed, the recipes that read it are forgotten,
+// core/recompute/recomputer.h): when one is written or freed, the recipes that read it are forgotten,
 // or their dropped maps rebuilt at once. A planner blind to them plans recomputations the
 // runtime then refuses (it forgets their recipes, rebuilds dropped maps early, swaps instead of
 // dropping). So each recorded op carries when what it read outside the profile first changes

@@ -30,7 +30,7 @@ bool Droppable(const Allocation& a) {
 // goes first, and one that can be rebuilt exactly is dropped (no copy) and rematerialised on
 // demand by replaying the call that produced it. Here:
 //   - cost: for a droppable allocation, the measured device time of the call that produced it
-//     (core/exec/recomputer.h times every producer it keeps a recipe of; an estimate until the
+//     (core/recompute/recomputer.h times every producer it keeps a recipe of; an estimate until the
 //     timing events complete), set by SetRecomputeCost. This is DTR's local cost, not h_DTR's
 //     cost of the whole evicted neighbourhood: the neighbourhood lives in the lineage, a layer
 //     above this one, and changes with every drop of an eviction round, so it would have to be

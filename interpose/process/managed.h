@@ -22,7 +22,7 @@
 
 #include "core/base/log.h"
 #include "core/exec/plan_executor.h"
-#include "core/exec/recomputer.h"
+#include "core/recompute/recomputer.h"
 #include "core/lineage/replay_recipe.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
@@ -150,7 +150,7 @@ inline bool WritesSwappable(const pooch::ResidencyManager& manager, const Ranges
 // What a hook knows about its call beyond the ranges: whether they are all it may touch (an
 // opaque call's are not), whether they were found by scanning its parameter words (a kernel
 // launch's: they may differ between iterations of the same op, Note [Kernel op names]), and how
-// to replay it (null when it cannot be replayed; Note [Replay] in core/exec/recomputer.h).
+// to replay it (null when it cannot be replayed; Note [Replay] in core/recompute/recomputer.h).
 struct OpEffects {
   bool known = true;
   bool scanned = false;
@@ -206,7 +206,7 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
                             : profiler->OpBegin(HookScope::CurrentName(), stream, ranges.get(),
                                                 effects.replay != nullptr,
                                                 effects.known && !effects.scanned, effects.copy);
-  // Note [DTR recipes] (core/exec/recomputer.h): under dtr every call that can be replayed and
+  // Note [DTR recipes] (core/recompute/recomputer.h): under dtr every call that can be replayed and
   // writes one of the manager's allocations is timed and keeps its recipe.
   const bool produces = recomputer != nullptr && recomputer->dtr() && effects.replay != nullptr &&
                         WritesSwappable(*manager, ranges);
@@ -291,7 +291,7 @@ Ret ManagedFree(uintptr_t address, Ret success, RealFree&& real_free) {
   PlanExecutor* profiler = process.profiler();
   if (Recomputer* recomputer = process.recomputer()) {
     // Recipes that read this memory rebuild their dropped maps now, or are forgotten; or the
-    // recomputer keeps it for them (Note [Kept inputs], core/exec/recomputer.h).
+    // recomputer keeps it for them (Note [Kept inputs], core/recompute/recomputer.h).
     absl::StatusOr<bool> kept = recomputer->BeforeFree(address);
     if (!kept.ok()) return HookFailure<Ret>(kept.status());
     if (*kept) {

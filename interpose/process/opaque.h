@@ -14,7 +14,7 @@
 // manager's live allocations is made resident and pinned, as an op that touches all of them:
 // RunOp with every allocation as a read-write range and effects unknown, which
 //   - rebuilds every dropped feature map first, by replay, as for any call of unknown effects
-//     (Note [Replay] in core/exec/recomputer.h), and fails the call if one cannot be rebuilt;
+//     (Note [Replay] in core/recompute/recomputer.h), and fails the call if one cannot be rebuilt;
 //   - swaps every swapped-out allocation back in, evicting nothing the call needs (all are
 //     pinned), and keeps them mapped until the call's work completes in stream order: AfterOp
 //     records the completion on the call's stream, and an unmap waits for it, as for any op.

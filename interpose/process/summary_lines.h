@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/device/timed_device.h"
-#include "core/exec/recomputer.h"
+#include "core/recompute/recomputer.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
 #include "interpose/process/host_time.h"

@@ -22,7 +22,7 @@
 // pointers (fp8), and the epilogues with an aux buffer or a bias gradient (RELU_AUX, GELU_AUX,
 // DRELU, DGELU, BGRADA, BGRADB), whose extents pooch does not model yet.
 //
-// Replayable (Note [Replay] in core/exec/recomputer.h): host pointer mode, beta known zero, a
+// Replayable (Note [Replay] in core/recompute/recomputer.h): host pointer mode, beta known zero, a
 // given algo (the same algo and workspace size give the same result), and D apart from every
 // input (A, B, bias).
 //

@@ -15,7 +15,7 @@
 // A launch's scanned allocations are all it may read or write: the manager makes only those
 // resident, so a kernel that reached other memory (through a pointer stored in device memory)
 // would already read swapped-out bytes. The recipes of recomputation (Note [Replay] in
-// core/exec/recomputer.h) rest on the same rule: a launch forgets the recipes whose inputs or
+// core/recompute/recomputer.h) rest on the same rule: a launch forgets the recipes whose inputs or
 // output its words point into, and no other. Forgetting every recipe at every launch, as for an
 // opaque call, would leave no recomputation under a framework whose elementwise ops are all
 // kernels (PyTorch's ReLU and residual additions between its convolutions). So do the kept host

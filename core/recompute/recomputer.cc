@@ -1,5 +1,5 @@
 // recomputer.cc: the Recomputer (Note [Replay] in recomputer.h).
-#include "core/exec/recomputer.h"
+#include "core/recompute/recomputer.h"
 
 #include <fstream>
 #include <string>

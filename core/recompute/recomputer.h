@@ -73,8 +73,8 @@
 //
 // Thread safety: thread-safe; one lock serialises recipes and replays. Lock order: the
 // executor's lock, then this one, then the manager's.
-#ifndef POOCH_CORE_EXEC_RECOMPUTER_H_
-#define POOCH_CORE_EXEC_RECOMPUTER_H_
+#ifndef POOCH_CORE_RECOMPUTE_RECOMPUTER_H_
+#define POOCH_CORE_RECOMPUTE_RECOMPUTER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -228,4 +228,4 @@ class Recomputer {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_EXEC_RECOMPUTER_H_
+#endif  // POOCH_CORE_RECOMPUTE_RECOMPUTER_H_

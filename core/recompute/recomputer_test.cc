@@ -1,8 +1,8 @@
-// Tests of the Recomputer (core/exec/recomputer.h, Note [Replay] and Note [Kept inputs]) over a
+// Tests of the Recomputer (core/recompute/recomputer.h, Note [Replay] and Note [Kept inputs]) over a
 // ResidencyManager on a FakeDevice. Recipes here are device kernels that write their output from
 // their input: out[i] = in[0] + 1 for every byte, so a replay after the input changed, or a
 // missing replay, shows in the output's bytes.
-#include "core/exec/recomputer.h"
+#include "core/recompute/recomputer.h"
 
 #include <cstdio>
 #include <fstream>
