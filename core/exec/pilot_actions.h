@@ -19,7 +19,7 @@
 #include <string>
 
 #include "absl/types/span.h"
-#include "core/exec/trace_observer.h"
+#include "core/measure/trace_observer.h"
 #include "core/pilot/pilot.h"
 #include "core/residency/residency.h"
 

@@ -18,7 +18,7 @@
 #include "core/exec/plan_actions.h"
 #include "core/exec/plan_life.h"
 #include "core/recompute/recomputer.h"
-#include "core/exec/trace_observer.h"
+#include "core/measure/trace_observer.h"
 #include "core/measure/copy_times.h"
 #include "core/measure/iteration_clock.h"
 #include "core/measure/iteration_modes.h"

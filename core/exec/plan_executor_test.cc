@@ -16,7 +16,7 @@
 #include "absl/strings/match.h"
 #include "core/base/trace.h"
 #include "core/testing/fake_device.h"
-#include "core/exec/trace_observer.h"
+#include "core/measure/trace_observer.h"
 #include "core/model/model_json.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"

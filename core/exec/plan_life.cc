@@ -12,7 +12,7 @@
 #include "absl/time/time.h"
 #include "core/base/log.h"
 #include "core/base/trace.h"
-#include "core/exec/trace_observer.h"
+#include "core/measure/trace_observer.h"
 #include "core/model/candidates.h"
 #include "core/model/model_json.h"
 #include "core/plot/plot.h"

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/log.h"
-#include "core/exec/trace_observer.h"
+#include "core/measure/trace_observer.h"
 #include "nlohmann/json.hpp"
 
 namespace pooch {

@@ -35,7 +35,7 @@
 #include "core/device/timed_device.h"
 #include "core/exec/plan_executor.h"
 #include "core/recompute/recomputer.h"
-#include "core/exec/trace_observer.h"
+#include "core/measure/trace_observer.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
 

@@ -1,4 +1,4 @@
-#include "core/exec/trace_observer.h"
+#include "core/measure/trace_observer.h"
 
 #include <unistd.h>
 

@@ -8,8 +8,8 @@
 //
 // Thread safety: the manager calls the observer with its mutex held, which serialises the
 // callbacks; Close() is called once at exit.
-#ifndef POOCH_CORE_EXEC_TRACE_OBSERVER_H_
-#define POOCH_CORE_EXEC_TRACE_OBSERVER_H_
+#ifndef POOCH_CORE_MEASURE_TRACE_OBSERVER_H_
+#define POOCH_CORE_MEASURE_TRACE_OBSERVER_H_
 
 #include <memory>
 
@@ -42,4 +42,4 @@ class TraceObserver final : public pooch::ResidencyObserver {
 
 }  // namespace pooch
 
-#endif  // POOCH_CORE_EXEC_TRACE_OBSERVER_H_
+#endif  // POOCH_CORE_MEASURE_TRACE_OBSERVER_H_
