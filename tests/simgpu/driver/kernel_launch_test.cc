@@ -347,6 +347,15 @@ TEST(KernelLaunch, FunctionAttributesAndParameterInfo) {
     CHECK_EQ_OR_RETURN(size, sizeof(short));
     CHECK_EQ_OR_RETURN(Name(cudaFuncGetParamInfo(KernelBig(), 3, &off, &size)),
                        Name(cudaErrorInvalidValue));
+    // k_huge(HugeArg, char, float*): a buffer over 4 KiB, described by the large-parameter
+    // record (Note [Cubin info]); without it the kernel would seem to have no parameter.
+    CUDA_OK(cudaFuncGetParamInfo(KernelHuge(), 0, &off, &size));
+    CHECK_EQ_OR_RETURN(off, size_t{0});
+    CHECK_EQ_OR_RETURN(size, sizeof(HugeArg));
+    CUDA_OK(cudaFuncGetParamInfo(KernelHuge(), 2, &off, &size));
+    CHECK_EQ_OR_RETURN(
+        off, (sizeof(HugeArg) + 1 + alignof(float*) - 1) / alignof(float*) * alignof(float*));
+    CHECK_EQ_OR_RETURN(size, sizeof(float*));
     int blocks = 0, per_sm = 0;
     CUDA_OK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, 0));
     CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, KernelCopy(), 256, 0));
@@ -504,7 +513,7 @@ TEST(KernelLaunch, RuntimeLibrariesFromAnLz4FatBinary) {
     CUDA_OK(cudaLibraryLoadFromFile(&lib, path.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));
     unsigned int count = 0;
     CUDA_OK(cudaLibraryGetKernelCount(&count, lib));
-    CHECK_EQ_OR_RETURN(count, 6u);
+    CHECK_EQ_OR_RETURN(count, 7u);
     cudaKernel_t k = nullptr;
     CUDA_OK(cudaLibraryGetKernel(&k, lib, "_Z6k_copyPfPKfi"));
     void* table = nullptr;

@@ -2,8 +2,9 @@
 // object linked into kernel_launch_test (registered through the real runtime's
 // __cudaRegisterFatBinary), and into fat binaries and a cubin that fatbin_test parses.
 // The parameter kinds cover what the cubin's parameter info must describe: pointers, ints, a
-// small struct, a double, a char, a struct of 808 bytes like torch's OffsetCalculator, and an
-// array of pointers like the `data` array of torch's elementwise kernels.
+// small struct, a double, a char, a struct of 808 bytes like torch's OffsetCalculator, an
+// array of pointers like the `data` array of torch's elementwise kernels, and a struct over 4 KiB
+// like torch's TensorListMetadata.
 #include <cuda_runtime_api.h>
 
 #include "tests/simgpu/driver/kernels_test.h"
@@ -33,6 +34,11 @@ __global__ void k_ptr_array(PtrArray a, int n) {
   if (i < n) a.p[0][i] = a.p[1][i] + a.p[2][i];
 }
 
+__global__ void k_huge(HugeArg h, char c, float* out) {
+  out[0] = h.addresses[c & 3][h.block_to_tensor[blockIdx.x]][h.block_to_chunk[blockIdx.x]] +
+           static_cast<float>(h.numel[h.start_tensor]);
+}
+
 __device__ float g_table[kTableFloats];
 __constant__ int c_small[kConstInts] = {1, 2, 3, 4};
 
@@ -44,6 +50,7 @@ const void* KernelBig() { return reinterpret_cast<const void*>(k_big); }
 const void* KernelShared() { return reinterpret_cast<const void*>(k_shared); }
 const void* KernelNone() { return reinterpret_cast<const void*>(k_none); }
 const void* KernelPtrArray() { return reinterpret_cast<const void*>(k_ptr_array); }
+const void* KernelHuge() { return reinterpret_cast<const void*>(k_huge); }
 const void* SymbolTable() { return &g_table; }
 const void* SymbolConst() { return &c_small; }
 

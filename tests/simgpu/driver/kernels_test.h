@@ -19,6 +19,16 @@ struct BigArg {
   int dims;
 };
 
+// Shaped like torch's TensorListMetadata for its multi_tensor_apply kernels: over 4 KiB, which
+// only the large-parameter layout record describes (Note [Cubin info]).
+struct HugeArg {
+  float* addresses[4][110];
+  int64_t numel[110];
+  unsigned char block_to_tensor[320];
+  int block_to_chunk[320];
+  int start_tensor;
+};
+
 // Like the `data` array torch passes its elementwise kernels: pointers only.
 struct PtrArray {
   float* p[3];
@@ -37,6 +47,7 @@ const void* KernelBig();       // k_big(BigArg, float*, short)
 const void* KernelShared();    // k_shared(float*): 8 KiB static shared memory, 128 threads at most
 const void* KernelNone();      // k_none()
 const void* KernelPtrArray();  // k_ptr_array(PtrArray, int): p[0][i] = p[1][i] + p[2][i]
+const void* KernelHuge();      // k_huge(HugeArg, char, float*): a parameter buffer over 4 KiB
 const void* SymbolTable();     // __device__ float g_table[64]
 const void* SymbolConst();     // __constant__ int c_small[4] = {1, 2, 3, 4}
 

@@ -12,6 +12,11 @@
 //   0x17 EIATTR_KPARAM_INFO (per kernel, one per parameter): u32 index, u16 ordinal, u16 offset
 //        in the parameter buffer, u32 whose bits 18..31 are the parameter's size in bytes (the
 //        low bits hold its constant-bank space and alignment);
+//   0x45 (per kernel, one per parameter) takes 0x17's place in a kernel whose parameter buffer
+//        is over 4 KiB (CUDA 12.1's large kernel parameters; torch's multi_tensor_apply kernels
+//        pass 24 KB): u32 0, u16 ordinal, u16 offset, and the whole u32 is the size in bytes,
+//        which 0x17's 14 bits could not hold. A kernel whose layout is in neither would look
+//        like one without parameters, and pooch would take its pointers for none;
 //   0x19 EIATTR_CBANK_PARAM_SIZE (per kernel, u16): the parameter buffer's size; absent for a
 //        kernel without parameters;
 //   0x0a EIATTR_PARAM_CBANK (per kernel): u32 symbol, u16 offset of the parameters in constant
@@ -38,6 +43,7 @@ constexpr uint8_t kAttrParamCbank = 0x0a;
 constexpr uint8_t kAttrMaxThreads = 0x05;
 constexpr uint8_t kAttrFrameSize = 0x11;
 constexpr uint8_t kAttrKparamInfo = 0x17;
+constexpr uint8_t kAttrKparamInfoLarge = 0x45;
 constexpr uint8_t kAttrCbankParamSize = 0x19;
 constexpr uint8_t kAttrRegcount = 0x2f;
 constexpr uint16_t kEmCuda = 190;
@@ -90,7 +96,7 @@ bool ParseKernel(const uint8_t* p, size_t bytes, KernelInfo* k, std::string* why
   uint32_t cbank_size = 0;
   bool bad = false;
   bool ok = ForEachRecord(p, bytes, [&](const Record& r) {
-    if (r.attr == kAttrKparamInfo) {
+    if (r.attr == kAttrKparamInfo || r.attr == kAttrKparamInfoLarge) {
       if (r.payload_bytes < 12) {
         bad = true;
         return;
@@ -99,7 +105,8 @@ bool ParseKernel(const uint8_t* p, size_t bytes, KernelInfo* k, std::string* why
       if (ordinal >= raw.size()) raw.resize(ordinal + 1);
       raw[ordinal].seen = true;
       raw[ordinal].p.offset = Read<uint16_t>(r.payload + 6);
-      raw[ordinal].p.bytes = Read<uint32_t>(r.payload + 8) >> 18;
+      const uint32_t size_word = Read<uint32_t>(r.payload + 8);
+      raw[ordinal].p.bytes = r.attr == kAttrKparamInfo ? size_word >> 18 : size_word;
     } else if (r.attr == kAttrCbankParamSize && r.payload == nullptr) {
       cbank_size = r.value;
     } else if (r.attr == kAttrParamCbank && r.payload_bytes >= 8 && cbank_size == 0) {

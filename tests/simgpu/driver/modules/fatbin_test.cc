@@ -69,13 +69,14 @@ void ExpectKernelsTestCubin(const uint8_t* data, size_t bytes) {
   std::string why;
   ASSERT_TRUE(simgpu::cubin::ParseCubin(data, bytes, &c, &why)) << why;
   EXPECT_EQ(c.arch, 80);
-  EXPECT_EQ(c.kernels.size(), 6u);
+  EXPECT_EQ(c.kernels.size(), 7u);
   ExpectParams(c, "_Z6k_copyPfPKfi", LayoutOf<float*, const float*, int>());
   ExpectParams(c, "_Z8k_struct8SmallArgdcPf", LayoutOf<SmallArg, double, char, float*>());
   ExpectParams(c, "_Z5k_big6BigArgPfs", LayoutOf<BigArg, float*, short>());
   ExpectParams(c, "_Z8k_sharedPf", LayoutOf<float*>());
   ExpectParams(c, "_Z6k_nonev", {});
   ExpectParams(c, "_Z11k_ptr_array8PtrArrayi", LayoutOf<PtrArray, int>());
+  ExpectParams(c, "_Z6k_huge7HugeArgcPf", LayoutOf<HugeArg, char, float*>());
   const KernelInfo& shared = c.kernels.at("_Z8k_sharedPf");
   EXPECT_EQ(shared.shared_bytes, kSharedFloats * sizeof(float));
   EXPECT_EQ(shared.max_threads_per_block, kSharedMaxThreads);
@@ -123,7 +124,7 @@ TEST(Ptx, EntriesGiveTheCubinsLayout) {
   Cubin cubin;
   std::string why;
   ASSERT_TRUE(simgpu::cubin::ParseCubin(c.data(), c.size(), &cubin, &why)) << why;
-  ASSERT_EQ(cubin.kernels.size(), 6u);
+  ASSERT_EQ(cubin.kernels.size(), 7u);
   for (const auto& [name, want] : cubin.kernels) {
     SCOPED_TRACE(name);
     KernelInfo got;
