@@ -217,7 +217,7 @@ class IterationTracker {
   // last event; explicit: at the boundary that completes it), with ReferenceWindow() updated.
   // An iteration that departs is not taken; the one after it is tried. For a profile measured
   // under different conditions than the one the reference was detected in (§4.2's swap-all
-  // iteration: core/exec/profiler.cc, Note [Swap-all profiling]). No-op unless following.
+  // iteration: core/exec/plan_executor.cc, Note [Swap-all profiling]). No-op unless following.
   void RecordNextIteration();
   bool recording_next() const { return record_next_ != RecordNext::kNo; }
   // Note [Switching references]: keeps the reference's events as the alternate `key` (replacing

@@ -163,8 +163,8 @@ void ResidencyManager::Release(absl::Span<const AllocationId> held) {
 // most likely reads what this one wrote); under kDtr (no reserve is set) nothing changes. An op
 // after which the room is short walks the candidates as an eviction round does (Note [Eviction
 // candidates]); one after which it is not only polls.
-// The profiler sets a reserve of 15 % of the limit in the iterations Note [Measured choice]
-// runs with their plan set aside under demand swapping alone (core/exec/profiler.cc); 0 (the
+// The plan executor sets a reserve of 15 % of the limit in the iterations Note [Measured choice]
+// runs with their plan set aside under demand swapping alone (core/exec/plan_executor.cc); 0 (the
 // initial value) turns it off, so the demand and dtr baselines, followed plans and the pilot's
 // iterations (which make room by prediction: core/exec/pilot_actions.h) run without it.
 int64_t ResidencyManager::RoomBytes() {
