@@ -99,11 +99,11 @@
 // and then (PyTorch's attention backward copies a tensor in some iterations only), and departing
 // for it would run those iterations without the plan. It is safe: an op without a position
 // carries out no planned action, is made resident on demand like any op, and recomputation's
-// rules (Note [Replay] in core/recompute/recomputer.h) hold for every op. Allocations and frees must
-// match (the plan's slots follow them), and a missing op departs (skipping ahead would skip the
-// reference's planned actions). An iteration that RecordNextIteration() records lists its passed
-// ops (ReferenceSkips): without them its window is the reference event for event, so the profile
-// made from it keeps the reference's positions.
+// rules (Note [Replay] in core/recompute/recomputer.h) hold for every op. Allocations and frees
+// must match (the plan's slots follow them), and a missing op departs (skipping ahead would skip
+// the reference's planned actions). An iteration that RecordNextIteration() records lists its
+// passed ops (ReferenceSkips): without them its window is the reference event for event, so the
+// profile made from it keeps the reference's positions.
 //
 // Note [Switching references]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -18,20 +18,20 @@ namespace pooch {
 // that allocation's size and the access mode; an allocation's size and whether pooch manages it;
 // a free's size. Call sites (libunwind) would separate same-sized allocations of different layers
 // but cost microseconds per call; sizes and order have been enough for the tracker so far.
-// A kernel's accesses are guessed from its parameter words (interpose/hooks/launch/kernel_args.h), and
-// a struct parameter may hold stale words that point at whatever was allocated there last
-// (Note [Words into freed memory] in core/residency/residency.cc), so they differ between
-// iterations of the same op: such an op is signed by its name alone, which is the kernel's
-// (Note [Kernel op names] in interpose/hooks/launch/kernel_names.h).
+// A kernel's accesses are guessed from its parameter words (interpose/hooks/launch/kernel_args.h),
+// and a struct parameter may hold stale words that point at whatever was allocated there last (Note
+// [Words into freed memory] in core/residency/residency.cc), so they differ between iterations of
+// the same op: such an op is signed by its name alone, which is the kernel's (Note [Kernel op
+// names] in interpose/hooks/launch/kernel_names.h).
 //
 // Note [Unprofiled inputs]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
 // Only managed allocations (POOCH_MIN_SWAP_BYTES and up) become tensors of the profile; a
 // replay may still read the small ones (a GEMM's 4 KB routed input, a 256 KB hidden layer, a
 // convolution's filter). The runtime's lineage sees them (Note [Replay] in
-// core/recompute/recomputer.h): when one is written or freed, the recipes that read it are forgotten,
-// or their dropped maps rebuilt at once. A planner blind to them plans recomputations the
-// runtime then refuses (it forgets their recipes, rebuilds dropped maps early, swaps instead of
+// core/recompute/recomputer.h): when one is written or freed, the recipes that read it are
+// forgotten, or their dropped maps rebuilt at once. A planner blind to them plans recomputations
+// the runtime then refuses (it forgets their recipes, rebuilds dropped maps early, swaps instead of
 // dropping). So each recorded op carries when what it read outside the profile first changes
 // (RecordedOp and Op::unprofiled_inputs_until): the first later op that writes one of those
 // allocations, or, for a free (or a passed-over op's write) between two ops, the earlier of

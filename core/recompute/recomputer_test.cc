@@ -1,5 +1,5 @@
-// Tests of the Recomputer (core/recompute/recomputer.h, Note [Replay] and Note [Kept inputs]) over a
-// ResidencyManager on a FakeDevice. Recipes here are device kernels that write their output from
+// Tests of the Recomputer (core/recompute/recomputer.h, Note [Replay] and Note [Kept inputs]) over
+// a ResidencyManager on a FakeDevice. Recipes here are device kernels that write their output from
 // their input: out[i] = in[0] + 1 for every byte, so a replay after the input changed, or a
 // missing replay, shows in the output's bytes.
 #include "core/recompute/recomputer.h"
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "core/testing/fake_device.h"
 #include "core/residency/residency.h"
 #include "core/residency/residency_testutil.h"
 #include "core/small_alloc/small_allocator.h"
+#include "core/testing/fake_device.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 

@@ -176,7 +176,8 @@ struct ResidencyStats {
   int64_t device_bytes = 0;  // physical + external, now
   int64_t peak_device_bytes = 0;
   // The peak of device_bytes since ResetWindowPeak (or start-up): what a memory pool's
-  // "high watermark" attribute reports and its reset restarts (interpose/hooks/runtime/pool_hooks.cc).
+  // "high watermark" attribute reports and its reset restarts
+  // (interpose/hooks/runtime/pool_hooks.cc).
   int64_t window_peak_device_bytes = 0;
   int64_t host_bytes = 0;  // pinned bytes holding swapped data, now
   int64_t peak_host_bytes = 0;

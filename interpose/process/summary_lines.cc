@@ -82,9 +82,9 @@ constexpr Figure<ResidencyStats> kSwaps[] = {
     {"(# bytes not copied)", &ResidencyStats::bytes_not_copied_out},
 };
 
-// The reuse cache (Note [Reuse cache] in core/residency/parts/reuse_cache.h): freed chunks handed out
-// again without a device call, of them `ordered_hits` to a cudaMallocAsync on the stream the old
-// owner's work was still queued on (Note [Reuse on the allocating stream]). And Note [Spare
+// The reuse cache (Note [Reuse cache] in core/residency/parts/reuse_cache.h): freed chunks handed
+// out again without a device call, of them `ordered_hits` to a cudaMallocAsync on the stream the
+// old owner's work was still queued on (Note [Reuse on the allocating stream]). And Note [Spare
 // chunks] (core/residency/residency_swap.cc): mappings served by the chunk a swap-out or a
 // release left, with no cuMemCreate; Note [Retained chunks]: swap-ins that found their chunk
 // still mapped and copied nothing.

@@ -6,10 +6,10 @@
 // ~~~~~~~~~~~~~~~~~~
 // The cuBLAS GEMMs PyTorch and cnn_train call (cublasGemmEx, cublasGemmStridedBatchedEx,
 // cublasSgemmEx, cublasSgemm_v2(_64), cublasSgemmStridedBatched(_64)) rebuild their output C by
-// being called again (Note [Replay] in core/recompute/recomputer.h), on a cuBLAS handle of pooch's own
-// (cublas_replay.cc), never the program's: its stream, its settings and its use from other threads
-// stay the program's. A replay must give the very bytes of the call, so it needs everything that
-// decides them:
+// being called again (Note [Replay] in core/recompute/recomputer.h), on a cuBLAS handle of pooch's
+// own (cublas_replay.cc), never the program's: its stream, its settings and its use from other
+// threads stay the program's. A replay must give the very bytes of the call, so it needs everything
+// that decides them:
 //   - the arguments: copied into the recipe (the operands' addresses; the Recomputer watches their
 //     contents), alpha by value;
 //   - the handle's math mode (tensor-op, TF32, reduced-precision reductions): read from the

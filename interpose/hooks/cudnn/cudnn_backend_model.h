@@ -27,8 +27,8 @@
 // overrides: the call is opaque, and the hook must not guess (cudnn_backend_hooks.cc says what it
 // does then). By-value tensors are host scalars, not memory.
 //
-// A plan is replayable (Note [Replay] in core/recompute/recomputer.h) when every operation's output is
-// a function of its inputs (BETA = 0 where there is one; no reduction) and the graph writes
+// A plan is replayable (Note [Replay] in core/recompute/recomputer.h) when every operation's output
+// is a function of its inputs (BETA = 0 where there is one; no reduction) and the graph writes
 // exactly one non-virtual tensor, which it does not read, and has no by-value tensor (its pointer
 // is host memory the program may reuse): re-executing the same plan with the same
 // pointers then writes that tensor again and nothing else.

@@ -40,7 +40,8 @@ void AddFilter(Ranges& r, cudnnFilterDescriptor_t desc, const void* p, Mode mode
 }
 
 // A call that produces a feature map (its output `y`, overwritten when `fresh`): run as any op,
-// with its replay recipe offered when it can be replayed (Note [Replay], core/recompute/recomputer.h).
+// with its replay recipe offered when it can be replayed (Note [Replay],
+// core/recompute/recomputer.h).
 template <typename Forward, typename MakeRecipe>
 cudnnStatus_t RunProducer(cudnnHandle_t handle, const Ranges& r, const void* y, bool fresh,
                           Forward&& forward, const MakeRecipe& make_recipe) {

@@ -23,10 +23,10 @@
 //   1: tensor cores, numerical note TENSOR_CORE. Only for a convolution or matmul whose data the
 //      preset's GPU runs on tensor cores (fp16 from compute capability 7, bf16 and tf32 for fp32
 //      data from 8); its FLOPs go at the tensor-core multiple of the fp32 peak that cuBLAS's
-//      typed GEMMs use (Note [Typed GEMM timing] in tests/simgpu/cublas/gemm_ex.cc). Heuristics list it
-//      first, as cuDNN ranks its tensor-core engines; PyTorch keeps it for half precision and for
-//      fp32 when TF32 is allowed (its default for convolutions), and filters it out otherwise.
-//      Math mode computes in fp32 on either engine (at least as precise as tf32).
+//      typed GEMMs use (Note [Typed GEMM timing] in tests/simgpu/cublas/gemm_ex.cc). Heuristics
+//      list it first, as cuDNN ranks its tensor-core engines; PyTorch keeps it for half precision
+//      and for fp32 when TF32 is allowed (its default for convolutions), and filters it out
+//      otherwise. Math mode computes in fp32 on either engine (at least as precise as tf32).
 // Execution is one device op: a fused kernel reads every non-virtual input and writes every
 // non-virtual output once; virtual tensors cost no memory traffic. Time is the roofline of the
 // graph's FLOPs (convolutions and matmuls 2 * multiply-adds, pointwise and reductions one per
