@@ -5,69 +5,28 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "core/testing/fake_device.h"
+#include "core/testing/forwarding_device.h"
 #include "gtest/gtest.h"
 
 namespace pooch {
 namespace {
 
 // A FakeDevice that counts the events made and destroyed, and can refuse to make or record one.
-class CountingDevice final : public Device {
+class CountingDevice final : public ForwardingDevice {
  public:
-  int64_t Granularity() const override { return fake_.Granularity(); }
-  absl::StatusOr<DeviceMemoryInfo> MemoryInfo() override { return fake_.MemoryInfo(); }
-  absl::StatusOr<DeviceAddress> ReserveAddress(int64_t bytes) override {
-    return fake_.ReserveAddress(bytes);
-  }
-  absl::Status FreeAddress(DeviceAddress address, int64_t bytes) override {
-    return fake_.FreeAddress(address, bytes);
-  }
-  absl::StatusOr<PhysicalHandle> CreatePhysical(int64_t bytes) override {
-    return fake_.CreatePhysical(bytes);
-  }
-  absl::Status ReleasePhysical(PhysicalHandle handle) override {
-    return fake_.ReleasePhysical(handle);
-  }
-  absl::Status Map(DeviceAddress address, int64_t bytes, PhysicalHandle handle) override {
-    return fake_.Map(address, bytes, handle);
-  }
-  absl::Status Unmap(DeviceAddress address, int64_t bytes) override {
-    return fake_.Unmap(address, bytes);
-  }
-  absl::StatusOr<void*> AllocHost(int64_t bytes) override { return fake_.AllocHost(bytes); }
-  absl::Status FreeHost(void* host) override { return fake_.FreeHost(host); }
-  absl::StatusOr<StreamHandle> CreateStream() override { return fake_.CreateStream(); }
-  absl::Status DestroyStream(StreamHandle stream) override { return fake_.DestroyStream(stream); }
-  absl::Status CopyToHostAsync(void* host, DeviceAddress device, int64_t bytes,
-                               StreamHandle stream) override {
-    return fake_.CopyToHostAsync(host, device, bytes, stream);
-  }
-  absl::Status CopyToDeviceAsync(DeviceAddress device, const void* host, int64_t bytes,
-                                 StreamHandle stream) override {
-    return fake_.CopyToDeviceAsync(device, host, bytes, stream);
-  }
-  absl::StatusOr<EventHandle> CreateEvent() override { return fake_.CreateEvent(); }
+  CountingDevice() : ForwardingDevice(fake_) {}
   absl::Status DestroyEvent(EventHandle event) override {
     destroyed.push_back(event);
-    return fake_.DestroyEvent(event);
+    return inner().DestroyEvent(event);
   }
   absl::Status RecordEvent(EventHandle event, StreamHandle stream) override {
     if (refuse_records) return absl::InternalError("refused");
-    return fake_.RecordEvent(event, stream);
-  }
-  absl::StatusOr<bool> QueryEvent(EventHandle event) override { return fake_.QueryEvent(event); }
-  absl::Status SynchronizeEvent(EventHandle event) override {
-    return fake_.SynchronizeEvent(event);
-  }
-  absl::Status StreamWaitEvent(StreamHandle stream, EventHandle event) override {
-    return fake_.StreamWaitEvent(stream, event);
+    return inner().RecordEvent(event, stream);
   }
   absl::StatusOr<EventHandle> CreateTimingEvent() override {
     if (refuse_events) return absl::InternalError("refused");
     ++timing_events_made;
-    return fake_.CreateTimingEvent();
-  }
-  absl::StatusOr<double> ElapsedMicroseconds(EventHandle start, EventHandle end) override {
-    return fake_.ElapsedMicroseconds(start, end);
+    return inner().CreateTimingEvent();
   }
 
   int timing_events_made = 0;

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "core/testing/fake_device.h"
+#include "core/testing/forwarding_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -16,67 +17,22 @@ namespace {
 using ::testing::IsEmpty;
 
 // A FakeDevice that keeps the timing events alive, to check that each is given back once.
-class EventCountingDevice final : public Device {
+class EventCountingDevice final : public ForwardingDevice {
  public:
-  explicit EventCountingDevice(FakeDevice::Options options) : inner_(options) {}
+  explicit EventCountingDevice(FakeDevice::Options options)
+      : ForwardingDevice(inner_), inner_(options) {}
   FakeDevice& fake() { return inner_; }
   const absl::flat_hash_set<EventHandle>& live() const { return live_; }
   int destroyed_twice() const { return destroyed_twice_; }
 
-  int64_t Granularity() const override { return inner_.Granularity(); }
-  absl::StatusOr<DeviceMemoryInfo> MemoryInfo() override { return inner_.MemoryInfo(); }
-  absl::StatusOr<DeviceAddress> ReserveAddress(int64_t bytes) override {
-    return inner_.ReserveAddress(bytes);
-  }
-  absl::Status FreeAddress(DeviceAddress address, int64_t bytes) override {
-    return inner_.FreeAddress(address, bytes);
-  }
-  absl::StatusOr<PhysicalHandle> CreatePhysical(int64_t bytes) override {
-    return inner_.CreatePhysical(bytes);
-  }
-  absl::Status ReleasePhysical(PhysicalHandle handle) override {
-    return inner_.ReleasePhysical(handle);
-  }
-  absl::Status Map(DeviceAddress address, int64_t bytes, PhysicalHandle handle) override {
-    return inner_.Map(address, bytes, handle);
-  }
-  absl::Status Unmap(DeviceAddress address, int64_t bytes) override {
-    return inner_.Unmap(address, bytes);
-  }
-  absl::StatusOr<void*> AllocHost(int64_t bytes) override { return inner_.AllocHost(bytes); }
-  absl::Status FreeHost(void* host) override { return inner_.FreeHost(host); }
-  absl::StatusOr<StreamHandle> CreateStream() override { return inner_.CreateStream(); }
-  absl::Status DestroyStream(StreamHandle stream) override { return inner_.DestroyStream(stream); }
-  absl::Status CopyToHostAsync(void* host, DeviceAddress device, int64_t bytes,
-                               StreamHandle stream) override {
-    return inner_.CopyToHostAsync(host, device, bytes, stream);
-  }
-  absl::Status CopyToDeviceAsync(DeviceAddress device, const void* host, int64_t bytes,
-                                 StreamHandle stream) override {
-    return inner_.CopyToDeviceAsync(device, host, bytes, stream);
-  }
-  absl::StatusOr<EventHandle> CreateEvent() override { return inner_.CreateEvent(); }
   absl::Status DestroyEvent(EventHandle event) override {
     if (live_.erase(event) == 0) ++destroyed_twice_;
     return inner_.DestroyEvent(event);
-  }
-  absl::Status RecordEvent(EventHandle event, StreamHandle stream) override {
-    return inner_.RecordEvent(event, stream);
-  }
-  absl::StatusOr<bool> QueryEvent(EventHandle event) override { return inner_.QueryEvent(event); }
-  absl::Status SynchronizeEvent(EventHandle event) override {
-    return inner_.SynchronizeEvent(event);
-  }
-  absl::Status StreamWaitEvent(StreamHandle stream, EventHandle event) override {
-    return inner_.StreamWaitEvent(stream, event);
   }
   absl::StatusOr<EventHandle> CreateTimingEvent() override {
     absl::StatusOr<EventHandle> event = inner_.CreateTimingEvent();
     if (event.ok()) live_.insert(*event);
     return event;
-  }
-  absl::StatusOr<double> ElapsedMicroseconds(EventHandle start, EventHandle end) override {
-    return inner_.ElapsedMicroseconds(start, end);
   }
 
  private:
