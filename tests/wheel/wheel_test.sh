@@ -8,7 +8,7 @@
 #     needs nothing the loader cannot find;
 #   - `pooch run` preloads the installed package's libpooch.so, not the build tree's;
 #   - cnn_train --model tiny --batch 64, 6 iterations, on a simgpu at 40 % of its in-core peak,
-#     where it alone exits 3 (OOM): under `pooch run -- simgpu-run cnn_train` it trains every
+#     where it alone exits 3 (OOM): under `simgpu-run pooch run -- cnn_train` it trains every
 #     iteration to the in-core params_checksum, and the summary (pooch: lines) is printed;
 #   - with the installed libpooch.so removed, `pooch run` exits 127 with one pooch: line.
 # Prints the wheel's size and the install and first run's wall times. Exit 0 on success, 77 when
@@ -81,7 +81,7 @@ export SIMGPU_MEMORY
 run alone "$simgpu_run" "$bin" "$@"
 [ "$rc" -eq 3 ] || fail "without pooch at 40 % ($SIMGPU_MEMORY bytes): exit $rc, want 3 (OOM)"
 start=$(now)
-run pooch pooch run -- "$simgpu_run" "$bin" "$@"
+run pooch "$simgpu_run" pooch run -- "$bin" "$@"
 run_s=$(since "$start")
 [ "$rc" -eq 0 ] || fail "under the installed pooch at 40 % ($SIMGPU_MEMORY bytes): exit $rc"
 n=$(grep -c '^iter ' "$work/pooch.out")
