@@ -56,7 +56,7 @@ done
 
 # newest PREFIX FILE: the newest PREFIX_x.y[.z] symbol version FILE asks of the dynamic linker.
 newest() {
-  objdump -T "$2" | grep -oE "\b$1_[0-9]+(\.[0-9]+)*\b" | sed "s/^$1_//" | sort -uV | tail -n 1
+  { objdump -T "$2" | grep -oE "\b$1_[0-9]+(\.[0-9]+)*\b" || true; } | sed "s/^$1_//" | sort -uV | tail -n 1
 }
 # at_most A B: version A <= version B.
 at_most() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -n 1)" = "$2" ]; }
