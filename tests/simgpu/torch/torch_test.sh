@@ -16,7 +16,8 @@
 # found although the loop carries tensors across it (Note [Carried window phase]), a plan is
 # carried out, and convolutions are recomputed by replay with no recipe forgotten, although
 # PyTorch's ReLU and residual additions between them are kernels (Note [Kernel writes]);
-# about 5 s).
+# about 5 s), pooch_repeat (issue 40: transformer_loop.py under pooch twice gives the same plans,
+# profile shape and last iteration times; about 40 s).
 # PYTHON is the venv scripts/setup-torch.sh made; a missing one fails the case, it is not
 # skipped. Exit 0 on success; otherwise prints what failed and exits 1.
 set -u
@@ -142,6 +143,55 @@ pooch_resnet)
   grep -q '^pooch: opaque: calls 0 unclassified 0' "$work/torch.err" ||
     fail "$(grep '^pooch: opaque:' "$work/torch.err")"
   echo "ok: resnet50 b16 under pooch at 650 MiB: $(grep '^pooch: plan:' "$work/torch.err" | cut -d' ' -f5-10), $(grep '^pooch: recompute:' "$work/torch.err" | cut -d' ' -f3-14)"
+  ;;
+pooch_repeat)
+  # Issue 40: the same run gives the same plan. transformer_loop.py (its backward runs on
+  # PyTorch's autograd thread) under pooch at 1 GiB, twice: every plan each run made (the first
+  # and each re-plan, POOCH_LOG=info) has the same keep/swap/recompute counts, headroom and
+  # re-plans, and a predicted time within 1 %; the profiles have the same ops and tensors; the
+  # mean of the last three iterations is within 1 % (virtual time). About 40 s.
+  unset POOCH_ITERATION_MARKER POOCH_PROFILE_SWAP
+  POOCH_LOG=info
+  export POOCH_LOG
+  for n in 1 2; do
+    POOCH_PROFILE_OUT=$work/profile$n.json
+    export POOCH_PROFILE_OUT
+    pooch_run 1GiB "$here/transformer_loop.py" 8
+    [ "$(grep -c '^iter ' "$work/torch.out")" -eq 8 ] || fail "run $n: not 8 iterations"
+    grep '^pooch: plan: policy' "$work/torch.err" | sed 's/ simulations .*//' >"$work/plans$n"
+    awk '$1 == "iter" { t[n++] = $4 } END { print (t[n-1] + t[n-2] + t[n-3]) / 3 }' \
+      "$work/torch.out" >"$work/steady$n"
+    mv "$work/torch.out" "$work/run$n.log"
+    mv "$work/torch.err" "$work/run$n.errlog"
+  done
+  [ -s "$work/plans1" ] || fail "no plan: $(grep '^pooch: plan:' "$work/run1.errlog")"
+  # The plans' figures but the predicted time, which may differ in its last digits.
+  fields() { sed 's/ predicted_iteration_ms [0-9.]*//' "$1"; }
+  fields "$work/plans1" >"$work/counts1"
+  fields "$work/plans2" >"$work/counts2"
+  cmp -s "$work/counts1" "$work/counts2" ||
+    fail "the two runs' plans differ: $(diff "$work/counts1" "$work/counts2" | tr '\n' ' ')"
+  paste -d' ' "$work/plans1" "$work/plans2" | awk '{
+      for (i = 1; i <= NF; i++) if ($i == "predicted_iteration_ms") p[++k] = $(i + 1)
+      d = p[1] - p[2]; if (d < 0) d = -d
+      if (d > 0.01 * p[1]) { print "predicted " p[1] " ms and " p[2] " ms"; bad = 1 }
+      k = 0 } END { exit bad }' || fail "the two runs' predictions differ by over 1 %"
+  "$python" - "$work/profile1.json" "$work/profile2.json" <<'PY' || fail "the two runs' profiles differ"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+def shape(p):
+    return ([(o["name"], o["kind"], o["phase"]) for o in p["ops"]],
+            sorted(t["bytes"] for t in p["tensors"]))
+if shape(a) != shape(b):
+    print(f"ops {len(a['ops'])} and {len(b['ops'])}, tensors {len(a['tensors'])} and "
+          f"{len(b['tensors'])}")
+    sys.exit(1)
+PY
+  s1=$(cat "$work/steady1")
+  s2=$(cat "$work/steady2")
+  awk -v a="$s1" -v b="$s2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * a) }' ||
+    fail "the last iterations took $s1 ms and $s2 ms: not within 1 %"
+  echo "ok: transformer under pooch at 1 GiB, twice: $(wc -l <"$work/plans1") plans each, the same; last: $(tail -1 "$work/plans1" | cut -d' ' -f5-10); last iterations $s1 ms and $s2 ms (virtual)"
   ;;
 *) fail "unknown case $case_name" ;;
 esac
