@@ -140,5 +140,24 @@ TEST(PlanActionsTest, SwapInIssuedAtTheClosingOpIsPrefetchedWithTheOpBefore) {
   EXPECT_TRUE(a.prefetch_before.empty());
 }
 
+// Note [Kept across a new plan]: a kept interval that wraps is prefetched (once, a no-op when
+// resident) from op 0 up to its closing op; a kept one inside the iteration is not.
+TEST(PlanActionsTest, KeptIntervalThatWrapsIsPrefetchedUpToItsUse) {
+  Carried c = MakeCarried();
+  c.plan.candidates = {Candidate{.tensor = c.loss, .open = 2, .close = 2, .wraps = true}};
+  c.plan.plan.decisions = {Decision::kKeep};
+  PlanActions a = MakePlanActions(c.built, c.positions, c.plan);
+  ASSERT_EQ(a.carried.size(), 1u);
+  const int slot = a.carried[0].slot;
+  EXPECT_EQ(PrefetchedAt(a, 1), std::vector<int>{slot});  // op 0
+  EXPECT_EQ(PrefetchedAt(a, 2), std::vector<int>{slot});  // op 1
+  EXPECT_TRUE(PrefetchedAt(a, 3).empty());                // op 2 uses it
+  EXPECT_TRUE(a.offload_after.empty());
+
+  c.plan.candidates = {Candidate{.tensor = c.loss, .open = 0, .close = 2}};
+  a = MakePlanActions(c.built, c.positions, c.plan);
+  EXPECT_TRUE(a.prefetch_before.empty());
+}
+
 }  // namespace
 }  // namespace pooch
