@@ -119,16 +119,50 @@ class ActionsAssembly {
 
   void AddPrefetches() {
     const std::vector<Candidate>& candidates = plan_.candidates;
+    const OpIndex op_count = static_cast<OpIndex>(built_.profile.ops.size());
     for (const Plan::SwapIn& s : plan_.plan.swap_ins) {
       if (s.candidate < 0 || static_cast<size_t>(s.candidate) >= candidates.size()) continue;
       const Candidate& c = candidates[static_cast<size_t>(s.candidate)];
       const int slot = SlotFor(c.tensor);
       if (slot < 0) continue;
-      // Issue at the scheduled op, and retry at each op up to (not including) the closing one.
-      for (OpIndex op = s.issue_at; op < c.close; ++op) {
-        const int64_t before = OpPosition(op);
-        if (before >= 0) a_.prefetch_before[before].push_back({slot, s.candidate});
+      // Note [Prefetch at the closing op]
+      // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+      // The prefetches "before" an op are issued once that op's own allocations are resident
+      // (RunOp makes them resident, then the plan executor sees the op), so a prefetch at the
+      // closing op would come after its demand swap-in. A swap-in the schedule issues there (one
+      // forced at its need, as for a weight whose only use is the first op: an interval that
+      // opens and closes at op 0 and wraps) is issued with the op before it instead, the last op
+      // of the previous iteration for op 0, unless that op opens the interval.
+      if (s.issue_at == c.close) {
+        const OpIndex before = c.close > 0 ? c.close - 1 : op_count - 1;
+        if (before != c.open && (c.wraps || before > c.open))
+          AddPrefetch(before, slot, s.candidate);
+        continue;
       }
+      // Issue at the scheduled op, and retry at each op up to (not including) the closing one.
+      for (OpIndex op = s.issue_at; op < c.close; ++op) AddPrefetch(op, slot, s.candidate);
+    }
+    AddKeptPrefetches();
+  }
+
+  // Note [Kept across a new plan]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // A re-plan (Note [Headroom]) or a plan switch takes effect at an iteration start, when the
+  // weights and optimizer state the previous plan swapped (intervals that wrap) may still be on
+  // the host, to come back only in the next iteration. If the new plan keeps such an interval,
+  // nothing of it brings the tensor back, and its first use swaps it in on demand: counted as the
+  // safety net's, it reads as a miss of the new plan and triggers the next re-plan. So a kept
+  // interval that wraps is prefetched from the iteration's first op up to its closing one; on a
+  // resident tensor the prefetch is a no-op, done once per iteration (PlanActions::prefetched),
+  // and, as any prefetch, it never evicts. (One that closes at op 0 comes back on demand then.)
+  void AddKeptPrefetches() {
+    const std::vector<Candidate>& candidates = plan_.candidates;
+    for (CandidateId id = 0; id < static_cast<CandidateId>(candidates.size()); ++id) {
+      const Candidate& c = candidates[static_cast<size_t>(id)];
+      if (!c.wraps || c.tail || DecisionOf(plan_.plan, id) != Decision::kKeep) continue;
+      const int slot = SlotFor(c.tensor);
+      if (slot < 0) continue;
+      for (OpIndex op = 0; op < c.close; ++op) AddPrefetch(op, slot, id);
     }
   }
 
@@ -162,6 +196,11 @@ class ActionsAssembly {
   }
 
  private:
+  void AddPrefetch(OpIndex op, int slot, CandidateId candidate) {
+    const int64_t before = OpPosition(op);
+    if (before >= 0) a_.prefetch_before[before].push_back({slot, candidate});
+  }
+
   int64_t OpPosition(OpIndex op) const {
     return op >= 0 && static_cast<size_t>(op) < positions_.ops.size()
                ? positions_.ops[static_cast<size_t>(op)]

@@ -14,7 +14,8 @@
 //          use queued so far); Prefetch before the op at which the simulated schedule issues its
 //          swap-in (Plan::swap_ins, §4.3). Prefetch never evicts, so an early one that finds no
 //          room is retried before each later op until the op that closes the interval, where
-//          BeforeOp's demand swap-in (the safety net) takes over. An interval that wraps is
+//          BeforeOp's demand swap-in (the safety net) takes over; one scheduled at the closing op
+//          is issued with the op before it (Note [Prefetch at the closing op], plan_actions.cc). An interval that wraps is
 //          offloaded after the tensor's last use and prefetched in the next iteration.
 //   keep:  nothing (demand swapping may still evict it if the plan was wrong).
 //   recompute: the producer's hook gives its replay recipe at the producer's position (RunOp,

@@ -96,5 +96,68 @@ TEST(PlanActionsTest, PersistentTensorWithoutSuccessorKeepsAFixedSlot) {
   EXPECT_EQ(a.persistent[0].allocation, kLoss);
 }
 
+// The slots prefetched before the op at `position`.
+std::vector<int> PrefetchedAt(const PlanActions& a, int64_t position) {
+  std::vector<int> slots;
+  if (auto it = a.prefetch_before.find(position); it != a.prefetch_before.end()) {
+    for (const PlanActions::Prefetch& p : it->second) slots.push_back(p.slot);
+  }
+  return slots;
+}
+
+TEST(PlanActionsTest, PrefetchIsRetriedFromItsIssueUntilTheClosingOp) {
+  Carried c = MakeCarried();
+  c.plan.candidates[0].close = 3;  // as if a fourth op used it
+  c.plan.plan.swap_ins = {{.candidate = 0, .issue_at = 1}};
+  PlanActions a = MakePlanActions(c.built, c.positions, c.plan);
+  const int slot = a.carried[0].slot;
+  EXPECT_TRUE(PrefetchedAt(a, 1).empty());                // op 0 opens the interval
+  EXPECT_EQ(PrefetchedAt(a, 2), std::vector<int>{slot});  // op 1: issued
+  EXPECT_EQ(PrefetchedAt(a, 3), std::vector<int>{slot});  // op 2: retried
+  EXPECT_EQ(a.prefetch_before.size(), 2u);
+}
+
+// Note [Prefetch at the closing op]: a swap-in forced at its need is the plan's prefetch with the
+// op before, not the safety net's demand swap-in at the need.
+TEST(PlanActionsTest, SwapInIssuedAtTheClosingOpIsPrefetchedWithTheOpBefore) {
+  Carried c = MakeCarried();
+  c.plan.plan.swap_ins = {{.candidate = 0, .issue_at = 2}};
+  PlanActions a = MakePlanActions(c.built, c.positions, c.plan);
+  ASSERT_EQ(a.prefetch_before.size(), 1u);
+  EXPECT_EQ(PrefetchedAt(a, 2), std::vector<int>{a.carried[0].slot});  // with op 1
+
+  // A weight whose only use is op 0: with the last op of the iteration before.
+  c.plan.candidates = {Candidate{.tensor = c.loss, .open = 0, .close = 0, .wraps = true}};
+  c.plan.plan.swap_ins = {{.candidate = 0, .issue_at = 0}};
+  a = MakePlanActions(c.built, c.positions, c.plan);
+  ASSERT_EQ(a.prefetch_before.size(), 1u);
+  EXPECT_EQ(PrefetchedAt(a, 3), std::vector<int>{a.carried[0].slot});  // with op 2
+
+  // The op before is the one that opens the interval: nothing to gain.
+  c.plan.candidates = {Candidate{.tensor = c.loss, .open = 1, .close = 2}};
+  c.plan.plan.swap_ins = {{.candidate = 0, .issue_at = 2}};
+  a = MakePlanActions(c.built, c.positions, c.plan);
+  EXPECT_TRUE(a.prefetch_before.empty());
+}
+
+// Note [Kept across a new plan]: a kept interval that wraps is prefetched (once, a no-op when
+// resident) from op 0 up to its closing op; a kept one inside the iteration is not.
+TEST(PlanActionsTest, KeptIntervalThatWrapsIsPrefetchedUpToItsUse) {
+  Carried c = MakeCarried();
+  c.plan.candidates = {Candidate{.tensor = c.loss, .open = 2, .close = 2, .wraps = true}};
+  c.plan.plan.decisions = {Decision::kKeep};
+  PlanActions a = MakePlanActions(c.built, c.positions, c.plan);
+  ASSERT_EQ(a.carried.size(), 1u);
+  const int slot = a.carried[0].slot;
+  EXPECT_EQ(PrefetchedAt(a, 1), std::vector<int>{slot});  // op 0
+  EXPECT_EQ(PrefetchedAt(a, 2), std::vector<int>{slot});  // op 1
+  EXPECT_TRUE(PrefetchedAt(a, 3).empty());                // op 2 uses it
+  EXPECT_TRUE(a.offload_after.empty());
+
+  c.plan.candidates = {Candidate{.tensor = c.loss, .open = 0, .close = 2}};
+  a = MakePlanActions(c.built, c.positions, c.plan);
+  EXPECT_TRUE(a.prefetch_before.empty());
+}
+
 }  // namespace
 }  // namespace pooch
