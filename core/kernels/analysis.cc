@@ -12,13 +12,10 @@
 #include "core/kernels/opcodes.h"
 #include "core/kernels/operand.h"
 #include "core/kernels/provenance.h"
+#include "core/kernels/register_state.h"
 
 namespace pooch::kernels {
 namespace {
-
-using State = std::array<Provenance, kRegisterCount>;
-
-bool Guarded(const Instruction& ins) { return !ins.guard.empty() && ins.guard != "@PT"; }
 
 // Comparisons and checks: their first non-predicate operand is a source, not a destination.
 bool WritesOnlyPredicates(absl::string_view base) {
@@ -32,11 +29,13 @@ bool WritesOnlyPredicates(absl::string_view base) {
 // One instruction's effect on the register state, and on the verdict when `v` is not null.
 class Transfer {
  public:
-  Transfer(const SassProgram& p, const ParamLayout& layout, State* s, KernelVerdict* v)
+  Transfer(const SassProgram& p, const ParamLayout& layout, RegisterState* s, KernelVerdict* v)
       : p_(p), layout_(layout), s_(*s), v_(v) {}
 
   void Run(const Instruction& ins) {
+    if (ins.guard == "@!PT" || ins.guard == "@!UPT") return;  // never runs
     ins_ = &ins;
+    guard_ = GuardId(ins.guard);
     ops_.clear();
     for (const std::string& o : ins.operands) ops_.push_back(ParseOperand(o));
     const OpClass cls = Classify(ins.Base());
@@ -88,8 +87,17 @@ class Transfer {
         Opaque(absl::StrFormat("unrecognised opcode %s", ins.Base()));
         SetDestinations(cls, Provenance::Unknown());
         break;
+      case OpClass::kCall:
+      case OpClass::kReturn:
+        s_.ForgetGuards(0);  // the callee, or the caller after the return, may set predicates
+        break;
       default:
         break;  // control flow (cfg.cc) and no-effect opcodes
+    }
+    // Note [Guarded values]: an instruction naming a predicate may write it.
+    for (const std::string& o : ins.operands) {
+      if (o == "PR" || o == "UPR") s_.ForgetGuards(0);
+      if (const int p = PredicateOf(o); p != 0) s_.ForgetGuards(p);
     }
   }
 
@@ -115,6 +123,7 @@ class Transfer {
     if (o.index_reg >= 0) return Provenance::Unknown();
     if (off < 0 || off >= layout_.size) return Provenance::Int();
     const int word = static_cast<int>(off & ~7LL);
+    if (!layout_.MayHoldPointer(word)) return Provenance::Int();
     return (off & 4) ? Provenance::Hi(word) : Provenance::Lo(word);
   }
 
@@ -125,7 +134,7 @@ class Transfer {
     switch (o.kind) {
       case Operand::Kind::kRegister:
         if (o.reg == kRZ || o.reg == kURZ) return Provenance::Int();
-        return s_[std::min(o.reg + half, kRegisterCount - 1)];
+        return s_.Get(std::min(o.reg + half, kRegisterCount - 1), guard_);
       case Operand::Kind::kConstant:
         return Constant(o, 4 * half);
       default:
@@ -136,7 +145,7 @@ class Transfer {
   void Set(int reg, Provenance value) {
     if (reg < 0 || reg >= kRegisterCount || reg == kRZ || reg == kURZ) return;
     // Past the last uniform register, or from R into UR: a register that does not exist.
-    s_[reg] = Guarded(*ins_) ? Join(s_[reg], value) : value;
+    s_.Set(reg, value, guard_);
   }
 
   // The index of the destination register operand, or -1.
@@ -186,7 +195,8 @@ class Transfer {
 
   const SassProgram& p_;
   const ParamLayout& layout_;
-  State& s_;
+  RegisterState& s_;
+  int guard_ = 0;  // GuardId of the instruction being run
   KernelVerdict* v_;
   const Instruction* ins_ = nullptr;
   std::vector<Operand> ops_;
@@ -267,10 +277,11 @@ void Transfer::Access(bool write, bool read, int nth_address) {
         continue;
       }
       const bool zero = t.reg == kRZ || t.reg == kURZ;
-      lo.Add(zero ? Provenance::Int() : s_[t.reg], false);
+      lo.Add(zero ? Provenance::Int() : s_.Get(t.reg, guard_), false);
       if (t.pair) {
         ++pairs;
-        hi.Add(zero ? Provenance::Int() : s_[std::min(t.reg + 1, kRegisterCount - 1)], false);
+        hi.Add(zero ? Provenance::Int() : s_.Get(std::min(t.reg + 1, kRegisterCount - 1), guard_),
+               false);
       }
     }
     const Provenance l = lo.Result(), h = hi.Result();
@@ -328,6 +339,14 @@ bool ReadsClock(const Instruction& ins) {
 
 }  // namespace
 
+bool ParamLayout::MayHoldPointer(int word) const {
+  if (params.empty()) return true;
+  for (const auto& [offset, bytes] : params) {
+    if (bytes >= 8 && offset < word + 8 && offset + bytes > word) return true;
+  }
+  return false;
+}
+
 int DefaultParamBase(const std::string& arch) {
   int sm = 0;
   if (sscanf(arch.c_str(), "sm_%d", &sm) != 1) return 0x210;
@@ -353,8 +372,8 @@ KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
     v.AddUnknown(false, u);
   }
   // The fixpoint: in-states per block, all registers integers at the entry.
-  std::vector<State> in(cfg.blocks.size());
-  in[0].fill(Provenance::Int());
+  std::vector<RegisterState> in(cfg.blocks.size());
+  in[0].SetEntry();
   std::vector<bool> queued(cfg.blocks.size(), false);
   std::deque<int> work{0};
   queued[0] = true;
@@ -362,19 +381,11 @@ KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
     const int b = work.front();
     work.pop_front();
     queued[b] = false;
-    State s = in[b];
+    RegisterState s = in[b];
     Transfer t(program, layout, &s, nullptr);
     for (int i = cfg.blocks[b].first; i <= cfg.blocks[b].last; ++i) t.Run(program.instructions[i]);
     for (int succ : cfg.blocks[b].successors) {
-      bool changed = false;
-      for (int r = 0; r < kRegisterCount; ++r) {
-        Provenance j = Join(in[succ][r], s[r]);
-        if (j != in[succ][r] || j.kind != in[succ][r].kind) {
-          in[succ][r] = j;
-          changed = true;
-        }
-      }
-      if (changed && !queued[succ]) {
+      if (in[succ].JoinFrom(s) && !queued[succ]) {
         queued[succ] = true;
         work.push_back(succ);
       }
@@ -382,7 +393,7 @@ KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
   }
   // One more pass with the fixpoint's states records what each instruction does.
   for (size_t b = 0; b < cfg.blocks.size(); ++b) {
-    State s = in[b];
+    RegisterState s = in[b];
     Transfer t(program, layout, &s, &v);
     for (int i = cfg.blocks[b].first; i <= cfg.blocks[b].last; ++i) {
       t.Run(program.instructions[i]);

@@ -10,9 +10,10 @@
 //     the low or high half of one 8-byte parameter word plus integers, or unknown; the state at
 //     a control-flow merge is the join of the incoming ones, loops iterate to a fixpoint (the
 //     lattice has height 3), and a predicated instruction may or may not run (its results are
-//     joined with the old values);
-//   - a parameter half comes from constant bank 0 at the parameter base (sm_80 0x160, sm_90
-//     0x210, sm_100 0x380: EIATTR_PARAM_CBANK says, and the SASS of analysis_kernels.cu shows);
+//     joined with the old values; Note [Guarded values] for instructions under the same guard);
+//   - a parameter half comes from constant bank 0 at the parameter base (sm_80 0x160, sm_90 0x210,
+//     sm_100 0x380: EIATTR_PARAM_CBANK says, and the SASS of analysis_kernels.cu shows), in a
+//     word that a parameter of 8 bytes or more overlaps (a smaller one holds no pointer);
 //     additions keep it (IADD3, IMAD's addend, LEA's addend, IMAD.WIDE's pair, moves and
 //     selects of the same word); any other operation makes an integer of it, and a loaded value
 //     is an integer: used as an address base, an integer names no word;
@@ -38,6 +39,8 @@
 #define POOCH_CORE_KERNELS_ANALYSIS_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/kernels/sass.h"
 #include "core/kernels/verdict.h"
@@ -47,6 +50,12 @@ namespace pooch::kernels {
 struct ParamLayout {
   int cbank_offset = 0;  // where the parameters start in constant bank 0
   int size = 0;          // bytes of parameters
+  // Each parameter's offset and size, when known. A word that only parameters of 4 bytes or
+  // less overlap holds no pointer: its halves are integers (a kernel storing a float scalar
+  // lets nothing escape). Empty: every word may hold one.
+  std::vector<std::pair<int, int>> params;
+
+  bool MayHoldPointer(int word) const;
 };
 
 // The parameter base for an architecture ("sm_90"), for when a cubin does not say.

@@ -70,8 +70,9 @@ absl::StatusOr<std::vector<KernelVerdict>> AnalyzeCubinBytes(const std::string& 
   const std::string arch = absl::StrCat("sm_", info->sm);
   std::vector<KernelVerdict> out;
   for (const CubinKernel& k : info->kernels) {
-    ParamLayout layout{k.cbank_offset >= 0 ? k.cbank_offset : DefaultParamBase(arch),
-                       k.params_size};
+    ParamLayout layout{
+        k.cbank_offset >= 0 ? k.cbank_offset : DefaultParamBase(arch), k.params_size, {}};
+    for (const CubinParam& p : k.params) layout.params.emplace_back(p.offset, p.size);
     KernelVerdict v = AnalyzeKernel(program, k.name, layout);
     v.arch = arch;
     out.push_back(std::move(v));

@@ -45,7 +45,6 @@ std::vector<std::string> Glob(const std::string& pattern) {
 
 absl::StatusOr<std::string> FindTool(const std::string& name) {
   std::vector<std::string> dirs;
-  if (!Env("POOCH_CUDA_TOOLS").empty()) dirs.push_back(Env("POOCH_CUDA_TOOLS"));
   for (absl::string_view d : absl::StrSplit(Env("PATH"), ':', absl::SkipEmpty())) {
     dirs.emplace_back(d);
   }
@@ -72,8 +71,7 @@ absl::StatusOr<std::string> FindTool(const std::string& name) {
   return absl::NotFoundError(
       absl::StrCat("no ", name,
                    " on PATH, under CUDA_HOME or in a pip package's nvidia/cu*/bin "
-                   "(scripts/setup-cuda-tools.sh installs it into build/cuda-tools; "
-                   "POOCH_CUDA_TOOLS names a folder holding it)"));
+                   "(scripts/setup-cuda-tools.sh installs it into build/cuda-tools)"));
 }
 
 absl::StatusOr<std::string> RunTool(const std::vector<std::string>& argv, const std::string& cwd) {

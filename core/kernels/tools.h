@@ -1,9 +1,9 @@
 // NVIDIA's command-line tools the kernel analysis runs: nvdisasm (SASS text from a cubin) and
 // cuobjdump (cubins out of a fat binary or a library). pooch finds each, in order:
-//   1. $POOCH_CUDA_TOOLS (a folder holding them), 2. PATH, 3. $CUDA_HOME/bin and
-//   /usr/local/cuda/bin, 4. a pip package's folder nvidia/cu*/bin under
-//   lib/python3*/site-packages of $VIRTUAL_ENV, $CONDA_PREFIX, and build/cuda-tools beside the
-//   running program's build tree (scripts/setup-cuda-tools.sh installs the pinned wheels there).
+//   1. PATH, 2. $CUDA_HOME/bin and /usr/local/cuda/bin, 3. a pip package's folder
+//   nvidia/cu*/bin under lib/python3*/site-packages of $VIRTUAL_ENV, $CONDA_PREFIX, and
+//   build/cuda-tools beside the running program's build tree (scripts/setup-cuda-tools.sh
+//   installs the pinned wheels there).
 #ifndef POOCH_CORE_KERNELS_TOOLS_H_
 #define POOCH_CORE_KERNELS_TOOLS_H_
 
