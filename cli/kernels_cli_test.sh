@@ -31,9 +31,10 @@ check("k_second_output", [0, 8], [16], True)
 check("k_noinline", [0], [8], True)
 check("k_chase", "unknown", [0], False)
 check("k_halves", "unknown", [], False)
+check("k_select", [0, 8], [16], True)
 print("json OK")
 PY
-grep -q '^pooch: 16 kernels: 9 exact' "$tmp/err" || { cat "$tmp/err"; exit 1; }
+grep -q '^pooch: 16 kernels: 10 exact' "$tmp/err" || { cat "$tmp/err"; exit 1; }
 
 # A fat binary holding two architectures: --arch picks one, without it both come.
 "$nvcc" -fatbin -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
@@ -41,7 +42,7 @@ grep -q '^pooch: 16 kernels: 9 exact' "$tmp/err" || { cat "$tmp/err"; exit 1; }
 n90=$("$pooch" kernels --arch sm_90 --json "$tmp/k.fatbin" 2>/dev/null | grep -c '"arch": "sm_90"')
 [ "$n90" = 16 ] || { echo "fat binary, --arch sm_90: $n90 kernels" >&2; exit 1; }
 "$pooch" kernels "$tmp/k.fatbin" >"$tmp/text"
-tail -1 "$tmp/text" | grep -q '^32 kernels: 18 exact' || { tail -1 "$tmp/text"; exit 1; }
+tail -1 "$tmp/text" | grep -q '^32 kernels: 20 exact' || { tail -1 "$tmp/text"; exit 1; }
 grep -q '^k_out_of_place sm_80: writes 0x0; reads 0x8$' "$tmp/text" || { cat "$tmp/text"; exit 1; }
 
 # Bad input: one line, exit 2.

@@ -1,5 +1,6 @@
 #include "core/kernels/analysis.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <deque>
@@ -265,7 +266,7 @@ void Transfer::Access(bool write, bool read, int nth_address) {
     }
   }
   std::string problem;
-  std::optional<int> word;
+  std::vector<int32_t> words;  // the words the address may point into
   if (addr == nullptr) {
     problem = "no address";
   } else {
@@ -285,11 +286,19 @@ void Transfer::Access(bool write, bool read, int nth_address) {
       }
     }
     const Provenance l = lo.Result(), h = hi.Result();
+    if (l.kind == Provenance::Kind::kLo && h.kind == Provenance::Kind::kHi) {
+      // The pointer's word gave both halves (Note [Kernel write sets]).
+      for (int i = 0; i < l.count; ++i) {
+        for (int j = 0; j < h.count; ++j) {
+          if (l.words[i] == h.words[j]) words.push_back(l.words[i]);
+        }
+      }
+    }
     if (pairs != 1) {
+      words.clear();
       problem = "32-bit or unusual address";
-    } else if (l.kind == Provenance::Kind::kLo && h.kind == Provenance::Kind::kHi &&
-               l.word == h.word) {
-      word = l.word;
+    } else if (!words.empty()) {
+      // an address into one of `words`
     } else if (l.kind == Provenance::Kind::kInt && h.kind == Provenance::Kind::kInt) {
       problem = "address from memory or integers";
     } else if (l.kind == Provenance::Kind::kUnknown || h.kind == Provenance::Kind::kUnknown) {
@@ -298,12 +307,13 @@ void Transfer::Access(bool write, bool read, int nth_address) {
       problem = "address assembled from halves of different words";
     }
   }
-  if (v_ && word) {
-    if (write) v_->writes.insert(*word);
-    if (read) v_->reads.insert(*word);
-    if (write && read) v_->atomic_writes.insert(*word);
+  for (int32_t w : words) {
+    if (v_ == nullptr) break;
+    if (write) v_->writes.insert(w);
+    if (read) v_->reads.insert(w);
+    if (write && read) v_->atomic_writes.insert(w);
   }
-  if (!word) {
+  if (words.empty()) {
     if (write) Unknown(true, problem);
     if (read && !write) Unknown(false, problem);
   }
@@ -316,6 +326,10 @@ void Transfer::CheckEscape(int nth_address, const char* where) {
   size_t k = 0;
   for (int seen = -1; k < ops_.size(); ++k) {
     if (ops_[k].kind == Operand::Kind::kMemory && ++seen == nth_address) break;
+  }
+  // A store of 8 or 16 bits cannot hold a pointer's half.
+  for (const char* narrow : {"U8", "S8", "U16", "S16"}) {
+    if (ins_->HasModifier(narrow)) return;
   }
   const int width = DestinationWidth(ins_->opcode, OpClass::kGlobalStore);
   for (++k; k < ops_.size(); ++k) {

@@ -7,7 +7,8 @@
 // over-approximation), because a kernel output pooch thinks it may recompute, and does not, is
 // a wrong result:
 //   - each 32-bit register (general and uniform) holds a Provenance (provenance.h): an integer,
-//     the low or high half of one 8-byte parameter word plus integers, or unknown; the state at
+//     the low or high half of one of a few 8-byte parameter words plus integers, or unknown; the
+//     state at
 //     a control-flow merge is the join of the incoming ones, loops iterate to a fixpoint (the
 //     lattice has height 3), and a predicated instruction may or may not run (its results are
 //     joined with the old values; Note [Guarded values] for instructions under the same guard);
@@ -17,8 +18,9 @@
 //     additions keep it (IADD3, IMAD's addend, LEA's addend, IMAD.WIDE's pair, moves and
 //     selects of the same word); any other operation makes an integer of it, and a loaded value
 //     is an integer: used as an address base, an integer names no word;
-//   - a global, generic or atomic access whose address pair is not Lo(w):Hi(w) of one word w
-//     (plus integer registers and immediates) makes the writes (or reads) unknown; so do bulk
+//   - a global, generic or atomic access reaches the words whose halves both the address's low
+//     and high register carry (Lo(W):Hi(W'): W and W' intersected, plus integer registers and
+//     immediates); none makes the writes (or reads) unknown; so do bulk
 //     and TMA copies, surface stores, indirect branches and calls, calls out of the cubin, and
 //     any opcode the tables (opcodes.cc) do not know;
 //   - a register that may carry a parameter's pointer stored anywhere (global, shared, local
@@ -28,9 +30,12 @@
 //     call sites' states and every return flows to every return site.
 // Assumption: the program forms addresses by pointer arithmetic (C++'s rules): an integer made
 // from a pointer by anything but addition (a product, a shift, a mask) is not added back to
-// another parameter's pointer to reach a different allocation. An address an integer
-// computation assembles from several words is caught only as far as its halves stay halves
-// (k_halves in analysis_kernels.cu).
+// another parameter's pointer to reach a different allocation; of a sum of two words' values
+// only one is a pointer (the other an 8-byte integer: an offset, a stride); the two halves of one
+// address come from the same pointer value (the compiler moves, selects and merges a pointer's
+// halves together). An address an integer computation assembles from the halves of different
+// words is caught when those halves stay apart (k_halves in analysis_kernels.cu), not when two
+// independent selects over the same words pick them.
 //
 // A kernel's outputs are replayable (the same bytes again) when its writes and reads are known,
 // it uses no atomics (their order is not fixed) and no clock, and no word is both read and

@@ -52,8 +52,6 @@ std::map<std::string, KernelVerdict> Analyse(const std::string& arch) {
 // What each kernel must get on every architecture. Sound on all: no kernel is given a write set
 // smaller than what its source writes. Not exact (writes unknown although the kernel is well
 // behaved), with why:
-//   k_select   the destination is a select between two words; the analysis keeps one word per
-//              register, so the merge is unknown;
 //   k_generic  the generic store's address selects between shared memory and word 0x0;
 // and unknown by design: k_chase, k_local_pointers, k_shared_pointers, k_halves, k_escape.
 struct Expected {
@@ -72,7 +70,7 @@ const Expected kExpected[] = {
     {"k_chase", {}, false, {0x0}, false, "address from memory or integers"},
     {"k_atomic", {0x0}, true, {0x0, 0x8}, false, "atomics into 0x0"},
     {"k_second_output", {0x0, 0x8}, true, {0x10}, true, ""},
-    {"k_select", {}, false, {0x10}, false, "address may come from several words"},
+    {"k_select", {0x0, 0x8}, true, {0x10}, true, "writes 0x0 0x8; reads 0x10"},
     {"k_local_pointers", {}, false, {0x18}, false, "pointer escapes to shared or local memory"},
     {"k_shared_pointers", {}, false, {}, false, "pointer escapes to shared or local memory"},
     {"k_noinline", {0x0}, true, {0x8}, true, ""},
@@ -133,7 +131,7 @@ TEST(AnalysisOnText, LoopOverAPointerKeepsItsWord) {
   EXPECT_TRUE(v.Replayable());
 }
 
-TEST(AnalysisOnText, SumOfTwoPointersIsUnknown) {
+TEST(AnalysisOnText, SumOfTwoWordsMayPointIntoEither) {
   const KernelVerdict v = OnText(R"(
         /*0000*/                   LDC.64 R2, c[0x0][0x210] ;
         /*0010*/                   LDC.64 R4, c[0x0][0x218] ;
@@ -142,18 +140,45 @@ TEST(AnalysisOnText, SumOfTwoPointersIsUnknown) {
         /*0040*/                   STG.E desc[UR4][R2.64], RZ ;
         /*0050*/                   EXIT ;
 )");
-  EXPECT_FALSE(v.writes_known);
+  EXPECT_TRUE(v.writes_known) << v.Why();
+  EXPECT_EQ(v.writes, (std::set<int>{0x0, 0x8}));
+  // A difference of pointers is no address of either.
+  const KernelVerdict difference = OnText(R"(
+        /*0000*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0010*/                   LDC.64 R4, c[0x0][0x218] ;
+        /*0020*/                   IADD3 R2, P0, R2, -R4, RZ ;
+        /*0030*/                   IADD3.X R3, RZ, R3, ~R5, P0, !PT ;
+        /*0040*/                   STG.E desc[UR4][R2.64], RZ ;
+        /*0050*/                   EXIT ;
+)");
+  EXPECT_FALSE(difference.writes_known);
+  // Nor the low half of one word with the high half of another.
+  const KernelVerdict halves = OnText(R"(
+        /*0000*/                   LDC R2, c[0x0][0x210] ;
+        /*0010*/                   LDC R3, c[0x0][0x21c] ;
+        /*0020*/                   STG.E desc[UR4][R2.64], RZ ;
+        /*0030*/                   EXIT ;
+)");
+  EXPECT_FALSE(halves.writes_known);
 }
 
 TEST(AnalysisOnText, PredicatedDefinitionMayNotHaveRun) {
-  // Without the guard's instruction the register keeps its old value: the join is unknown.
+  // Without the guard's instruction the register keeps its old value: either word.
   const KernelVerdict v = OnText(R"(
         /*0000*/                   LDC.64 R2, c[0x0][0x210] ;
         /*0010*/               @P0 LDC.64 R2, c[0x0][0x218] ;
         /*0020*/                   STG.E desc[UR4][R2.64], RZ ;
         /*0030*/                   EXIT ;
 )");
-  EXPECT_FALSE(v.writes_known);
+  EXPECT_TRUE(v.writes_known) << v.Why();
+  EXPECT_EQ(v.writes, (std::set<int>{0x0, 0x8}));
+  // Joined with an integer (the entry's registers), unknown.
+  const KernelVerdict w = OnText(R"(
+        /*0000*/               @P0 LDC.64 R2, c[0x0][0x218] ;
+        /*0010*/                   STG.E desc[UR4][R2.64], RZ ;
+        /*0020*/                   EXIT ;
+)");
+  EXPECT_FALSE(w.writes_known);
 }
 
 TEST(AnalysisOnText, AStoreUnderTheLoadsGuardSeesTheLoadedPointer) {

@@ -10,7 +10,13 @@ TEST(Provenance, JoinIsTheLeastUpperBound) {
   EXPECT_EQ(Join(bottom, Provenance::Lo(8)), Provenance::Lo(8));
   EXPECT_EQ(Join(Provenance::Int(), bottom), Provenance::Int());
   EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Lo(8)), Provenance::Lo(8));
-  EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Lo(0)), Provenance::Unknown());
+  const Provenance both = Join(Provenance::Lo(8), Provenance::Lo(0));
+  EXPECT_EQ(both.kind, Provenance::Kind::kLo);
+  EXPECT_EQ(both.Words(), (std::vector<int32_t>{0, 8}));
+  EXPECT_EQ(Join(both, Provenance::Lo(0)), both);
+  Provenance many = both;
+  for (int w : {16, 24, 32}) many = Join(many, Provenance::Lo(w));
+  EXPECT_EQ(many, Provenance::Unknown());  // past kMaxWords
   EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Hi(8)), Provenance::Unknown());
   EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Int()), Provenance::Unknown());
   EXPECT_EQ(Join(Provenance::Unknown(), Provenance::Int()), Provenance::Unknown());
@@ -24,8 +30,13 @@ TEST(Provenance, SumKeepsOnePointerHalf) {
 
   Sum two;
   two.Add(Provenance::Lo(0), false);
-  two.Add(Provenance::Lo(0), false);
-  EXPECT_EQ(two.Result(), Provenance::Unknown());
+  two.Add(Provenance::Lo(8), false);
+  EXPECT_EQ(two.Result().Words(), (std::vector<int32_t>{0, 8}));
+
+  Sum mixed;
+  mixed.Add(Provenance::Lo(0), false);
+  mixed.Add(Provenance::Hi(0), false);
+  EXPECT_EQ(mixed.Result(), Provenance::Unknown());
 
   Sum negated;
   negated.Add(Provenance::Lo(0), true);

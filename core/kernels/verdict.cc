@@ -28,8 +28,9 @@ std::vector<int> Overlap(const std::set<int>& a, const std::set<int>& b) {
 
 void KernelVerdict::AddUnknown(bool in_writes, std::string reason) {
   (in_writes ? writes_known : reads_known) = false;
-  if (std::find(unknown_reasons.begin(), unknown_reasons.end(), reason) == unknown_reasons.end()) {
-    unknown_reasons.push_back(std::move(reason));
+  std::vector<std::string>& reasons = in_writes ? write_reasons : read_reasons;
+  if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) {
+    reasons.push_back(std::move(reason));
   }
 }
 
@@ -38,10 +39,10 @@ bool KernelVerdict::Replayable() const {
 }
 
 std::string KernelVerdict::Why() const {
-  if (!writes_known) return absl::StrCat("writes unknown: ", unknown_reasons.front());
+  if (!writes_known) return absl::StrCat("writes unknown: ", write_reasons.front());
   std::string sets =
       absl::StrCat("writes ", Words(writes), "; reads ", reads_known ? Words(reads) : "unknown");
-  if (!reads_known) return absl::StrCat(sets, ": ", unknown_reasons.front());
+  if (!reads_known) return absl::StrCat(sets, ": ", read_reasons.front());
   if (uses_atomics) {
     return absl::StrCat(sets, "; not replayable: atomics",
                         atomic_writes.empty() ? "" : " into " + Words(atomic_writes));
@@ -57,8 +58,8 @@ std::string KernelVerdict::Why() const {
 
 std::string KernelVerdict::ReasonClass() const {
   if (!Exact()) {
-    const std::string& r = unknown_reasons.front();
-    return r.substr(0, r.find(" at "));
+    const std::string& r = writes_known ? read_reasons.front() : write_reasons.front();
+    return absl::StrCat(writes_known ? "reads unknown: " : "", r.substr(0, r.find(" at ")));
   }
   if (uses_atomics) return "atomics";
   if (reads_clock) return "reads a clock";

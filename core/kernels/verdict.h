@@ -24,8 +24,9 @@ struct KernelVerdict {
   std::set<int> atomic_writes;  // words written by atomics or reductions
   bool uses_atomics = false;    // any atomic, shared memory's too: the order is not fixed
   bool reads_clock = false;
-  // Why writes or reads are unknown: one line each, deduplicated, in the order found.
-  std::vector<std::string> unknown_reasons;
+  // Why writes (reads) are unknown: one line each, deduplicated, in the order found.
+  std::vector<std::string> write_reasons;
+  std::vector<std::string> read_reasons;
 
   bool Exact() const { return writes_known && reads_known; }
   // Whether replaying the kernel with the same parameters and inputs gives its outputs bit for
