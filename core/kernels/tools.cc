@@ -43,7 +43,8 @@ std::vector<std::string> Glob(const std::string& pattern) {
 
 }  // namespace
 
-absl::StatusOr<std::string> FindTool(const std::string& name) {
+absl::StatusOr<std::string> FindTool(const std::string& name,
+                                     const std::vector<std::string>& extra_prefixes) {
   std::vector<std::string> dirs;
   for (absl::string_view d : absl::StrSplit(Env("PATH"), ':', absl::SkipEmpty())) {
     dirs.emplace_back(d);
@@ -59,6 +60,7 @@ absl::StatusOr<std::string> FindTool(const std::string& name) {
     // build/bin/pooch, build/tests/x_test: build/cuda-tools is one folder up.
     prefixes.push_back(here + "/../cuda-tools");
   }
+  prefixes.insert(prefixes.end(), extra_prefixes.begin(), extra_prefixes.end());
   for (const std::string& prefix : prefixes) {
     for (const std::string& d : Glob(prefix + "/lib/python3*/site-packages/nvidia/cu*/bin")) {
       dirs.push_back(d);

@@ -14,8 +14,11 @@
 
 namespace pooch::kernels {
 
-// The tool's path, or NotFound naming where pooch looked.
-absl::StatusOr<std::string> FindTool(const std::string& name);
+// The tool's path, or NotFound naming where pooch looked. `prefixes` are more folders to look
+// for a pip package in, last (a test passes the source tree's build/cuda-tools, which a build
+// tree elsewhere, such as build-asan/, does not have beside it).
+absl::StatusOr<std::string> FindTool(const std::string& name,
+                                     const std::vector<std::string>& prefixes = {});
 
 // Runs `argv` (argv[0] a path) in folder `cwd` (empty: this process's) and returns its standard
 // output; an error with the first line of its standard error when it exits non-zero.
