@@ -28,7 +28,7 @@ constexpr const char* kAluOpcodes[] = {
     "HMNMX2",      "HADD2_32I",   "HFMA2_32I", "HMUL2_32I", "FADD2",     "FMUL2",      "FFMA2",
     "FMNMX2",      "LEPC",        "IMNMX3",    "UP2UR",     "UR2UP",     "ELECT",      "MOVM",
     "F2FP",        "QSPC",        "FHADD",     "FHFMA",     "FMUL32",    "BITEXTRACT", "ISBERD",
-    "GETLMEMBASE", "SETLMEMBASE", "CCTLT"};
+    "GETLMEMBASE", "SETLMEMBASE", "CCTLT",     "B2R"};  // B2R: a barrier into a register
 constexpr const char* kMmaOpcodes[] = {"HMMA",  "IMMA",  "DMMA",  "BMMA", "HGMMA",
                                        "IGMMA", "QGMMA", "BGMMA", "OMMA", "QMMA"};
 constexpr const char* kNoEffectOpcodes[] = {
@@ -37,7 +37,7 @@ constexpr const char* kNoEffectOpcodes[] = {
     "CCTL",    "CCTLL",   "CGAERRBAR", "UCGABAR_ARV",   "UCGABAR_WAIT", "NANOSLEEP",
     "YIELD",   "PREEXIT", "ACQBULK",   "ENDCOLLECTIVE", "USETMAXREG",   "PMTRIG",
     "ARRIVES", "SYNCS",   "UTMACCTL",  "UTMACMDFLUSH",  "WARPGROUP",    "WARPGROUPSET",
-    "KILL",    "B2R",     "R2B"};
+    "KILL",    "R2B"};
 
 absl::flat_hash_map<std::string, OpClass> BuildTable() {
   absl::flat_hash_map<std::string, OpClass> t;
