@@ -27,6 +27,9 @@ if [ ! -f "$cuda/include/cuda_runtime_api.h" ] || [ ! -f "$cuda/include/cudnn.h"
 fi
 
 jobs="${POOCH_JOBS:-$(nproc)}"
+# nvdisasm and cuobjdump from PyPI into build/cuda-tools (the kernel analysis, core/kernels, and
+# its tests, which fail without them).
+scripts/setup-cuda-tools.sh
 # The Abseil that libpooch.so and the CLI link (position-independent, hidden; Note
 # [Self-contained libpooch.so] in cmake/PoochSelfContained.cmake): downloaded here, once, from
 # Debian's source packages, so that the build itself needs no network.

@@ -1,0 +1,75 @@
+// Which parameter words a kernel's stores may reach, from its SASS.
+//
+// Note [Kernel write sets]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// pooch counts a kernel launch as writing every allocation its parameter words point into,
+// unless this analysis proves less from the kernel's machine code. The proof must be sound (an
+// over-approximation), because a kernel output pooch thinks it may recompute, and does not, is
+// a wrong result:
+//   - each 32-bit register (general and uniform) holds a Provenance (provenance.h): an integer,
+//     the low or high half of one of a few 8-byte parameter words plus integers, or unknown; the
+//     state at
+//     a control-flow merge is the join of the incoming ones, loops iterate to a fixpoint (the
+//     lattice has height 3), and a predicated instruction may or may not run (its results are
+//     joined with the old values; Note [Guarded values] for instructions under the same guard);
+//   - a parameter half comes from constant bank 0 at the parameter base (sm_80 0x160, sm_90 0x210,
+//     sm_100 0x380: EIATTR_PARAM_CBANK says, and the SASS of analysis_kernels.cu shows), in a
+//     word that a parameter of 8 bytes or more overlaps (a smaller one holds no pointer);
+//     additions keep it (IADD3, IMAD's addend, LEA's addend, IMAD.WIDE's pair, moves and
+//     selects of the same word); any other operation makes an integer of it, and a loaded value
+//     is an integer: used as an address base, an integer names no word;
+//   - a global, generic or atomic access reaches the words whose halves both the address's low
+//     and high register carry (Lo(W):Hi(W'): W and W' intersected, plus integer registers and
+//     immediates); none makes the writes (or reads) unknown; so do bulk
+//     and TMA copies, surface stores, indirect branches and calls, calls out of the cubin, and
+//     any opcode the tables (opcodes.cc) do not know;
+//   - a register that may carry a parameter's pointer stored anywhere (global, shared, local
+//     memory) makes the writes unknown: the pointer escapes, and what later reads it back is
+//     beyond the analysis;
+//   - direct calls are followed context-insensitively: the callee starts from the join of its
+//     call sites' states and every return flows to every return site.
+// Assumption: the program forms addresses by pointer arithmetic (C++'s rules): an integer made
+// from a pointer by anything but addition (a product, a shift, a mask) is not added back to
+// another parameter's pointer to reach a different allocation; of a sum of two words' values
+// only one is a pointer (the other an 8-byte integer: an offset, a stride); the two halves of one
+// address come from the same pointer value (the compiler moves, selects and merges a pointer's
+// halves together). An address an integer computation assembles from the halves of different
+// words is caught when those halves stay apart (k_halves in analysis_kernels.cu), not when two
+// independent selects over the same words pick them.
+//
+// A kernel's outputs are replayable (the same bytes again) when its writes and reads are known,
+// it uses no atomics (their order is not fixed) and no clock, and no word is both read and
+// written (an in-place kernel needs its input as it was: the chains of issue 36).
+#ifndef POOCH_CORE_KERNELS_ANALYSIS_H_
+#define POOCH_CORE_KERNELS_ANALYSIS_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/kernels/sass.h"
+#include "core/kernels/verdict.h"
+
+namespace pooch::kernels {
+
+struct ParamLayout {
+  int cbank_offset = 0;  // where the parameters start in constant bank 0
+  int size = 0;          // bytes of parameters
+  // Each parameter's offset and size, when known. A word that only parameters of 4 bytes or
+  // less overlap holds no pointer: its halves are integers (a kernel storing a float scalar
+  // lets nothing escape). Empty: every word may hold one.
+  std::vector<std::pair<int, int>> params;
+
+  bool MayHoldPointer(int word) const;
+};
+
+// The parameter base for an architecture ("sm_90"), for when a cubin does not say.
+int DefaultParamBase(const std::string& arch);
+
+// Analyses kernel `name` of `program` with parameters at `layout`.
+KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
+                            const ParamLayout& layout);
+
+}  // namespace pooch::kernels
+
+#endif  // POOCH_CORE_KERNELS_ANALYSIS_H_

@@ -1,0 +1,32 @@
+// The control flow of one kernel in a SassProgram: the instructions reachable from its entry,
+// cut into basic blocks, with direct calls followed (Note [Kernel write sets]: a return goes to
+// every reachable call's next instruction).
+#ifndef POOCH_CORE_KERNELS_CFG_H_
+#define POOCH_CORE_KERNELS_CFG_H_
+
+#include <string>
+#include <vector>
+
+#include "core/kernels/sass.h"
+
+namespace pooch::kernels {
+
+struct Block {
+  int first = 0;  // instruction indices, inclusive
+  int last = 0;
+  std::vector<int> successors;  // block indices
+};
+
+struct KernelCfg {
+  std::vector<Block> blocks;  // blocks[0] is the entry
+  // Control flow the analysis cannot follow (an indirect branch, a call out of the cubin), with
+  // the instruction: each makes the kernel's writes unknown.
+  std::vector<std::string> unfollowed;
+};
+
+// Builds the CFG from `entry` (an instruction index).
+KernelCfg BuildCfg(const SassProgram& program, int entry);
+
+}  // namespace pooch::kernels
+
+#endif  // POOCH_CORE_KERNELS_CFG_H_

@@ -1,0 +1,126 @@
+#include "core/kernels/cubin_analysis.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/kernels/analysis.h"
+#include "core/kernels/cubin_info.h"
+#include "core/kernels/sass.h"
+#include "core/kernels/tools.h"
+
+namespace pooch::kernels {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A temporary folder removed with what it holds when this goes out of scope.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/pooch-kernels-XXXXXX";
+    if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    if (path_.empty()) return;
+    for (const std::string& name : ListDir(path_)) unlink((path_ + "/" + name).c_str());
+    rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+absl::StatusOr<std::vector<KernelVerdict>> AnalyzeCubinBytes(const std::string& path,
+                                                             const std::string& bytes) {
+  absl::StatusOr<CubinInfo> info = ReadCubinInfo(bytes);
+  if (!info.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", info.status().message()));
+  absl::StatusOr<std::string> nvdisasm = FindTool("nvdisasm");
+  if (!nvdisasm.ok()) return nvdisasm.status();
+  absl::StatusOr<std::string> text = RunTool({*nvdisasm, "-c", path});
+  if (!text.ok()) return text.status();
+  const SassProgram program = ParseSass(*text);
+  const std::string arch = absl::StrCat("sm_", info->sm);
+  std::vector<KernelVerdict> out;
+  for (const CubinKernel& k : info->kernels) {
+    ParamLayout layout{
+        k.cbank_offset >= 0 ? k.cbank_offset : DefaultParamBase(arch), k.params_size, {}};
+    for (const CubinParam& p : k.params) layout.params.emplace_back(p.offset, p.size);
+    KernelVerdict v = AnalyzeKernel(program, k.name, layout);
+    v.arch = arch;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<KernelVerdict>> AnalyzeCubinFile(const std::string& path) {
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status();
+  return AnalyzeCubinBytes(path, *bytes);
+}
+
+absl::StatusOr<std::vector<KernelVerdict>> AnalyzeFile(const std::string& path,
+                                                       const std::string& arch) {
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status();
+  if (absl::StatusOr<CubinInfo> info = ReadCubinInfo(*bytes); info.ok()) {
+    if (!arch.empty() && absl::StrCat("sm_", info->sm) != arch) return std::vector<KernelVerdict>{};
+    return AnalyzeCubinBytes(path, *bytes);
+  }
+  absl::StatusOr<std::string> cuobjdump = FindTool("cuobjdump");
+  if (!cuobjdump.ok()) return cuobjdump.status();
+  TempDir dir;
+  if (dir.path().empty()) return absl::InternalError("cannot create a temporary folder");
+  char resolved[PATH_MAX];
+  if (realpath(path.c_str(), resolved) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  }
+  std::vector<std::string> argv{*cuobjdump, "-xelf", "all", resolved};
+  if (!arch.empty()) argv.insert(argv.begin() + 1, {"-arch", arch});
+  absl::StatusOr<std::string> listing = RunTool(argv, dir.path());
+  if (!listing.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": no cubins extracted (", listing.status().message(), ")"));
+  }
+  std::vector<KernelVerdict> out;
+  for (const std::string& name : ListDir(dir.path())) {
+    if (!absl::EndsWith(name, ".cubin")) continue;
+    absl::StatusOr<std::vector<KernelVerdict>> part = AnalyzeCubinFile(dir.path() + "/" + name);
+    if (!part.ok()) return part.status();
+    for (KernelVerdict& v : *part) {
+      if (arch.empty() || v.arch == arch) out.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
+}  // namespace pooch::kernels

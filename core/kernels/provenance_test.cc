@@ -1,0 +1,53 @@
+#include "core/kernels/provenance.h"
+
+#include "gtest/gtest.h"
+
+namespace pooch::kernels {
+namespace {
+
+TEST(Provenance, JoinIsTheLeastUpperBound) {
+  const Provenance bottom;
+  EXPECT_EQ(Join(bottom, Provenance::Lo(8)), Provenance::Lo(8));
+  EXPECT_EQ(Join(Provenance::Int(), bottom), Provenance::Int());
+  EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Lo(8)), Provenance::Lo(8));
+  const Provenance both = Join(Provenance::Lo(8), Provenance::Lo(0));
+  EXPECT_EQ(both.kind, Provenance::Kind::kLo);
+  EXPECT_EQ(both.Words(), (std::vector<int32_t>{0, 8}));
+  EXPECT_EQ(Join(both, Provenance::Lo(0)), both);
+  Provenance many = both;
+  for (int w : {16, 24, 32}) many = Join(many, Provenance::Lo(w));
+  EXPECT_EQ(many, Provenance::Unknown());  // past kMaxWords
+  EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Hi(8)), Provenance::Unknown());
+  EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Int()), Provenance::Unknown());
+  EXPECT_EQ(Join(Provenance::Unknown(), Provenance::Int()), Provenance::Unknown());
+}
+
+TEST(Provenance, SumKeepsOnePointerHalf) {
+  Sum one;
+  one.Add(Provenance::Int(), false);
+  one.Add(Provenance::Hi(16), false);
+  EXPECT_EQ(one.Result(), Provenance::Hi(16));
+
+  Sum two;
+  two.Add(Provenance::Lo(0), false);
+  two.Add(Provenance::Lo(8), false);
+  EXPECT_EQ(two.Result().Words(), (std::vector<int32_t>{0, 8}));
+
+  Sum mixed;
+  mixed.Add(Provenance::Lo(0), false);
+  mixed.Add(Provenance::Hi(0), false);
+  EXPECT_EQ(mixed.Result(), Provenance::Unknown());
+
+  Sum negated;
+  negated.Add(Provenance::Lo(0), true);
+  EXPECT_EQ(negated.Result(), Provenance::Unknown());
+
+  Sum ints;
+  ints.Add(Provenance::Int(), true);
+  EXPECT_EQ(ints.Result(), Provenance::Int());
+  EXPECT_TRUE(Provenance::Unknown().MayCarryPointer());
+  EXPECT_FALSE(Provenance::Int().MayCarryPointer());
+}
+
+}  // namespace
+}  // namespace pooch::kernels
