@@ -170,6 +170,41 @@ TEST(ConfigTest, SizeErrors) {
               StartsWith("POOCH_HOST_MEMORY_LIMIT='lots': expected a number"));
 }
 
+// POOCH_MEMORY_LIMIT=40%: a fraction of the device, in (0, 100], decimals allowed.
+TEST(ConfigTest, MemoryLimitAsAPercentage) {
+  absl::StatusOr<Config> c = Load({{"POOCH_MEMORY_LIMIT", "40%"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->memory_limit.has_value());
+  EXPECT_DOUBLE_EQ(*c->memory_limit_fraction, 0.4);
+  c = Load({{"POOCH_MEMORY_LIMIT", " 12.5 % "}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(*c->memory_limit_fraction, 0.125);
+  c = Load({{"POOCH_MEMORY_LIMIT", "100%"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(*c->memory_limit_fraction, 1.0);
+  c = Load({{"POOCH_MEMORY_LIMIT", "1GiB"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->memory_limit_fraction.has_value());
+}
+
+TEST(ConfigTest, PercentageErrors) {
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "0%"}}),
+            "POOCH_MEMORY_LIMIT='0%': a percentage must be greater than 0%");
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "0.0%"}}),
+            "POOCH_MEMORY_LIMIT='0.0%': a percentage must be greater than 0%");
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "150%"}}),
+            "POOCH_MEMORY_LIMIT='150%': a percentage must be at most 100%");
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "100.01%"}}),
+            "POOCH_MEMORY_LIMIT='100.01%': a percentage must be at most 100%");
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "-5%"}}),
+            "POOCH_MEMORY_LIMIT='-5%': a percentage cannot be negative");
+  for (const char* bad : {"abc%", "40%%", "%", "4.%", ".5%", "1e2%", "40 GiB%", "0x10%"}) {
+    EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", bad}}),
+              absl::StrCat("POOCH_MEMORY_LIMIT='", bad, "': expected a number before '%'"))
+        << bad;
+  }
+}
+
 TEST(ConfigTest, ZeroIsAllowedWhereItMeansSomething) {
   absl::StatusOr<Config> c =
       Load({{"POOCH_MIN_SWAP_BYTES", "0"}, {"POOCH_HOST_MEMORY_LIMIT", "0"}});
@@ -247,6 +282,30 @@ TEST(ResidencyOptionsTest, FromConfig) {
   EXPECT_EQ(ResidencyOptionsFromConfig(config, device)->eviction, ResidencyOptions::Eviction::kLru);
   config.mode = RunMode::kDtr;
   EXPECT_EQ(ResidencyOptionsFromConfig(config, device)->eviction, ResidencyOptions::Eviction::kDtr);
+}
+
+// A percentage is of the device's total memory, not of what is free, and is clamped to the free
+// memory as a size is.
+TEST(ResidencyOptionsTest, PercentageOfTheDevice) {
+  FakeDevice::Options o;
+  o.capacity = 1000 << 20;
+  FakeDevice device(o);
+  Config config;
+  config.memory_limit_fraction = 0.4;
+  std::optional<int64_t> clamped_from = 1;
+  absl::StatusOr<ResidencyOptions> r = ResidencyOptionsFromConfig(config, device, &clamped_from);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->memory_limit, 400 << 20);
+  EXPECT_EQ(clamped_from, std::nullopt);
+  // With 700 MiB in use, 40 % is still 400 MiB, more than the 300 MiB free: lowered to it.
+  ASSERT_TRUE(device.CreatePhysical(700 << 20).ok());
+  r = ResidencyOptionsFromConfig(config, device, &clamped_from);
+  EXPECT_EQ(r->memory_limit, 300 << 20);
+  EXPECT_EQ(clamped_from, int64_t{400} << 20);
+  config.memory_limit_fraction = 0.125;
+  r = ResidencyOptionsFromConfig(config, device, &clamped_from);
+  EXPECT_EQ(r->memory_limit, 125 << 20);
+  EXPECT_EQ(clamped_from, std::nullopt);
 }
 
 // A limit the device cannot reach is lowered to its free memory (and said, by the caller).

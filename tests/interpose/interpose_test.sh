@@ -132,6 +132,14 @@ startup_config)
   [ "$(wc -l <"$work/bad.err")" -eq 1 ] || fail "bad POOCH_MEMORY_LIMIT: want exactly one stderr line"
   grep -q "^pooch: POOCH_MEMORY_LIMIT='12QB': " "$work/bad.err" || fail "bad line: $(cat "$work/bad.err")"
   [ -s "$work/bad.out" ] && fail "the program ran despite the bad configuration"
+  for bad in 0% 150% -5% abc% 40%%; do
+    run badpercent env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMIT="$bad" sh -c 'echo main-ran'
+    [ "$rc" -eq 2 ] || fail "POOCH_MEMORY_LIMIT=$bad: exit $rc, want 2"
+    [ "$(wc -l <"$work/badpercent.err")" -eq 1 ] || fail "POOCH_MEMORY_LIMIT=$bad: want one stderr line"
+    grep -q "^pooch: POOCH_MEMORY_LIMIT='$bad': " "$work/badpercent.err" ||
+      fail "POOCH_MEMORY_LIMIT=$bad: $(cat "$work/badpercent.err")"
+    [ -s "$work/badpercent.out" ] && fail "POOCH_MEMORY_LIMIT=$bad: the program ran"
+  done
   run policy env LD_PRELOAD="$libpooch" POOCH_POLICY=sometimes true
   [ "$rc" -eq 2 ] || fail "bad POOCH_POLICY: exit $rc, want 2"
   grep -q "^pooch: POOCH_POLICY='sometimes'" "$work/policy.err" || fail "bad POOCH_POLICY line"
@@ -482,7 +490,8 @@ run_command)
   run usage2 "$pooch" run --policy off --
   [ "$rc" -eq 2 ] || fail "missing command after --: exit $rc, want 2"
   for bad in "--memory-limit 12QB" "--policy sometimes" "--log loud" "--min-swap-bytes -1" \
-             "--bogus 1" "--policy"; do
+             "--bogus 1" "--policy" "--memory-limit 0%" "--memory-limit 150%" \
+             "--memory-limit -5%" "--memory-limit abc%" "--memory-limit 40%%"; do
     # shellcheck disable=SC2086
     run bad "$pooch" run $bad -- sh -c 'echo ran'
     [ "$rc" -eq 2 ] || fail "'$bad': exit $rc, want 2"
@@ -490,6 +499,12 @@ run_command)
     grep -q '^pooch: ' "$work/bad.err" || fail "'$bad': line not prefixed pooch:"
     [ -s "$work/bad.out" ] && fail "'$bad': the command ran"
   done
+  grep -q "^pooch: run: --memory-limit '40%%': expected a number before '%'$" "$work/bad.err" ||
+    fail "bad percentage: $(cat "$work/bad.err")"
+  # A percentage of the device: passed on as written, for the library to read the device.
+  run percent "$pooch" run --memory-limit 12.5% --no-summary -- sh -c 'echo "$POOCH_MEMORY_LIMIT"'
+  [ "$rc" -eq 0 ] && [ "$(cat "$work/percent.out")" = 12.5% ] ||
+    fail "--memory-limit 12.5%: exit $rc, got '$(cat "$work/percent.out")'"
   run missing "$pooch" run -- /nonexistent/command
   [ "$rc" -eq 127 ] || fail "unrunnable command: exit $rc, want 127"
   [ "$(wc -l <"$work/missing.err")" -eq 1 ] || fail "unrunnable command: want one line"
