@@ -219,11 +219,20 @@ const Variable kVariables[] = {
        return absl::OkStatus();
      }},
     {{"POOCH_SUMMARY", "on", "1/0, on/off, true/false, yes/no",
-      "Print a summary (peak memory, bytes swapped, time waited) on stderr at exit."},
+      "Print a summary on stderr at exit: a few plain lines (the limit and the peak, what moved "
+      "and how much, the plan with its predicted and measured iteration, what went wrong); the "
+      "detailed key-value lines as well at POOCH_LOG=info."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<bool> b = ParseBool(name, value);
        if (!b.ok()) return b.status();
        c.summary = *b;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_SUMMARY_FILE", "not written", "path",
+      "Write the summary at exit here as one JSON object (even with POOCH_SUMMARY=0): the plain "
+      "lines' figures, and each detailed line's keys and values under \"detail\"."},
+     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+       c.summary_file = std::string(value);
        return absl::OkStatus();
      }},
     {{"POOCH_PROFILE_ITERS", "2", "integer >= 1",

@@ -74,6 +74,7 @@ struct Config {
   std::string plot_path;                   // POOCH_PLOT; empty = no picture of the plan
   Severity log_level = Severity::kWarn;    // POOCH_LOG: the least severe message printed
   bool summary = true;                     // POOCH_SUMMARY
+  std::string summary_file;                // POOCH_SUMMARY_FILE; empty = not written
   int profile_iters = 2;
   std::string profile_out;  // POOCH_PROFILE_OUT; empty = not written
   int reprofile_after = 3;

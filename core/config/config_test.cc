@@ -82,6 +82,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
       {"POOCH_PLOT", "/tmp/plan.png"},
       {"POOCH_LOG", "DEBUG"},
       {"POOCH_SUMMARY", "off"},
+      {"POOCH_SUMMARY_FILE", "/tmp/s.json"},
       {"POOCH_PROFILE_ITERS", "5"},
       {"POOCH_PROFILE_OUT", "/tmp/p.json"},
       {"POOCH_REPROFILE_AFTER", "7"},
@@ -99,6 +100,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
   EXPECT_EQ(c->plot_path, "/tmp/plan.png");
   EXPECT_EQ(c->log_level, Severity::kDebug);
   EXPECT_FALSE(c->summary);
+  EXPECT_EQ(c->summary_file, "/tmp/s.json");
   EXPECT_EQ(c->profile_iters, 5);
   EXPECT_EQ(c->profile_out, "/tmp/p.json");
   EXPECT_EQ(c->reprofile_after, 7);
@@ -248,7 +250,7 @@ TEST(ConfigTest, FirstErrorInTableOrder) {
 TEST(ConfigTest, MarkdownTableListsEveryVariable) {
   const std::string table = ConfigMarkdownTable();
   EXPECT_THAT(table, StartsWith("| Variable | Default | Meaning |\n|---|---|---|\n"));
-  EXPECT_EQ(ConfigVariables().size(), 15u);
+  EXPECT_EQ(ConfigVariables().size(), 16u);
   for (const ConfigVariable& v : ConfigVariables()) {
     EXPECT_THAT(table, HasSubstr(absl::StrCat("| `", v.name, "` | ", v.default_text, " |")));
   }
