@@ -73,7 +73,9 @@ std::string PlanLine(const PlanExecutor::Outcome& o) {
       p.predicted_iteration_ms, measured, o.carried_out ? "" : " (not carried out)");
 }
 
-// What went wrong: the safety net's swap-ins, re-plans, re-profiles, refusals, failed replays.
+// What went wrong: the safety net's swap-ins, re-plans, re-profiles, diverged iterations,
+// refusals, failed replays. A departed iteration alone is not (the program's last one usually
+// is, when it ends mid-iteration); the re-profile it leads to is.
 std::string WrongLine(const SummaryFacts& f) {
   std::vector<std::string> wrong;
   if (f.plan.has_value()) {
@@ -83,10 +85,6 @@ std::string WrongLine(const SummaryFacts& f) {
     }
     if (o.replans > 0) wrong.push_back(Count(o.replans, "re-plan", "re-plans"));
     if (o.reprofiles > 0) wrong.push_back(Count(o.reprofiles, "re-profile", "re-profiles"));
-    if (o.departures > 0) {
-      wrong.push_back(Count(static_cast<int64_t>(o.departures), "iteration that departed",
-                            "iterations that departed"));
-    }
     if (o.diverged_iterations > 0) {
       wrong.push_back(Count(o.diverged_iterations, "diverged iteration", "diverged iterations"));
     }
