@@ -1,6 +1,6 @@
 // `pooch run`: runs a program with libpooch.so preloaded.
 //
-//   pooch run [--memory-limit 12GiB] [--policy P] [--trace f.json] [--plot f.png]
+//   pooch run [--memory-limit 12GiB|40%] [--policy P] [--trace f.json] [--plot f.png]
 //             [--min-swap-bytes N] [--log LEVEL] [--no-summary] -- CMD ARGS...
 //
 // Each flag sets its POOCH_* variable (core/config/config.h), validated here with the same parser
@@ -57,7 +57,8 @@ void PrintUsage(std::ostream& out) {
          "                 -- CMD ARGS...\n"
          "\n"
          "Runs CMD with libpooch.so preloaded. Each flag sets a variable (README, \"Variables\"):\n"
-         "  --memory-limit SIZE    POOCH_MEMORY_LIMIT   device bytes pooch may use (12GiB, 500MB)\n"
+         "  --memory-limit SIZE    POOCH_MEMORY_LIMIT   device bytes pooch may use (12GiB, 500MB,\n"
+         "                                              or 40% of the device's memory)\n"
          "  --policy P             POOCH_POLICY         off, demand, dtr, ... (default pooch)\n"
          "  --trace FILE.json      POOCH_TRACE          Chrome trace of swaps and ops\n"
          "  --plot FILE.png        POOCH_PLOT           picture of each plan made (gnuplot)\n"

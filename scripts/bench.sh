@@ -78,6 +78,8 @@ mkdir -p "$raw"
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LD_LIBRARY_PATH
 export SIMGPU_COMPUTE=timing
+# The summary's detailed lines, which this script reads, are printed at POOCH_LOG=info.
+export POOCH_LOG=info
 unset POOCH_POLICY POOCH_MEMORY_LIMIT POOCH_TRACE POOCH_SUMMARY 2>/dev/null || true
 
 results=$out/results.tsv

@@ -76,6 +76,8 @@ out=$build/bench
 raw=$out/dynamic-raw
 mkdir -p "$raw"
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The summary's detailed lines, which this script reads, are printed at POOCH_LOG=info.
+export POOCH_LOG=info
 unset SIMGPU_COMPUTE
 
 args_of() {

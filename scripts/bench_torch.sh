@@ -45,6 +45,8 @@ for v in $(env | sed -n 's/^\(SIMGPU_[A-Z_]*\|POOCH_[A-Z_]*\|PYTORCH_[A-Z_]*\)=.
   [[ $v == POOCH_TORCH_VENV ]] || unset "$v"
 done
 export SIMGPU_COMPUTE=timing
+# The summary's detailed lines, which this script reads, are printed at POOCH_LOG=info.
+export POOCH_LOG=info
 
 # value FILE KEY: the value after KEY on the last line that starts with it.
 value() { awk -v k="$2" '$1 == k { v = $2 } END { print v }' "$1"; }

@@ -37,7 +37,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
     [ "$left" -gt 0 ] || break
     seconds=$(( left < per_run ? left : per_run ))
     rc=0
-    LD_PRELOAD=$PWD/$build/lib/libpooch.so POOCH_POLICY=demand POOCH_MEMORY_LIMIT=$limit \
+    LD_PRELOAD=$PWD/$build/lib/libpooch.so POOCH_POLICY=demand POOCH_MEMORY_LIMIT=$limit POOCH_LOG=info \
       "$soak" "$seconds" "$threads" "$seed" >"$log" 2>&1 || rc=$?
     line=$(grep '^soak: ops' "$log" || echo "soak: no result")
     read -r outs ins < <(awk '$2 == "swaps:" { print $4, $8 }' "$log")

@@ -23,6 +23,15 @@ need_simgpu() {
   export LD_LIBRARY_PATH
 }
 
+# not_summary FILE: FILE's lines but the summary's, plain and detailed (Note [Summary in words] in
+# interpose/process/summary_words.h), and those POOCH_LOG=info adds at start-up.
+not_summary() {
+  grep -v -e '^pooch: \(summary\|memory\|swaps\|reuse\|host\|small\|opaque\|calls\): ' \
+    -e '^pooch: \(limit [0-9]\|moved \|plan of policy \|no plan: \|went wrong: \|nothing went wrong$\)' \
+    -e '^pooch: policy [a-z-]*: no device memory managed' \
+    -e '^pooch: \(loaded, policy \|managing device memory: \)' "$1"
+}
+
 # run NAME CMD...: stdout to NAME.out, stderr to NAME.err; sets $rc.
 run() {
   name=$1

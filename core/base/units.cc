@@ -1,10 +1,14 @@
 #include "core/base/units.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -103,6 +107,35 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
     bytes += static_cast<int64_t>(part);
   }
   return bytes;
+}
+
+bool IsPercent(absl::string_view text) {
+  return absl::EndsWith(absl::StripTrailingAsciiWhitespace(text), "%");
+}
+
+absl::StatusOr<double> ParsePercent(absl::string_view text) {
+  absl::string_view s = absl::StripAsciiWhitespace(text);
+  if (!absl::ConsumeSuffix(&s, "%")) return Invalid(text, "a percentage ends in '%'");
+  s = absl::StripTrailingAsciiWhitespace(s);
+  if (!s.empty() && s.front() == '-') return Invalid(text, "a percentage cannot be negative");
+  // Digits, then at most one decimal point with digits after it: "40", "12.5".
+  const size_t point = s.find('.');
+  const absl::string_view whole = s.substr(0, point);
+  const absl::string_view fraction =
+      point == absl::string_view::npos ? absl::string_view() : s.substr(point + 1);
+  auto all_digits = [](absl::string_view digits) {
+    return std::all_of(digits.begin(), digits.end(),
+                       [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); });
+  };
+  if (whole.empty() || !all_digits(whole) || !all_digits(fraction) ||
+      (point != absl::string_view::npos && fraction.empty())) {
+    return Invalid(text, "expected a number before '%'");
+  }
+  double percent = 0;
+  if (!absl::SimpleAtod(s, &percent)) return Invalid(text, "expected a number before '%'");
+  if (percent <= 0) return Invalid(text, "a percentage must be greater than 0%");
+  if (percent > 100) return Invalid(text, "a percentage must be at most 100%");
+  return percent / 100;
 }
 
 std::string FormatBytes(int64_t bytes) {

@@ -73,5 +73,26 @@ TEST(RoundUp, ToAMultipleOfTheUnit) {
   EXPECT_EQ(RoundUp(7, 1), 7);
 }
 
+TEST(ParsePercent, FractionsOfOne) {
+  EXPECT_TRUE(IsPercent("40%"));
+  EXPECT_TRUE(IsPercent(" 40 % "));
+  EXPECT_FALSE(IsPercent("40"));
+  EXPECT_FALSE(IsPercent("4%0"));
+  EXPECT_DOUBLE_EQ(*ParsePercent("40%"), 0.4);
+  EXPECT_DOUBLE_EQ(*ParsePercent("12.5 %"), 0.125);
+  EXPECT_DOUBLE_EQ(*ParsePercent("100%"), 1.0);
+  EXPECT_DOUBLE_EQ(*ParsePercent("0.01%"), 0.0001);
+}
+
+TEST(ParsePercent, Errors) {
+  EXPECT_EQ(ParsePercent("0%").status().message(), "'0%': a percentage must be greater than 0%");
+  EXPECT_EQ(ParsePercent("150%").status().message(), "'150%': a percentage must be at most 100%");
+  EXPECT_EQ(ParsePercent("-5%").status().message(), "'-5%': a percentage cannot be negative");
+  EXPECT_EQ(ParsePercent("40").status().message(), "'40': a percentage ends in '%'");
+  for (const char* bad : {"abc%", "40%%", "%", "4.%", "1e2%", "nan%", "inf%"}) {
+    EXPECT_FALSE(ParsePercent(bad).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace pooch

@@ -121,11 +121,21 @@ struct Variable {
 // Every POOCH_* variable is one row here. Adding a variable = adding a row
 // (and a field in Config); the docs/usage.md table is generated from the same rows.
 const Variable kVariables[] = {
-    {{"POOCH_MEMORY_LIMIT", "device's free memory", "size",
+    {{"POOCH_MEMORY_LIMIT", "device's free memory", "size, or a percentage such as 40%",
       "Device memory pooch may use for the program's allocations; beyond it, data is swapped to "
-      "host memory. An allocation larger than the limit fails as an ordinary out-of-memory error. "
+      "host memory. A percentage in (0, 100] is of the device's total memory. An allocation "
+      "larger than the limit fails as an ordinary out-of-memory error. "
       "A limit above the device's free memory at start-up is lowered to it, with one line."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       if (IsPercent(value)) {
+         absl::StatusOr<double> fraction = ParsePercent(value);
+         if (!fraction.ok()) {
+           return absl::InvalidArgumentError(absl::StrCat(name, "=", fraction.status().message()));
+         }
+         c.memory_limit.reset();
+         c.memory_limit_fraction = *fraction;
+         return absl::OkStatus();
+       }
        absl::StatusOr<int64_t> bytes = ParseSize(name, value);
        if (!bytes.ok()) return bytes.status();
        if (*bytes == 0) return InvalidValue(name, value, "must be greater than 0");
@@ -209,11 +219,20 @@ const Variable kVariables[] = {
        return absl::OkStatus();
      }},
     {{"POOCH_SUMMARY", "on", "1/0, on/off, true/false, yes/no",
-      "Print a summary (peak memory, bytes swapped, time waited) on stderr at exit."},
+      "Print a summary on stderr at exit: a few plain lines (the limit and the peak, what moved "
+      "and how much, the plan with its predicted and measured iteration, what went wrong); the "
+      "detailed key-value lines as well at POOCH_LOG=info."},
      [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
        absl::StatusOr<bool> b = ParseBool(name, value);
        if (!b.ok()) return b.status();
        c.summary = *b;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_SUMMARY_FILE", "not written", "path",
+      "Write the summary at exit here as one JSON object (even with POOCH_SUMMARY=0): the plain "
+      "lines' figures, and each detailed line's keys and values under \"detail\"."},
+     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+       c.summary_file = std::string(value);
        return absl::OkStatus();
      }},
     {{"POOCH_PROFILE_ITERS", "2", "integer >= 1",
@@ -349,11 +368,21 @@ absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(const Config& config
   }
   // No limit could hold anything, and the manager needs one above 0.
   if (info->free_bytes <= 0) return absl::ResourceExhaustedError("the device has no free memory");
-  options.memory_limit = std::min(config.memory_limit.value_or(info->free_bytes), info->free_bytes);
+  std::optional<int64_t> wanted = config.memory_limit;
+  if (config.memory_limit_fraction.has_value()) {
+    if (info->total_bytes <= 0) {
+      return absl::FailedPreconditionError(
+          "POOCH_MEMORY_LIMIT is a percentage, but the device reports no total memory");
+    }
+    // At least one byte: the manager needs a limit above 0.
+    wanted = std::max<int64_t>(
+        1, static_cast<int64_t>(static_cast<double>(info->total_bytes) *
+                                *config.memory_limit_fraction));
+  }
+  options.memory_limit = std::min(wanted.value_or(info->free_bytes), info->free_bytes);
   if (clamped_from != nullptr) {
-    *clamped_from = config.memory_limit.has_value() && *config.memory_limit > info->free_bytes
-                        ? config.memory_limit
-                        : std::nullopt;
+    *clamped_from =
+        wanted.has_value() && *wanted > info->free_bytes ? wanted : std::nullopt;
   }
   options.min_swap_bytes = config.min_swap_bytes;
   options.host_memory_limit = config.host_memory_limit;

@@ -61,6 +61,9 @@ struct Config {
   // POOCH_MEMORY_LIMIT: the device bytes pooch may use; unset = what the device reports free at
   // start-up.
   std::optional<int64_t> memory_limit;
+  // POOCH_MEMORY_LIMIT as a percentage ("40%"): that fraction of the device's total memory, in
+  // (0, 1]. At most one of memory_limit and memory_limit_fraction is set.
+  std::optional<double> memory_limit_fraction;
   // POOCH_MIN_SWAP_BYTES: allocations smaller than this always stay resident.
   int64_t min_swap_bytes = int64_t{1} << 20;
   // POOCH_HOST_MEMORY_LIMIT: pinned host bytes for swapped data; unset = unlimited.
@@ -71,6 +74,7 @@ struct Config {
   std::string plot_path;                   // POOCH_PLOT; empty = no picture of the plan
   Severity log_level = Severity::kWarn;    // POOCH_LOG: the least severe message printed
   bool summary = true;                     // POOCH_SUMMARY
+  std::string summary_file;                // POOCH_SUMMARY_FILE; empty = not written
   int profile_iters = 2;
   std::string profile_out;  // POOCH_PROFILE_OUT; empty = not written
   int reprofile_after = 3;
@@ -105,9 +109,10 @@ std::string ConfigMarkdownTable();
 std::vector<std::string> UnknownPoochVariables(absl::Span<const std::string> names);
 
 // The residency manager's options from the configuration. The limit is the device's free memory
-// (cuMemGetInfo, read now) when POOCH_MEMORY_LIMIT is unset, and never more than that when it is
-// set: a limit the device cannot reach would never make pooch swap, and allocations would fail
-// with the device's out-of-memory instead. `clamped_from`, when given, is set to the configured
+// (cuMemGetInfo, read now) when POOCH_MEMORY_LIMIT is unset, the fraction of its total memory
+// when it is a percentage, and never more than the free memory when it is set: a limit the
+// device cannot reach would never make pooch swap, and allocations would fail with the device's
+// out-of-memory instead. `clamped_from`, when given, is set to the configured
 // limit if it was lowered (the interposer says so once), else to nullopt. ResourceExhausted when
 // the device has no free memory at all.
 absl::StatusOr<ResidencyOptions> ResidencyOptionsFromConfig(

@@ -82,6 +82,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
       {"POOCH_PLOT", "/tmp/plan.png"},
       {"POOCH_LOG", "DEBUG"},
       {"POOCH_SUMMARY", "off"},
+      {"POOCH_SUMMARY_FILE", "/tmp/s.json"},
       {"POOCH_PROFILE_ITERS", "5"},
       {"POOCH_PROFILE_OUT", "/tmp/p.json"},
       {"POOCH_REPROFILE_AFTER", "7"},
@@ -99,6 +100,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
   EXPECT_EQ(c->plot_path, "/tmp/plan.png");
   EXPECT_EQ(c->log_level, Severity::kDebug);
   EXPECT_FALSE(c->summary);
+  EXPECT_EQ(c->summary_file, "/tmp/s.json");
   EXPECT_EQ(c->profile_iters, 5);
   EXPECT_EQ(c->profile_out, "/tmp/p.json");
   EXPECT_EQ(c->reprofile_after, 7);
@@ -170,6 +172,41 @@ TEST(ConfigTest, SizeErrors) {
               StartsWith("POOCH_HOST_MEMORY_LIMIT='lots': expected a number"));
 }
 
+// POOCH_MEMORY_LIMIT=40%: a fraction of the device, in (0, 100], decimals allowed.
+TEST(ConfigTest, MemoryLimitAsAPercentage) {
+  absl::StatusOr<Config> c = Load({{"POOCH_MEMORY_LIMIT", "40%"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->memory_limit.has_value());
+  EXPECT_DOUBLE_EQ(*c->memory_limit_fraction, 0.4);
+  c = Load({{"POOCH_MEMORY_LIMIT", " 12.5 % "}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(*c->memory_limit_fraction, 0.125);
+  c = Load({{"POOCH_MEMORY_LIMIT", "100%"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(*c->memory_limit_fraction, 1.0);
+  c = Load({{"POOCH_MEMORY_LIMIT", "1GiB"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->memory_limit_fraction.has_value());
+}
+
+TEST(ConfigTest, PercentageErrors) {
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "0%"}}),
+            "POOCH_MEMORY_LIMIT='0%': a percentage must be greater than 0%");
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "0.0%"}}),
+            "POOCH_MEMORY_LIMIT='0.0%': a percentage must be greater than 0%");
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "150%"}}),
+            "POOCH_MEMORY_LIMIT='150%': a percentage must be at most 100%");
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "100.01%"}}),
+            "POOCH_MEMORY_LIMIT='100.01%': a percentage must be at most 100%");
+  EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", "-5%"}}),
+            "POOCH_MEMORY_LIMIT='-5%': a percentage cannot be negative");
+  for (const char* bad : {"abc%", "40%%", "%", "4.%", ".5%", "1e2%", "40 GiB%", "0x10%"}) {
+    EXPECT_EQ(ErrorOf({{"POOCH_MEMORY_LIMIT", bad}}),
+              absl::StrCat("POOCH_MEMORY_LIMIT='", bad, "': expected a number before '%'"))
+        << bad;
+  }
+}
+
 TEST(ConfigTest, ZeroIsAllowedWhereItMeansSomething) {
   absl::StatusOr<Config> c =
       Load({{"POOCH_MIN_SWAP_BYTES", "0"}, {"POOCH_HOST_MEMORY_LIMIT", "0"}});
@@ -213,7 +250,7 @@ TEST(ConfigTest, FirstErrorInTableOrder) {
 TEST(ConfigTest, MarkdownTableListsEveryVariable) {
   const std::string table = ConfigMarkdownTable();
   EXPECT_THAT(table, StartsWith("| Variable | Default | Meaning |\n|---|---|---|\n"));
-  EXPECT_EQ(ConfigVariables().size(), 15u);
+  EXPECT_EQ(ConfigVariables().size(), 16u);
   for (const ConfigVariable& v : ConfigVariables()) {
     EXPECT_THAT(table, HasSubstr(absl::StrCat("| `", v.name, "` | ", v.default_text, " |")));
   }
@@ -247,6 +284,30 @@ TEST(ResidencyOptionsTest, FromConfig) {
   EXPECT_EQ(ResidencyOptionsFromConfig(config, device)->eviction, ResidencyOptions::Eviction::kLru);
   config.mode = RunMode::kDtr;
   EXPECT_EQ(ResidencyOptionsFromConfig(config, device)->eviction, ResidencyOptions::Eviction::kDtr);
+}
+
+// A percentage is of the device's total memory, not of what is free, and is clamped to the free
+// memory as a size is.
+TEST(ResidencyOptionsTest, PercentageOfTheDevice) {
+  FakeDevice::Options o;
+  o.capacity = 1000 << 20;
+  FakeDevice device(o);
+  Config config;
+  config.memory_limit_fraction = 0.4;
+  std::optional<int64_t> clamped_from = 1;
+  absl::StatusOr<ResidencyOptions> r = ResidencyOptionsFromConfig(config, device, &clamped_from);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->memory_limit, 400 << 20);
+  EXPECT_EQ(clamped_from, std::nullopt);
+  // With 700 MiB in use, 40 % is still 400 MiB, more than the 300 MiB free: lowered to it.
+  ASSERT_TRUE(device.CreatePhysical(700 << 20).ok());
+  r = ResidencyOptionsFromConfig(config, device, &clamped_from);
+  EXPECT_EQ(r->memory_limit, 300 << 20);
+  EXPECT_EQ(clamped_from, int64_t{400} << 20);
+  config.memory_limit_fraction = 0.125;
+  r = ResidencyOptionsFromConfig(config, device, &clamped_from);
+  EXPECT_EQ(r->memory_limit, 125 << 20);
+  EXPECT_EQ(clamped_from, std::nullopt);
 }
 
 // A limit the device cannot reach is lowered to its free memory (and said, by the caller).

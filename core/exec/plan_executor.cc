@@ -256,6 +256,26 @@ class PlanExecutor::Impl {
     return lines;
   }
 
+  PlanExecutor::Outcome SummaryOutcome() {
+    MutexLock lock(&mu_);
+    PlanExecutor::Outcome o;
+    const IterationTracker& t = recorder_.tracker();
+    o.plan = life_.CurrentPlan();
+    o.plan_line = life_.plan_line();
+    o.carried_out = config_.mode == RunMode::kPlanned && actions_.has_value();
+    o.measured_iteration_ms = clock_.MeasuredMs();
+    o.profiles = t.profiles_made();
+    o.reprofiles = reprofiles_;
+    o.departures = departures_;
+    o.replans = life_.total_replans();
+    if (actions_.has_value()) {
+      o.safety_net_swap_ins =
+          manager_.Stats().demand_swap_ins - actions_->at_start.demand_swap_ins;
+      o.diverged_iterations = actions_->diverged_iterations;
+    }
+    return o;
+  }
+
   // A planned producer ran: keep its recipe if it is the one the plan asked for.
   void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe) {
     // A recipe for another address (the plan's tensor is not this op's output) is not kept.
@@ -377,7 +397,7 @@ class PlanExecutor::Impl {
     }
     if (take_departed_) return;
     if (++departures_since_profile_ >= config_.reprofile_after) {
-      POOCH_LOG_AT(kInfo, "%d iterations departed from the profile; profiling again",
+      POOCH_LOG_AT(kInfo, "re-profiling: %d iterations departed from the profile",
                    departures_since_profile_);
       recorder_.Reprofile();
       swap_all_pass_ = false;        // Note [Swap-all profiling]: it starts again too
@@ -418,6 +438,11 @@ class PlanExecutor::Impl {
         recorded.ok()
             ? BuildProfile(*recorded, {.name = "measured", .granularity = manager_.granularity()})
             : absl::StatusOr<BuiltProfile>(recorded.status());
+    if (!swap_all_pass_ && !from_departure) {
+      POOCH_LOG_AT(kInfo, "iteration found: %zu events (marker %s)",
+                   recorder_.tracker().Reference().size(),
+                   std::string(IterationMarkerName(config_.iteration_marker)).c_str());
+    }
     if (!built.ok()) {
       life_.NoProfile(built.status());
       if (!swap_all_pass_) NoActionsLocked();  // the pass's reference is the same events
@@ -442,6 +467,8 @@ class PlanExecutor::Impl {
       return;
     }
     manager_.SetTimeCopies(false);  // Note [Copy times]
+    POOCH_LOG_AT(kInfo, "profiled: %zu ops, %zu tensors, under %s", built->profile.ops.size(),
+                 built->profile.tensors.size(), profiled_under_.c_str());
     life_.SetProfile(*std::move(built), std::move(positions));
     if (cached != nullptr) {
       life_.TakeCached(*cached);
@@ -582,6 +609,7 @@ class PlanExecutor::Impl {
           plan.ok() ? plan->sim.failure.c_str() : std::string(plan.status().message()).c_str());
       return false;
     }
+    POOCH_LOG_AT(kInfo, "profiling the next iteration with every feature map swapped");
     swap_all_pass_ = true;
     pass_was_first_plan_ = !actions_.has_value();
     recorder_.RecordNextIteration();
@@ -610,6 +638,10 @@ class PlanExecutor::Impl {
                      const PlanResult* plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     clock_.Restart();  // Note [Measured iteration time]: the average is the new plan's
     PlanActions a = plan != nullptr ? MakePlanActions(built, positions, *plan) : PlanActions{};
+    if (plan != nullptr && config_.mode == RunMode::kPlanned && !swap_all_pass_) {
+      POOCH_LOG_AT(kInfo, "carrying out the plan: %d maps swapped, %d recomputed", a.swapped,
+                   a.recomputed);
+    }
     const absl::flat_hash_map<uint64_t, DeviceAddress> by_id = OutlivingByIdLocked(a);
     BindPersistent(by_id, a);
     a.StartIteration();
@@ -820,5 +852,7 @@ void PlanExecutor::ReadBack(const void* host, size_t bytes) { impl_->ReadBack(ho
 void PlanExecutor::SyncMarker() { impl_->SyncMarker(); }
 
 std::vector<std::string> PlanExecutor::SummaryLines() { return impl_->SummaryLines(); }
+
+PlanExecutor::Outcome PlanExecutor::SummaryOutcome() { return impl_->SummaryOutcome(); }
 
 }  // namespace pooch

@@ -58,6 +58,7 @@
 
 #include "core/config/config.h"
 #include "core/device/device.h"
+#include "core/exec/plan_counts.h"
 #include "core/lineage/replay_recipe.h"
 #include "core/profile/profile_builder.h"
 #include "core/residency/residency.h"
@@ -121,6 +122,22 @@ class PlanExecutor {
   // The summary's iterations:, plan:, the pilot's, plan_cache:, choice:, plan_run: and
   // recompute: lines (each when it applies).
   std::vector<std::string> SummaryLines();
+
+  // What the summary's plain lines say of profiling and the plan (interpose/process/
+  // summary_words.h).
+  struct Outcome {
+    std::optional<PlanCounts> plan;  // the plan of the reference followed last, if it has one
+    std::string plan_line;           // the plan: line (says why when there is no plan)
+    bool carried_out = false;        // a planner policy's plan's actions were installed
+    double measured_iteration_ms = 0;  // mean measured under the current plan; 0: none yet
+    int64_t profiles = 0;
+    int reprofiles = 0;
+    uint64_t departures = 0;
+    int64_t safety_net_swap_ins = 0;  // demand swap-ins since the first plan began
+    int replans = 0;                  // re-plans with more headroom (Note [Headroom])
+    int64_t diverged_iterations = 0;
+  };
+  Outcome SummaryOutcome();
 
  private:
   class Impl;

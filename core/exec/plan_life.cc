@@ -116,25 +116,41 @@ std::optional<PlanResult> PlanLife::ReplanIfMissed(int64_t demand_swap_ins, int6
   const int64_t before = headroom_;
   headroom_ += step;
   ++replans_;
+  ++total_replans_;
   const std::string previous_line = plan_line_;
   std::optional<PlanResult> plan = Plan(built_->profile);
   if (!plan.has_value() || !plan->sim.feasible) {
     headroom_ = before;
     replans_ = kMaxReplans;  // smaller memory does not help: stop trying
+    --total_replans_;
     plan_line_ = previous_line;
     return std::nullopt;
   }
   POOCH_LOG_AT(kInfo,
-               "the safety net swapped in %lld times in an iteration: re-planned with "
+               "re-planned: the safety net swapped in %lld times in an iteration; planned with "
                "%lld bytes of headroom",
                static_cast<long long>(last_iteration_hits_), static_cast<long long>(headroom_));
   iterations_under_plan_ = 1;  // the iteration starting now is the new plan's first
   return plan;
 }
 
+std::optional<PlanCounts> PlanLife::CurrentPlan() const {
+  const PlanCache::Entry* entry = cache_.Peek(key_);
+  if (entry == nullptr || !entry->plan.has_value()) return std::nullopt;
+  const PlanResult& plan = *entry->plan;
+  const DecisionCounts counts = CountDecisions(plan.plan, plan.candidates);
+  const Policy policy = config_.mode == RunMode::kPlanned ? config_.planned_policy : Policy::kPooch;
+  return PlanCounts{.policy = std::string(PolicyName(policy)),
+                    .keep = counts.keep,
+                    .swap = counts.swap,
+                    .recompute = counts.recompute,
+                    .predicted_iteration_ms = plan.sim.iteration_us / 1000.0,
+                    .feasible = plan.sim.feasible};
+}
+
 void PlanLife::NoProfile(const absl::Status& why) {
   plan_line_ = absl::StrFormat("plan: none: no profile: %s", why.message());
-  POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
+  POOCH_LOG_AT(kInfo, "not planned: no profile: %s", std::string(why.message()).c_str());
   if (trace_ != nullptr) {
     const TraceArg args[] = {{"why", why.message()}};
     trace_->OnRuntime("no plan", args);
@@ -173,6 +189,7 @@ std::optional<PlanResult> PlanLife::Plan(const Profile& profile) {
   if (!plan.ok()) {
     plan_line_ =
         absl::StrFormat("plan: policy %s failed: %s", PolicyName(policy), plan.status().message());
+    POOCH_LOG_AT(kInfo, "not planned: %s", plan_line_.c_str() + 6);  // past "plan: "
     return std::nullopt;
   }
   // Counted over the planner's candidates, as `pooch plan` counts them.
@@ -187,7 +204,12 @@ std::optional<PlanResult> PlanLife::Plan(const Profile& profile) {
       static_cast<long long>(headroom_), replans_, static_cast<long long>(plan->simulations),
       plan_s,
       config_.mode != RunMode::kPlanned ? "not carried out (not a planner policy)" : "carried out");
-  POOCH_LOG_AT(kInfo, "%s", plan_line_.c_str());
+  POOCH_LOG_AT(kInfo,
+               "planned: policy %s keeps %d, swaps %d and recomputes %d intervals; predicted "
+               "iteration %.3f ms%s, with %lld bytes of headroom, in %.3f s",
+               std::string(PolicyName(policy)).c_str(), counts.keep, counts.swap, counts.recompute,
+               plan->sim.iteration_us / 1000.0, plan->sim.feasible ? "" : " (infeasible)",
+               static_cast<long long>(headroom_), plan_s);
   if (trace_ != nullptr) {
     const TraceArg args[] = {{"policy", PolicyName(policy)},
                              {"keep", counts.keep},

@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "core/config/config.h"
 #include "core/exec/plan_cache.h"
+#include "core/exec/plan_counts.h"
 #include "core/model/model.h"
 #include "core/plan/plan.h"
 #include "core/profile/iteration_tracker.h"
@@ -101,6 +102,11 @@ class PlanLife {
   void SetPlanLineIfNone(std::string line);
 
   const std::string& plan_line() const { return plan_line_; }
+  // The counts and prediction of the plan of the reference planned or switched to last; nullopt
+  // when it has none (not planned yet, or planning failed).
+  std::optional<PlanCounts> CurrentPlan() const;
+  // Re-plans made since the start, across references (ReplanIfMissed).
+  int total_replans() const { return total_replans_; }
   uint64_t key() const { return key_; }
   // The safety net's swap-ins in the last whole iteration under the plan; -1: none yet.
   int64_t last_iteration_hits() const { return last_iteration_hits_; }
@@ -125,6 +131,7 @@ class PlanLife {
   std::string plan_line_;
   int64_t headroom_ = 0;  // Note [Headroom]
   int replans_ = 0;
+  int total_replans_ = 0;
   PlanCache cache_;   // Note [Plan cache]
   uint64_t key_ = 0;  // of the reference planned or switched to last
   int64_t switches_ = 0;

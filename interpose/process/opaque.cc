@@ -70,8 +70,15 @@ uint64_t UnclassifiedCalls() {
   return g_unclassified.load(std::memory_order_relaxed) + UnclassifiedLookups();
 }
 
+namespace {
+std::atomic<uint64_t> g_opaque_refused{0};
+}  // namespace
+
+uint64_t OpaqueRefused() { return g_opaque_refused.load(std::memory_order_relaxed); }
+
 void LogOpaqueRefused(const char* function, int64_t needed_bytes, int64_t limit_bytes,
                       const absl::Status& status) {
+  g_opaque_refused.fetch_add(1, std::memory_order_relaxed);
   LogLine(
       "%s: pooch cannot see which device memory this call touches, so it must make all %lld "
       "bytes of the program's allocations resident (limit %lld): %.*s; refusing the call. "

@@ -48,6 +48,8 @@ void CountOpaque(const char* function);
 // The counts so far, by name, sorted by name, and their sum.
 std::vector<std::pair<std::string, uint64_t>> OpaqueCounts();
 uint64_t OpaqueTotal();
+// Opaque calls refused because everything could not be made resident (LogOpaqueRefused).
+uint64_t OpaqueRefused();
 // A call of a function that classes.tsv does not list (a driver look-up of an unknown name):
 // counted for the summary, which should always say `unclassified 0`.
 void CountUnclassified(const char* function);

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -19,6 +21,7 @@
 #include "interpose/process/host_time.h"
 #include "interpose/process/opaque.h"
 #include "interpose/process/summary_lines.h"
+#include "interpose/process/summary_words.h"
 #include "interpose/symbols/hook_table.h"
 #include "interpose/symbols/intercept.h"
 
@@ -121,12 +124,16 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
                  static_cast<long long>(options->memory_limit),
                  static_cast<long long>(options->memory_limit));
   }
+  // The summary says what share of the device a percentage limit is.
+  absl::StatusOr<DeviceMemoryInfo> memory_info = (*device)->MemoryInfo();
+  const int64_t device_total_bytes = memory_info.ok() ? memory_info->total_bytes : 0;
   // Profiling measures the link from the swaps' copies (Note [Copy times]).
   options->time_copies = PlanExecutor::WantedBy(config_);
   CudaDevice* raw_device = device->release();
   // Published (never freed: hooks may run at exit) only once every part was made.
   auto parts = std::make_unique<Parts>();
   parts->device = raw_device;
+  parts->device_total_bytes = device_total_bytes;
   // Note [Host time] (core/device/timed_device.h): every part calls the device through this.
   parts->timed = new TimedDevice(*raw_device);
   TimedDevice& timed = *parts->timed;
@@ -271,42 +278,85 @@ void Process::Stop() {
               std::string(PolicyText(config_)).c_str());
     }
   }
-  if (config_.summary) WriteSummary();
+  if (config_.summary || !config_.summary_file.empty()) WriteSummary();
 }
 
-// The summary: "pooch: <topic>: <figures>" lines on stderr (docs/usage.md, "pooch run"; Note
-// [Summary lines] in summary_lines.h), each for a part that exists.
+// The summary (Note [Summary in words] in summary_words.h): the plain lines, the detailed
+// "pooch: <topic>: <figures>" lines at POOCH_LOG=info (docs/usage.md, "pooch run"; Note [Summary
+// lines] in summary_lines.h), and both as JSON in POOCH_SUMMARY_FILE.
 void Process::WriteSummary() const {
+  const SummaryFacts facts = GatherSummaryFacts();
+  const std::vector<std::string> detail = DetailLines();
+  if (config_.summary) {
+    for (const std::string& line : PlainLines(facts)) LogLine("%s", line.c_str());
+    if (LogEnabled(Severity::kInfo)) {
+      for (const std::string& line : detail) LogLine("%s", line.c_str());
+    }
+  }
+  if (const std::string& path = config_.summary_file; !path.empty()) {
+    const std::string json = SummaryJson(facts, detail);
+    std::FILE* file = std::fopen(path.c_str(), "w");
+    const bool written = file != nullptr &&
+                         std::fwrite(json.data(), 1, json.size(), file) == json.size();
+    if (file == nullptr || std::fclose(file) != 0 || !written) {
+      LogLine("POOCH_SUMMARY_FILE: cannot write %s: %s; no summary file", path.c_str(),
+              std::strerror(errno));
+    }
+  }
+}
+
+SummaryFacts Process::GatherSummaryFacts() const {
+  SummaryFacts facts;
+  facts.policy = std::string(PolicyText(config_));
+  const Parts* parts = parts_.load(std::memory_order_acquire);
+  if (ResidencyManager* manager = existing_manager()) {
+    facts.managed = true;
+    facts.limit_bytes = manager->memory_limit();
+    facts.limit_fraction = config_.memory_limit_fraction;
+    facts.device_total_bytes = parts != nullptr ? parts->device_total_bytes : 0;
+    facts.memory = manager->Stats();
+  }
+  if (const Recomputer* recomputer = this->recomputer()) {
+    facts.recompute = recomputer->stats();
+    facts.dtr = recomputer->dtr();
+  }
+  if (PlanExecutor* profiler = this->profiler()) facts.plan = profiler->SummaryOutcome();
+  facts.opaque_refused = OpaqueRefused();
+  return facts;
+}
+
+std::vector<std::string> Process::DetailLines() const {
+  std::vector<std::string> lines;
   const absl::string_view policy = PolicyText(config_);
-  LogLine("summary: policy %.*s", static_cast<int>(policy.size()), policy.data());
-  auto print = [](const std::string& line) { LogLine("%s", line.c_str()); };
+  lines.push_back(absl::StrCat("summary: policy ", policy));
   if (ResidencyManager* manager = existing_manager()) {
     const ResidencyStats stats = manager->Stats();
-    print(MemoryLine(manager->memory_limit(), stats));
-    print(SwapsLine(stats));
-    print(ReuseLine(stats));
+    lines.push_back(MemoryLine(manager->memory_limit(), stats));
+    lines.push_back(SwapsLine(stats));
+    lines.push_back(ReuseLine(stats));
   }
   if (const Parts* parts = parts_.load(std::memory_order_acquire); parts != nullptr) {
     const HookTimes hooks = CurrentHookTimes();
-    print(HostLine(hooks, parts->timed->Times()));
+    lines.push_back(HostLine(hooks, parts->timed->Times()));
   }
   if (PlanExecutor* profiler = this->profiler()) {
-    for (const std::string& line : profiler->SummaryLines()) print(line);
+    for (std::string& line : profiler->SummaryLines()) lines.push_back(std::move(line));
   }
   const Recomputer* recomputer = this->recomputer();
   if (recomputer != nullptr && recomputer->dtr()) {
     const Recomputer::Stats replays = recomputer->stats();
-    print(DtrLine(replays, existing_manager()->Stats()));
+    lines.push_back(DtrLine(replays, existing_manager()->Stats()));
   }
-  if (SmallAllocator* small = this->small()) print(SmallLine(small->Stats()));
+  if (SmallAllocator* small = this->small()) lines.push_back(SmallLine(small->Stats()));
   const uint64_t opaque_calls = OpaqueTotal();
   const uint64_t unclassified = UnclassifiedCalls();
-  print(OpaqueLine(opaque_calls, unclassified, OpaqueCounts()));
+  lines.push_back(OpaqueLine(opaque_calls, unclassified, OpaqueCounts()));
   for (int i = 0; i < kHookCount; ++i) {
     const CallCounts calls = Calls(static_cast<FunctionId>(i));
     if (calls.top == 0 && calls.nested == 0) continue;
-    print(CallsLine(kFunctions[i].name, calls.top, calls.nested));
+    lines.push_back(CallsLine(kFunctions[i].name, calls.top, calls.nested));
   }
+  return lines;
 }
 
 }  // namespace pooch::interpose

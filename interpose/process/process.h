@@ -28,6 +28,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "core/base/mutex.h"
@@ -38,6 +40,7 @@
 #include "core/measure/trace_observer.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
+#include "interpose/process/summary_words.h"
 
 namespace pooch::interpose {
 
@@ -95,6 +98,7 @@ class Process {
     Recomputer* recomputer = nullptr;
     PlanExecutor* profiler = nullptr;
     TraceObserver* trace = nullptr;
+    int64_t device_total_bytes = 0;  // the device's memory at start-up, for the summary
   };
 
   Process() = default;
@@ -102,6 +106,9 @@ class Process {
   // comment); an error says why a part cannot be made.
   absl::StatusOr<const Parts*> CreateParts();
   void WriteSummary() const;
+  // The summary's figures (summary_words.h) and its detailed lines (summary_lines.h).
+  SummaryFacts GatherSummaryFacts() const;
+  std::vector<std::string> DetailLines() const;
 
   Config config_;
   Mutex create_mu_;  // held while the parts are created

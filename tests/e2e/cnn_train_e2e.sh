@@ -5,7 +5,8 @@
 #   tiny        tiny, 20 iterations: the loss falls (mean of the last 5 below the mean of the
 #               first 5) and a second run gives the same checksum and the same virtual ms
 #   vary        tiny --vary-batch: every third iteration runs at half the batch
-#   resnet50    ResNet-50 b64 224x224 on v100-pcie3 (timing mode, 64 GiB): img/s within a
+#   resnet50    ResNet-50 b64 224x224 on v100-pcie3 (timing mode, 64 GiB; one line says that
+#               it computes no loss, printed as -): img/s within a
 #               factor of 2 of the PoocH paper's in-core 316 img/s (158..632)
 #   oom         ResNet-50 b640 on a 16 GiB device: exit 3, names the allocation
 #   inject      tiny with simgpu's SIMGPU_FAIL=cudaMalloc:N: exit 3 naming the Nth allocation.
@@ -207,6 +208,10 @@ case $case_name in
     run a --model resnet50 --batch 64 --iters 2
     [ "$rc" -eq 0 ] || fail "exited $rc"
     check_iters "$work/a.out" 2
+    # Timing mode computes no loss: said once, and no number (it was inf) in its place.
+    [ "$(grep -c '^timing mode (SIMGPU_COMPUTE=timing) computes no loss' "$work/a.out")" -eq 1 ] ||
+      fail "timing mode: want one line saying it computes no loss"
+    [ "$(field "$work/a.out" loss | sort -u)" = "-" ] || fail "timing mode printed a loss"
     cat "$work/a.out"
     # The last iteration: the first may include one-time costs.
     field "$work/a.out" img_per_s | tail -n 1 | awk '{

@@ -13,6 +13,10 @@ trap 'rm -rf "$work"' EXIT
 
 # The POOCH_* variables of the caller must not change what a case checks.
 for v in $(env | sed -n 's/^\(POOCH_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+# The checks read the summary's detailed lines, printed at POOCH_LOG=info (Note [Summary in
+# words] in interpose/process/summary_words.h).
+POOCH_LOG=info
+export POOCH_LOG
 
 # top_calls FILE HOOK: the program's own calls of HOOK from the summary (0 if not listed).
 top_calls() {
@@ -132,11 +136,19 @@ startup_config)
   [ "$(wc -l <"$work/bad.err")" -eq 1 ] || fail "bad POOCH_MEMORY_LIMIT: want exactly one stderr line"
   grep -q "^pooch: POOCH_MEMORY_LIMIT='12QB': " "$work/bad.err" || fail "bad line: $(cat "$work/bad.err")"
   [ -s "$work/bad.out" ] && fail "the program ran despite the bad configuration"
+  for bad in 0% 150% -5% abc% 40%%; do
+    run badpercent env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMIT="$bad" sh -c 'echo main-ran'
+    [ "$rc" -eq 2 ] || fail "POOCH_MEMORY_LIMIT=$bad: exit $rc, want 2"
+    [ "$(wc -l <"$work/badpercent.err")" -eq 1 ] || fail "POOCH_MEMORY_LIMIT=$bad: want one stderr line"
+    grep -q "^pooch: POOCH_MEMORY_LIMIT='$bad': " "$work/badpercent.err" ||
+      fail "POOCH_MEMORY_LIMIT=$bad: $(cat "$work/badpercent.err")"
+    [ -s "$work/badpercent.out" ] && fail "POOCH_MEMORY_LIMIT=$bad: the program ran"
+  done
   run policy env LD_PRELOAD="$libpooch" POOCH_POLICY=sometimes true
   [ "$rc" -eq 2 ] || fail "bad POOCH_POLICY: exit $rc, want 2"
   grep -q "^pooch: POOCH_POLICY='sometimes'" "$work/policy.err" || fail "bad POOCH_POLICY line"
   # Good values: the program runs, and with POOCH_SUMMARY=0 pooch prints nothing.
-  run good env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMIT=1GiB POOCH_POLICY=off POOCH_SUMMARY=0 \
+  run good env LD_PRELOAD="$libpooch" POOCH_MEMORY_LIMIT=1GiB POOCH_POLICY=off POOCH_SUMMARY=0 POOCH_LOG=warn \
     sh -c 'echo main-ran'
   [ "$rc" -eq 0 ] || fail "good configuration: exit $rc"
   [ "$(cat "$work/good.out")" = main-ran ] || fail "good configuration: the program did not run"
@@ -283,8 +295,7 @@ host_full)
   # The 13 copies out of buffers 0 and 1 (both on the host until the end) read their host copy.
   [ "$(field host_reads)" -ge 13 ] || fail "host_reads $(field host_reads), want >= 13: $line"
   [ "$(field oom)" -eq 0 ] || fail "an op ran out of memory: $line"
-  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|host\|small\|opaque\|calls\): ' "$work/probe.err" \
-    >"$work/other.txt"
+  not_summary "$work/probe.err" >"$work/other.txt"
   [ -s "$work/other.txt" ] && fail "unexpected stderr: $(head -3 "$work/other.txt")"
   echo "ok: $(cat "$work/probe.out"); host_reads $(field host_reads)"
   ;;
@@ -367,8 +378,7 @@ bounds)
   rejected=$(echo "$line" | awk '{ print $5 }')
   [ "$rejected" -eq 19 ] || fail "$rejected calls rejected, want 19"
   grep -i 'hazard' "$work/probe.err" && fail "simgpu reported a hazard"
-  grep -v '^pooch: \(summary\|memory\|swaps\|reuse\|host\|small\|opaque\|calls\): ' "$work/probe.err" \
-    >"$work/other.txt"
+  not_summary "$work/probe.err" >"$work/other.txt"
   n=$(grep -c '^pooch: error: cu[A-Za-z0-9_]*: .*: returning the invalid-value error$' "$work/other.txt")
   [ "$n" -eq "$rejected" ] || fail "$n lines about rejected calls, want $rejected"
   [ "$(wc -l <"$work/other.txt")" -eq "$rejected" ] || fail "unexpected stderr: $(cat "$work/other.txt")"
@@ -473,6 +483,7 @@ print(len(ops), sum(o["replayable"] for o in ops))' "$work/lt.json")
 
 run_command)
   pooch=$arg
+  unset POOCH_LOG  # the checks of stderr below are at the default level
   # pooch run finds libpooch.so at ../lib/libpooch.so from its own directory.
   [ "$(cd "$(dirname "$pooch")/../lib" 2>/dev/null && pwd)/libpooch.so" = \
     "$(cd "$(dirname "$libpooch")" && pwd)/libpooch.so" ] || fail "pooch and libpooch.so not in bin/ and lib/"
@@ -482,7 +493,8 @@ run_command)
   run usage2 "$pooch" run --policy off --
   [ "$rc" -eq 2 ] || fail "missing command after --: exit $rc, want 2"
   for bad in "--memory-limit 12QB" "--policy sometimes" "--log loud" "--min-swap-bytes -1" \
-             "--bogus 1" "--policy"; do
+             "--bogus 1" "--policy" "--memory-limit 0%" "--memory-limit 150%" \
+             "--memory-limit -5%" "--memory-limit abc%" "--memory-limit 40%%"; do
     # shellcheck disable=SC2086
     run bad "$pooch" run $bad -- sh -c 'echo ran'
     [ "$rc" -eq 2 ] || fail "'$bad': exit $rc, want 2"
@@ -490,6 +502,12 @@ run_command)
     grep -q '^pooch: ' "$work/bad.err" || fail "'$bad': line not prefixed pooch:"
     [ -s "$work/bad.out" ] && fail "'$bad': the command ran"
   done
+  grep -q "^pooch: run: --memory-limit '40%%': expected a number before '%'$" "$work/bad.err" ||
+    fail "bad percentage: $(cat "$work/bad.err")"
+  # A percentage of the device: passed on as written, for the library to read the device.
+  run percent "$pooch" run --memory-limit 12.5% --no-summary -- sh -c 'echo "$POOCH_MEMORY_LIMIT"'
+  [ "$rc" -eq 0 ] && [ "$(cat "$work/percent.out")" = 12.5% ] ||
+    fail "--memory-limit 12.5%: exit $rc, got '$(cat "$work/percent.out")'"
   run missing "$pooch" run -- /nonexistent/command
   [ "$rc" -eq 127 ] || fail "unrunnable command: exit $rc, want 127"
   [ "$(wc -l <"$work/missing.err")" -eq 1 ] || fail "unrunnable command: want one line"
@@ -994,6 +1012,7 @@ plot)
   # PNG is drawn (`pooch run --plot`), by a gnuplot that runs without LD_PRELOAD or any
   # POOCH_*/SIMGPU_* variable.
   need_simgpu
+  unset POOCH_LOG  # its checks of POOCH_PLOT lines are at the default level
   pooch=$arg
   bin=$5
   SIMGPU_MEMORY=20MiB
@@ -1033,6 +1052,100 @@ plot)
   size=$(wc -c <"$work/plan.png")
   [ "$size" -gt 10000 ] || fail "POOCH_PLOT: the PNG is only $size bytes"
   echo "ok: POOCH_PLOT drew a $size-byte PNG; without gnuplot or a writable path, one line"
+  ;;
+
+summary)
+  # Issue 39: the summary in words (Note [Summary in words] in interpose/process/summary_words.h)
+  # and POOCH_SUMMARY_FILE, under a limit given as a percentage: args POOCH CNN_TRAIN. tiny
+  # under `pooch run --memory-limit 40%` (NVTX iterations) on a device the size of its in-core
+  # peak, so that 40 % of the device is 40 % of the peak. At the default level: the plain lines
+  # and neither a detailed nor a phase line; at info: the phase lines and the detailed lines as
+  # well. Each run's JSON file holds the figures of its lines. Parameters as in core.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  set -- --model tiny --batch 64 --iters 6 --nvtx
+  incore_reference "$@"
+  SIMGPU_MEMORY=$peak
+  POOCH_ITERATION_MARKER=nvtx
+  export SIMGPU_MEMORY POOCH_ITERATION_MARKER
+  unset POOCH_LOG
+  run plain env POOCH_SUMMARY_FILE="$work/plain.json" "$pooch" run --memory-limit 40% -- "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "default level: exit $rc"
+  same_checksum plain
+  grep -q "^pooch: limit [0-9.]* [KMG]iB (40% of the device's [0-9.]* [KMG]iB), policy pooch: peak [0-9.]* [KMG]iB on the device, [0-9.]* [KMG]\{0,1\}i\{0,1\}B in host memory\$" "$work/plain.err" ||
+    fail "no limit line"
+  grep -q '^pooch: moved [0-9.]* [KMG]iB to host memory and [0-9.]* [KMG]\{0,1\}i\{0,1\}B back ([0-9]* swap-outs\{0,1\}, [0-9]* swap-ins\{0,1\})' "$work/plain.err" ||
+    fail "nothing moved at 40 %"
+  grep -q '^pooch: plan of policy pooch: keep [0-9]*, swap [0-9]*, recompute [0-9]* intervals; iteration predicted [0-9.]* ms, measured [0-9.]* ms$' "$work/plain.err" ||
+    fail "no plan line with its predicted and measured iteration"
+  grep -q '^pooch: \(nothing went wrong$\|went wrong: \)' "$work/plain.err" || fail "no line on what went wrong"
+  grep '^pooch: \(summary\|memory\|swaps\|reuse\|host\|small\|opaque\|calls\|iterations\|plan\|plan_run\|plan_cache\|pilot\|recompute\): ' "$work/plain.err" &&
+    fail "a detailed line at the default level"
+  grep '^pooch: \(iteration found\|profiled\|planned\|carrying out the plan\): ' "$work/plain.err" &&
+    fail "a phase line at the default level"
+  run info env POOCH_SUMMARY_FILE="$work/info.json" "$pooch" run --memory-limit 40% --log info -- \
+    "$bin" "$@"
+  [ "$rc" -eq 0 ] || fail "info: exit $rc"
+  same_checksum info
+  for phase in 'iteration found: [0-9]* events (marker nvtx)$' 'profiled: [0-9]* ops, [0-9]* tensors, under ' \
+      'planned: policy pooch keeps [0-9]*, swaps [0-9]* and recomputes [0-9]* intervals; predicted iteration ' \
+      'carrying out the plan: [0-9]* maps swapped, [0-9]* recomputed$'; do
+    grep -q "^pooch: $phase" "$work/info.err" || fail "info: no phase line '$phase'"
+  done
+  python3 - "$peak" "$work/plain.json" "$work/plain.err" "$work/info.json" "$work/info.err" <<'PY' ||
+import json, sys
+total = int(sys.argv[1])
+def check(json_path, err_path, detailed):
+    j = json.load(open(json_path))
+    lines = [l[len("pooch: "):].rstrip("\n") for l in open(err_path) if l.startswith("pooch: ")]
+    def fail(why):
+        sys.exit(f"{json_path}: {why}")
+    if j["policy"] != "pooch" or not j["managed"]:
+        fail(f"policy {j['policy']}, managed {j['managed']}")
+    if j["limit_percent"] != 40 or j["device_total_bytes"] != total:
+        fail(f"limit_percent {j['limit_percent']}, device_total_bytes {j['device_total_bytes']}")
+    if j["limit_bytes"] != int(total * 0.4):
+        fail(f"limit_bytes {j['limit_bytes']}, want 40 % of {total}")
+    if j["swap_outs"] <= 0 or j["bytes_swapped_out"] <= 0:
+        fail("nothing swapped out at 40 %")
+    for plain in j["lines"]:
+        if plain not in lines:
+            fail(f"plain line not on stderr: {plain}")
+    d = j["detail"]
+    p = j["profiling"]
+    pairs = [(d["memory"]["limit"], j["limit_bytes"]),
+             (d["memory"]["peak_device_bytes"], j["peak_device_bytes"]),
+             (d["swaps"]["out"], j["swap_outs"]), (d["swaps"]["out_bytes"], j["bytes_swapped_out"]),
+             (d["swaps"]["in"], j["swap_ins"]), (d["swaps"]["in_bytes"], j["bytes_swapped_in"]),
+             (d["plan"]["keep"], p["plan"]["keep"]), (d["plan"]["swap"], p["plan"]["swap"]),
+             (d["plan"]["recompute"], p["plan"]["recompute"]),
+             (d["plan"]["predicted_iteration_ms"], p["plan"]["predicted_iteration_ms"]),
+             (d["plan_run"]["safety_net_swap_ins"], p["safety_net_swap_ins"]),
+             (d["iterations"]["measured_iteration_ms"], p["measured_iteration_ms"]),
+             (d["iterations"]["profiles"], p["profiles"])]
+    for got, want in pairs:
+        if got != want:
+            fail(f"detail {got} != {want}")
+    if p["measured_iteration_ms"] <= 0 or not p["carried_out"]:
+        fail("no plan carried out and measured")
+    if not any(c["top"] > 0 for c in d["calls"].values()):
+        fail("no call counted")
+    # At info, each detailed line on stderr is the JSON's text of its topic.
+    for topic, obj in d.items():
+        if topic == "calls":
+            continue
+        on_stderr = [l for l in lines if l.startswith(topic + ": ")]
+        if detailed and (not on_stderr or on_stderr[-1] != f"{topic}: {obj['text']}"):
+            fail(f"{topic}: the JSON's text is not stderr's line")
+        if not detailed and on_stderr:
+            fail(f"{topic}: a detailed line at the default level")
+    return j
+plain = check(sys.argv[2], sys.argv[3], False)
+check(sys.argv[4], sys.argv[5], True)
+print("ok: " + " | ".join(plain["lines"]))
+PY
+    fail "the summary file does not hold the summary's figures"
   ;;
 
 *)

@@ -12,6 +12,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/clash_test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/../../case_helpers.sh"
 for v in $(env | sed -n 's/^\(POOCH_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+# The checks read the summary's detailed lines, printed at POOCH_LOG=info (Note [Summary in
+# words] in interpose/process/summary_words.h).
+POOCH_LOG=info
+export POOCH_LOG
 need_simgpu
 
 # The stand-ins' functions (their own definitions, not the template code they instantiate):

@@ -19,6 +19,10 @@ need_simgpu
 for v in $(env | sed -n 's/^\(POOCH_[A-Z_]*\)=.*/\1/p;s/^\(SIMGPU_[A-Z_]*\)=.*/\1/p'); do
   unset "$v"
 done
+# The checks read the summary's detailed lines, printed at POOCH_LOG=info (Note [Summary in
+# words] in interpose/process/summary_words.h).
+POOCH_LOG=info
+export POOCH_LOG
 SIMGPU_HAZARDS=error
 export SIMGPU_HAZARDS
 
@@ -77,7 +81,7 @@ min_swap)
   SIMGPU_MEMORY=64MiB run full_ref "$errors_probe" full
   grep -q '^full cudaMalloc cudaErrorMemoryAllocation$' "$work/full_ref.out" ||
     fail "full_ref: the probe did not fill the device"
-  SIMGPU_MEMORY=64MiB run full env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_SUMMARY=0 \
+  SIMGPU_MEMORY=64MiB run full env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_SUMMARY=0 POOCH_LOG=warn \
     "$errors_probe" full
   grep -q '^full cudaMalloc cudaErrorInitializationError$' "$work/full.out" ||
     fail "full: cudaMalloc did not fail with cudaErrorInitializationError"

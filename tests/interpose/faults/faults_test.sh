@@ -31,6 +31,10 @@ export LD_LIBRARY_PATH
 for v in $(env | sed -n 's/^\(POOCH_[A-Z_]*\)=.*/\1/p;s/^\(SIMGPU_[A-Z_]*\)=.*/\1/p'); do
   unset "$v"
 done
+# The checks read the summary's detailed lines, printed at POOCH_LOG=info (Note [Summary in
+# words] in interpose/process/summary_words.h).
+POOCH_LOG=info
+export POOCH_LOG
 SIMGPU_HAZARDS=error
 export SIMGPU_HAZARDS
 
@@ -62,8 +66,7 @@ probe() {
   grep -i 'hazard' "$work/$name.err" && fail "$name: simgpu reported a hazard"
   # stderr: the summary, simgpu's line about the injected fault, and at most one other line,
   # from pooch (the program itself prints nothing there when every check holds).
-  grep -v -e '^pooch: \(summary\|memory\|swaps\|reuse\|host\|small\|opaque\|calls\): ' -e '^simgpu: SIMGPU_FAIL: ' \
-    "$work/$name.err" >"$work/$name.other"
+  not_summary "$work/$name.err" | grep -v -e '^simgpu: SIMGPU_FAIL: ' >"$work/$name.other"
   [ "$(wc -l <"$work/$name.other")" -le 1 ] || fail "$name: more than one unexpected stderr line"
   if [ -s "$work/$name.other" ]; then
     grep -q '^pooch: ' "$work/$name.other" || fail "$name: stderr line not from pooch"

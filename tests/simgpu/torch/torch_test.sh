@@ -48,7 +48,9 @@ pooch_run() {
   shift
   pooch=$(dirname "$simgpu_run")/pooch
   [ -x "$pooch" ] || fail "no pooch at $pooch"
-  run torch "$simgpu_run" "$pooch" run --memory-limit "$limit" --trace "$work/trace.json" -- \
+  # --log info: the checks read the summary's detailed lines (Note [Summary in words]).
+  run torch "$simgpu_run" "$pooch" run --memory-limit "$limit" --trace "$work/trace.json" \
+    --log info -- \
     "$python" -W ignore "$@"
   [ "$rc" -eq 0 ] || fail "torch under pooch: exit $rc: $(grep -m1 'simgpu:\|pooch: error\|Error' "$work/torch.err")"
   ! grep -q '^simgpu:' "$work/torch.err" || fail "$(grep -m1 '^simgpu:' "$work/torch.err")"
