@@ -49,10 +49,11 @@
 // [Intervals that matter] in core/model/candidates.cc) have no place in the paper's search,
 // which starts from every map swapped and recomputes only maps it swapped. So pooch first plans
 // as the paper does with those intervals kept throughout, the refinement leaving them alone: the
-// plan it made before they were offered. Then it runs the refinement again from that plan, with
-// a budget of its own, over every map, those intervals included: recomputing one frees memory
-// during its interval, which the keep scan and the single and pair changes can use to keep a
-// swapped map or issue a swap-in earlier; or it finds nothing and the plan stays as it was.
+// plan it made before they were offered (when swap-all fits; Note [PoocH fallback] starts with
+// every recomputable interval recomputed, those included). Then it runs the refinement again from
+// that plan, with a budget of its own, over every map, those intervals included: recomputing one
+// frees memory during its interval, which the keep scan and the single and pair changes can use to
+// keep a swapped map or issue a swap-in earlier; or it finds nothing and the plan stays as it was.
 // (Starting a second search from swap-all with them recomputed found plans as good or worse on
 // the zoo networks and a U-Net profile, at two to four times the planning time: recomputing
 // every short interval makes chains of hundreds of replays before one op.)
