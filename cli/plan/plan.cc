@@ -383,9 +383,18 @@ int PlanMain(int argc, char** argv) {
   quick.record = false;
   SimResult baseline = Simulate(r.profile, unbounded, KeepAllPlan(0), quick);
 
+  // And the short ones that pooch and optimal may recompute (Candidate::recompute_only).
+  const size_t short_recomputable =
+      FindCandidates(r.profile, &r.machine, r.options.min_candidate_bytes, /*long_only=*/true,
+                     /*short_recomputable=*/true)
+          .size() -
+      candidates.size();
   std::cout << absl::StrFormat(
-      "profile     %s: %d ops, %d idle intervals that matter, of %d tensors (%s)\n", r.profile.name,
-      r.profile.ops.size(), candidates.size(), tensors, FormatBytes(tensor_bytes));
+      "profile     %s: %d ops, %d idle intervals that matter, of %d tensors (%s)%s\n",
+      r.profile.name, r.profile.ops.size(), candidates.size(), tensors, FormatBytes(tensor_bytes),
+      short_recomputable > 0
+          ? absl::StrFormat(", and %d short ones to recompute", short_recomputable)
+          : "");
   std::cout << absl::StrFormat(
       "machine     %s: %s device memory, %.0f GB/s to device, %.0f GB/s "
       "to host\n",

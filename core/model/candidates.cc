@@ -71,6 +71,14 @@
 //     later; its tensor still has the long interval to backward that the planner sees.) When no
 //     plan fits without them, MakePlan plans again with them (Note [Short intervals] in
 //     core/plan/plan.cc): a plan that stalls beats demand swapping.
+//   - or cheap to rebuild: a short interval that is recomputable is offered anyway
+//     (Candidate::recompute_only, to the policies that recompute: pooch and optimal) when one
+//     rebuild of its tensor (ReplayFacts::ReplayUs) takes less than the copy out and back. That
+//     copy is what freeing the same memory by swapping costs; on a memory-bound network over a
+//     slow link (a U-Net over PCIe gen3: a 512 MiB ReLU output is rebuilt in 1.2 ms and takes
+//     67 ms to move out and back) almost no interval is long enough, and recomputation is the
+//     only way to free memory that does not stall. Swapping it is not offered: it cannot hide
+//     its copies, and the search starts from every offered swap.
 //   - big enough: tensors below the runtime's POOCH_MIN_SWAP_BYTES (1 MiB by default) are
 //     sub-allocated and never moved at run time, so they are never offered; the analytic zoo has
 //     hundreds (batch-norm scales, saved statistics, small weights). A measured profile has none
@@ -150,6 +158,14 @@ bool ReplayFacts::SoundAt(OpIndex w, TensorId t, OpIndex q) const {
   return SoleWriter(t) == w && q <= remat_until[t];  // remat_until holds every other rule
 }
 
+double ReplayFacts::ReplayUs(const Profile& profile, const MachineModel* machine,
+                             TensorId t) const {
+  const OpIndex w = SoleWriter(t);
+  if (w < 0) return 0;
+  const Op& op = profile.ops[w];
+  return machine != nullptr ? OpUs(op, *machine) : op.duration_us;
+}
+
 std::vector<int64_t> InCoreBytesPerOp(const Profile& profile) {
   const OpIndex n = static_cast<OpIndex>(profile.ops.size());
   std::vector<int64_t> diff(n + 1, 0);
@@ -178,7 +194,7 @@ void LabelPhasesByPeak(Profile& profile) {
 }
 
 std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel* machine,
-                                      int64_t min_bytes, bool long_only) {
+                                      int64_t min_bytes, bool long_only, bool short_recomputable) {
   const OpIndex n = static_cast<OpIndex>(profile.ops.size());
   const int32_t tensor_count = static_cast<int32_t>(profile.tensors.size());
   std::vector<std::vector<OpIndex>> uses(tensor_count);
@@ -211,13 +227,21 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel
   auto us_in = [&](OpIndex lo, OpIndex hi) {
     return lo > hi ? 0.0 : us_before[hi + 1] - us_before[lo];
   };
+  auto copies_us = [&](TensorId t) {
+    const Tensor& x = profile.tensors[t];
+    return SwapOutUs(x, *machine) + SwapInUs(x, *machine);
+  };
   // Long enough to hide the tensor's copy out and back (Note [Intervals that matter]).
   auto long_enough = [&](TensorId t, double idle_us) {
     if (machine == nullptr || !long_only) return true;
-    const Tensor& x = profile.tensors[t];
-    return idle_us >= SwapOutUs(x, *machine) + SwapInUs(x, *machine);
+    return idle_us >= copies_us(t);
   };
   const ReplayFacts facts = ComputeReplayFacts(profile);
+  // Or short, and cheaper to rebuild than to move (Note [Intervals that matter]).
+  auto cheap_to_rebuild = [&](const Candidate& c) {
+    return short_recomputable && c.recomputable &&
+           facts.ReplayUs(profile, machine, c.tensor) < copies_us(c.tensor);
+  };
   std::vector<Candidate> out;
   for (TensorId t = 0; t < tensor_count; ++t) {
     const std::vector<OpIndex>& u = uses[t];
@@ -225,10 +249,7 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel
       continue;
     }
     for (size_t k = 0; k + 1 < u.size(); ++k) {
-      if (u[k + 1] <= u[k] + 1 || !over_in(u[k] + 1, u[k + 1] - 1) ||
-          !long_enough(t, us_in(u[k] + 1, u[k + 1] - 1))) {
-        continue;
-      }
+      if (u[k + 1] <= u[k] + 1 || !over_in(u[k] + 1, u[k + 1] - 1)) continue;
       Candidate c;
       c.tensor = t;
       c.open = u[k];
@@ -237,6 +258,10 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel
       if (w >= 0 && w <= c.open) {
         c.producer = w;
         c.recomputable = facts.SoundAt(w, t, c.close);
+      }
+      if (!long_enough(t, us_in(u[k] + 1, u[k + 1] - 1))) {
+        if (!cheap_to_rebuild(c)) continue;
+        c.recompute_only = true;
       }
       out.push_back(c);
     }

@@ -33,6 +33,10 @@ struct Candidate {
   // Replaying `producer` right before `close` is sound (Note [Sound replays]). Whether every
   // input is resident then depends on the plan and is checked by the simulator.
   bool recomputable = false;
+  // Offered for recomputation only: too short to hide its own copies, but recomputing it costs
+  // less than moving its bytes out and back (Note [Intervals that matter]). Plans keep or
+  // recompute it, never swap it.
+  bool recompute_only = false;
 
   friend bool operator==(const Candidate&, const Candidate&) = default;
 };
@@ -53,6 +57,9 @@ struct ReplayFacts {
   OpIndex AvailableUntil(const Profile& profile, TensorId t) const;
   // Replaying op w right before op q rebuilds t.
   bool SoundAt(OpIndex w, TensorId t, OpIndex q) const;
+  // The compute time one rebuild of t takes: its writer's OpUs (with a machine, else
+  // duration_us).
+  double ReplayUs(const Profile& profile, const MachineModel* machine, TensorId t) const;
 };
 ReplayFacts ComputeReplayFacts(const Profile& profile);
 
@@ -60,10 +67,12 @@ ReplayFacts ComputeReplayFacts(const Profile& profile);
 // layer" is reverse order). With a machine, only the intervals that matter on it are kept
 // (Note [Intervals that matter]): those during which the in-core iteration holds more than its
 // memory at some op, and (with long_only) that are long enough to hide their own copy out and
-// back; without one, every interval. Tensors smaller than min_bytes are never candidates (the
-// runtime does not move them: POOCH_MIN_SWAP_BYTES).
+// back, or (with short_recomputable) are recomputable at a cost below that copy
+// (Candidate::recompute_only); without one, every interval. Tensors smaller than min_bytes are
+// never candidates (the runtime does not move them: POOCH_MIN_SWAP_BYTES).
 std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel* machine = nullptr,
-                                      int64_t min_bytes = 0, bool long_only = true);
+                                      int64_t min_bytes = 0, bool long_only = true,
+                                      bool short_recomputable = false);
 
 // The planner's default min_bytes: POOCH_MIN_SWAP_BYTES's default (allocations below it are
 // sub-allocated and never swapped at run time, so a plan for them could not be carried out).

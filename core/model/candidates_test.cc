@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/model/profile_testutil.h"
 #include "core/sim/sim.h"
 #include "gmock/gmock.h"
@@ -17,7 +18,8 @@ namespace pooch {
 static void PrintTo(const Candidate& c, std::ostream* os) {
   *os << "{tensor " << c.tensor << ", open " << c.open << ", close " << c.close
       << (c.wraps ? ", wraps" : "") << (c.tail ? ", tail" : "") << ", producer " << c.producer
-      << (c.recomputable ? ", recomputable" : "") << "}";
+      << (c.recomputable ? ", recomputable" : "") << (c.recompute_only ? ", recompute only" : "")
+      << "}";
 }
 
 namespace {
@@ -215,6 +217,44 @@ TEST(CandidatesTest, IntervalMustHideItsOwnCopies) {
     const size_t expected = idle_us >= 2.2 - 1e-9 ? 1 : 0;
     EXPECT_EQ(FindCandidates(p, &m).size(), expected) << idle_us;
     EXPECT_EQ(FindCandidates(p).size(), 1u);  // without a machine, every interval
+  }
+}
+
+TEST(CandidatesTest, ShortRecomputableIntervalIsOfferedWhenRebuildingIsCheaperThanMoving) {
+  // x (1600 B) is written by op 0 from a and read by op 2; its copy out and back takes 2.2 us
+  // and the idle op 1 takes 2.1 us: too short to swap. Offered for recomputation only when
+  // replaying op 0 takes less than the 2.2 us, op 0 is replayable, and short_recomputable asks.
+  MachineModel m;
+  m.memory_bytes = 1;  // every op is over capacity
+  m.h2d_gbps = m.d2h_gbps = 16;
+  m.h2d_latency_us = m.d2h_latency_us = 1;
+  for (const double writer_us : {1.0, 2.1, 2.2, 50.0}) {
+    for (const bool replayable : {true, false}) {
+      ProfileBuilder pb("short");
+      const TensorId a = pb.Tensor("a", 16, /*persistent=*/true);
+      const TensorId x = pb.Tensor("x", 1600);
+      pb.Op("w", OpKind::kActivation, Phase::kForward, writer_us, {a}, {x}, 0, replayable);
+      pb.Op("idle", OpKind::kOther, Phase::kForward, 2.1, {}, {});
+      pb.Op("r", OpKind::kOther, Phase::kForward, 1, {x}, {});
+      const Profile p = pb.Finish();
+      const std::string at = absl::StrCat(writer_us, " us, replayable ", replayable);
+      EXPECT_THAT(FindCandidates(p, &m, /*min_bytes=*/100), IsEmpty()) << at;
+      const std::vector<Candidate> offered =
+          FindCandidates(p, &m, /*min_bytes=*/100, /*long_only=*/true,
+                         /*short_recomputable=*/true);
+      if (replayable && writer_us < 2.2 - 1e-9) {
+        Candidate expected = Plain(x, 0, 2, 0, true);
+        expected.recompute_only = true;
+        EXPECT_THAT(offered, ElementsAre(expected)) << at;
+      } else {
+        EXPECT_THAT(offered, IsEmpty()) << at;
+      }
+      // Without long_only every interval is offered, none for recomputation only.
+      const std::vector<Candidate> all =
+          FindCandidates(p, &m, 100, /*long_only=*/false, /*short_recomputable=*/true);
+      ASSERT_EQ(all.size(), 1u) << at;
+      EXPECT_FALSE(all[0].recompute_only) << at;
+    }
   }
 }
 

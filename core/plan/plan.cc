@@ -1,6 +1,7 @@
 // MakePlan: policy names, dispatch, and what every policy's result gets (plan.h).
 #include "core/plan/plan.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -51,8 +52,21 @@ absl::StatusOr<Policy> ParsePolicy(absl::string_view name) {
 Plan PlanContext::Uniform(Decision decision, SwapInSchedule schedule) const {
   Plan plan;
   plan.decisions.assign(candidates().size(), decision);
+  for (size_t c = 0; c < candidates().size(); ++c) {
+    if (decision == Decision::kSwap && candidates()[c].recompute_only) {
+      plan.decisions[c] = Decision::kKeep;
+    }
+  }
   plan.schedule = schedule;
   return plan;
+}
+
+std::vector<Decision> PlanContext::Choices(CandidateId c) const {
+  const Candidate& k = candidates()[static_cast<size_t>(c)];
+  std::vector<Decision> d = {Decision::kKeep};
+  if (!k.recompute_only) d.push_back(Decision::kSwap);
+  if (k.recomputable) d.push_back(Decision::kRecompute);
+  return d;
 }
 
 const SimResult& PlanContext::Evaluate(const Plan& plan, bool allow_overflow) {
@@ -96,25 +110,48 @@ absl::StatusOr<Plan> RunPolicy(PlanContext& ctx, Policy policy) {
 
 // Note [Short intervals]
 // ~~~~~~~~~~~~~~~~~~~~~~
-// A policy first plans over the intervals long enough to hide their own copies (Note
-// [Intervals that matter] in core/model/candidates.cc). When it finds no feasible plan there,
+// A policy first plans over the intervals long enough to hide their own copies (and pooch and
+// optimal over the short ones cheaper to rebuild than to move: Note [Intervals that matter] in
+// core/model/candidates.cc). When it finds no feasible plan there,
 // it plans again over every interval that matters by capacity, short ones included: swapping a
 // short interval stalls the computation, but a plan that stalls still beats demand swapping, and
-// some iterations (small networks at a small fraction of their peak) fit only that way. The
+// some iterations (small networks at a small fraction of their peak) fit only that way (the
+// short intervals the first attempt offered for recomputation only may then be swapped). The
 // result says which candidates it decided over (PlanResult::candidates), and counts the
 // simulations of both attempts.
 absl::StatusOr<PlanResult> MakePlan(const Profile& profile, const MachineModel& machine,
                                     Policy policy, const PlanOptions& options) {
   if (absl::Status valid = profile.Validate(); !valid.ok()) return valid;
-  auto ctx = std::make_unique<PlanContext>(profile, machine, options,
-                                           /*long_only=*/options.long_intervals_first);
+  // Only the policies that search over recomputation are offered the short intervals that only
+  // recomputation can use (Note [Intervals that matter]); the baselines plan as published.
+  const bool short_recomputable = policy == Policy::kPooch || policy == Policy::kOptimal;
+  auto ctx = std::make_unique<PlanContext>(
+      profile, machine, options, /*long_only=*/options.long_intervals_first, short_recomputable);
+  if (policy == Policy::kOptimal && options.long_intervals_first) {
+    // Note [Exhaustive search]: every interval at once when they are few enough.
+    auto all = std::make_unique<PlanContext>(profile, machine, options, /*long_only=*/false);
+    if (static_cast<int>(all->candidates().size()) <= options.optimal_max_maps) {
+      ctx = std::move(all);
+    }
+  }
+  if (policy == Policy::kOptimal && options.long_intervals_first) {
+    // Note [Exhaustive search]: every interval at once when they are few enough.
+    auto all = std::make_unique<PlanContext>(profile, machine, options, /*long_only=*/false);
+    if (static_cast<int>(all->candidates().size()) <= options.optimal_max_maps) {
+      ctx = std::move(all);
+    }
+  }
   absl::StatusOr<Plan> plan = RunPolicy(*ctx, policy);
   int64_t earlier_simulations = 0;
   if (!plan.ok() && plan.status().code() == absl::StatusCode::kFailedPrecondition &&
       options.long_intervals_first) {
     earlier_simulations = ctx->simulations();
     auto all = std::make_unique<PlanContext>(profile, machine, options, /*long_only=*/false);
-    if (all->candidates().size() != ctx->candidates().size()) {
+    // Unless the first attempt already had every interval, and could swap each.
+    const std::vector<Candidate>& first = ctx->candidates();
+    if (all->candidates().size() != first.size() ||
+        std::any_of(first.begin(), first.end(),
+                    [](const Candidate& c) { return c.recompute_only; })) {
       absl::StatusOr<Plan> retry = RunPolicy(*all, policy);
       if (retry.ok()) {
         plan = std::move(retry);

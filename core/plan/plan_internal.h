@@ -19,22 +19,30 @@ namespace pooch {
 // What a policy works with: the profile, the machine, one reusable Simulator, the candidates.
 class PlanContext {
  public:
-  // `long_only`: offer only intervals long enough to hide their copies (Note [Short intervals]).
+  // `long_only`: offer only intervals long enough to hide their copies (Note [Short intervals]);
+  // `short_recomputable`: and, with it, the short ones cheaper to rebuild than to move
+  // (Candidate::recompute_only), for the policies that recompute.
   PlanContext(const Profile& profile, const MachineModel& machine, const PlanOptions& options,
-              bool long_only = true)
+              bool long_only = true, bool short_recomputable = false)
       : profile_(profile),
         machine_(machine),
         options_(options),
-        sim_(profile, machine, {.min_bytes = options.min_candidate_bytes, .long_only = long_only}) {
-  }
+        sim_(profile, machine,
+             {.min_bytes = options.min_candidate_bytes,
+              .long_only = long_only,
+              .short_recomputable = long_only && short_recomputable}) {}
 
   const Profile& profile() const { return profile_; }
   const MachineModel& machine() const { return machine_; }
   const PlanOptions& options() const { return options_; }
   const std::vector<Candidate>& candidates() const { return sim_.candidates(); }
 
-  // A plan sized for the profile with every candidate set to `decision` (others kKeep).
+  // A plan sized for the profile with every candidate set to `decision`, except that a
+  // recompute_only candidate is kept rather than swapped.
   Plan Uniform(Decision decision, SwapInSchedule schedule) const;
+  // The decisions a policy may give candidate `c`: keep, swap unless recompute_only, recompute
+  // when recomputable.
+  std::vector<Decision> Choices(CandidateId c) const;
 
   // Fast simulation (no timeline). The reference is valid until the next simulation.
   const SimResult& Evaluate(const Plan& plan, bool allow_overflow = false);
@@ -74,8 +82,10 @@ absl::StatusOr<Plan> PlanOptimal(PlanContext& ctx);
 Plan RecomputeStep(PlanContext& ctx, Plan start);
 
 // Ours, beyond the paper: a budgeted local search after §4.4.3 (Note [Refinement after §4.4.3]
-// in plan_pooch.cc). Takes and returns a feasible plan; the result is never slower.
-Plan RefineStep(PlanContext& ctx, Plan start);
+// in plan_pooch.cc). Takes and returns a feasible plan; the result is never slower. Without
+// `recompute_only_too` it leaves the recompute_only candidates as they are (Note [Short
+// recomputations] in plan_pooch.cc).
+Plan RefineStep(PlanContext& ctx, Plan start, bool recompute_only_too = true);
 
 }  // namespace pooch
 

@@ -2,11 +2,15 @@
 //
 // Note [Exhaustive search]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
-// Every assignment of keep, swap or recompute (the last only where the producer can be replayed)
-// to the candidates, with swap-ins scheduled when memory allows, is simulated; the fastest
-// feasible wins (ties: the first found, keep before swap before recompute). That is up to 3^n
-// simulations, so profiles with more than PlanOptions::optimal_max_maps candidates are refused
-// (InvalidArgument). Two prunings keep it exact:
+// Every assignment of keep, swap or recompute (PlanContext::Choices: recompute only where the
+// producer can be replayed, swap not for a recompute_only interval) to the candidates, with
+// swap-ins scheduled when memory allows, is simulated; the fastest feasible wins (ties: the
+// first found, keep before swap before recompute). That is up to 3^n simulations, so profiles
+// with more than PlanOptions::optimal_max_maps candidates are refused (InvalidArgument). It
+// searches over every interval that matters by capacity, short ones included, when they are at
+// most that many (MakePlan), so that no policy beats it whichever intervals it was offered;
+// otherwise over those pooch is offered first (Note [Short intervals] in plan.cc). Two
+// prunings keep it exact:
 //   - in-core, when it fits, is optimal: no plan is faster than the ops' total duration;
 //   - a partial assignment whose lower bound (the ops' total duration plus one replay of every
 //     distinct producer already set to recompute) is not below the best time found is cut.
@@ -41,10 +45,9 @@ struct Search {
       return;
     }
     const Candidate& f = cands[i];
-    for (Decision d : {Decision::kKeep, Decision::kSwap, Decision::kRecompute}) {
+    for (Decision d : ctx.Choices(static_cast<CandidateId>(i))) {
       double b = bound;
       if (d == Decision::kRecompute) {
-        if (!f.recomputable) continue;
         if (replays_of[f.producer]++ == 0) b += ctx.profile().ops[f.producer].duration_us;
       }
       plan.decisions[i] = d;

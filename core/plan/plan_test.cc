@@ -175,6 +175,47 @@ TEST(PlanTest, ResultCarriesTheCandidatesItsDecisionsIndex) {
   }
 }
 
+// A ReLU output x (4 MiB) written at op 0, read again at op 2; op 1 needs a 4 MiB workspace and
+// lasts 100 us, while x's copy out and back takes about 526 us: swapping x cannot pay, and the
+// iteration fits only without x during op 1. Replaying the ReLU takes 10 us.
+struct ShortRecompute {
+  Profile profile;
+  TensorId x;
+};
+
+ShortRecompute MakeShortRecompute() {
+  ProfileBuilder b("short-recompute");
+  const TensorId a = b.Tensor("a", 64 << 10, /*persistent=*/true);
+  const TensorId x = b.Tensor("x", 4 << 20);
+  b.Op("relu", OpKind::kActivation, Phase::kForward, 10, {a}, {x});
+  b.Op("big", OpKind::kConv, Phase::kForward, 100, {}, {}, /*workspace=*/4 << 20);
+  b.Op("use", OpKind::kConv, Phase::kForward, 10, {x}, {});
+  return {b.Finish(), x};
+}
+
+TEST(PlanTest, ShortRecomputableIntervalIsOfferedAndChosenWhereSwappingCannotPay) {
+  const ShortRecompute s = MakeShortRecompute();
+  const MachineModel m = TestMachine((4 << 20) + (256 << 10));
+  for (Policy policy : {Policy::kPooch, Policy::kOptimal}) {
+    absl::StatusOr<PlanResult> r = MakePlan(s.profile, m, policy);
+    ASSERT_TRUE(r.ok()) << PolicyName(policy) << ": " << r.status();
+    ASSERT_EQ(r->candidates.size(), 1u) << PolicyName(policy);
+    EXPECT_EQ(r->candidates[0].tensor, s.x);
+    // optimal searches over every interval when they are few (Note [Exhaustive search]).
+    EXPECT_EQ(r->candidates[0].recompute_only, policy == Policy::kPooch);
+    EXPECT_THAT(r->plan.decisions, ElementsAre(Decision::kRecompute)) << PolicyName(policy);
+    EXPECT_DOUBLE_EQ(r->sim.iteration_us, 130) << PolicyName(policy);  // one 10 us replay
+  }
+  // The swapping policies are offered the long intervals only, find none that fits, and swap
+  // the short one, stalling on its copies (Note [Short intervals]).
+  absl::StatusOr<PlanResult> swapped = MakePlan(s.profile, m, Policy::kSwapOpt);
+  ASSERT_TRUE(swapped.ok()) << swapped.status();
+  ASSERT_EQ(swapped->candidates.size(), 1u);
+  EXPECT_FALSE(swapped->candidates[0].recompute_only);
+  EXPECT_THAT(swapped->plan.decisions, ElementsAre(Decision::kSwap));
+  EXPECT_GT(swapped->sim.iteration_us, 500);
+}
+
 TEST(PlanTest, CheckpointKeepsAboutSqrtN) {
   const Profile p =
       RandomProfile(4, {.min_layers = 25, .max_layers = 25, .replayable_probability = 1});
@@ -238,9 +279,12 @@ TEST(PlanTest, PoliciesAgainstOptimalOnRandomSmallGraphs) {
         continue;
       }
       // The returned plan, simulated afresh, fits.
-      const bool long_only = r->candidates == FindCandidates(p, &m, kRandomMinBytes);
-      const SimResult again =
-          Simulate(p, m, r->plan, {}, {.min_bytes = kRandomMinBytes, .long_only = long_only});
+      const bool recomputes = policy == Policy::kPooch || policy == Policy::kOptimal;
+      const bool long_only =
+          r->candidates == FindCandidates(p, &m, kRandomMinBytes, /*long_only=*/true, recomputes);
+      const SimResult again = Simulate(
+          p, m, r->plan, {},
+          {.min_bytes = kRandomMinBytes, .long_only = long_only, .short_recomputable = recomputes});
       ASSERT_TRUE(again.feasible) << PolicyName(policy) << " seed " << seed << ": "
                                   << again.failure;
       EXPECT_LE(again.peak_bytes, m.memory_bytes);

@@ -237,6 +237,11 @@ struct Simulator::Impl {
   std::vector<OpIndex> first_need_;
   std::vector<Replay> replays_;           // in order of (at, producer)
   std::vector<CandidateId> replay_maps_;  // the candidates replays_ materialise
+  // BuildReplays' table: per tensor, the last replay of a group that reads it, valid when
+  // reader_group_ holds that group's stamp.
+  std::vector<size_t> last_reader_;
+  std::vector<int64_t> reader_group_;
+  int64_t reader_stamp_ = 0;
   // (ReplayKey(q, producer), who) of every replay request, duplicates included.
   std::vector<std::pair<uint64_t, int32_t>> replay_keys_;
   std::vector<Request> replay_requests_;  // a max-heap on producer
@@ -306,7 +311,7 @@ Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine, Candi
     : profile_(profile), machine_(machine) {
   op_count_ = static_cast<int32_t>(profile_.ops.size());
   candidates_ = FindCandidates(profile_, filter.matter_only ? &machine_ : nullptr, filter.min_bytes,
-                               filter.long_only);
+                               filter.long_only, filter.short_recomputable);
   facts_ = ComputeReplayFacts(profile_);
   of_tensor_.assign(profile_.tensors.size(), {});
   for (CandidateId c = 0; c < static_cast<CandidateId>(candidates_.size()); ++c) {
@@ -567,26 +572,40 @@ void Simulator::Impl::BuildReplays() {
       r.last = static_cast<int32_t>(replay_maps_.size());
     }
   }
-  for (size_t k = 0; k < replays_.size(); ++k) {
-    Replay& r = replays_[k];
-    const Op& op = p.ops[r.producer];
-    r.transient_bytes = op.workspace_bytes;
-    r.free_after += op.workspace_bytes;
-    for (TensorId out : op.writes) {
-      bool materialised = false;
-      for (int32_t i = r.first; i < r.last; ++i) {
-        materialised |= candidates_[replay_maps_[i]].tensor == out;
+  // Each group of replays before the same op is walked backwards, so that when replay k is
+  // reached, last_reader_[t] holds the last later replay of the group that reads t (stamped with
+  // the group, a count across runs, so that the table is never cleared): linear in the replays'
+  // reads, where a chain of hundreds of replays before one op would make a forward scan per output
+  // quadratic.
+  last_reader_.resize(p.tensors.size(), 0);
+  reader_group_.resize(p.tensors.size(), -1);
+  for (size_t end = replays_.size(); end > 0;) {
+    size_t begin = end - 1;
+    while (begin > 0 && replays_[begin - 1].at == replays_[end - 1].at) --begin;
+    const int64_t group = ++reader_stamp_;
+    for (size_t k = end; k-- > begin;) {
+      Replay& r = replays_[k];
+      const Op& op = p.ops[r.producer];
+      r.transient_bytes = op.workspace_bytes;
+      r.free_after += op.workspace_bytes;
+      for (TensorId out : op.writes) {
+        bool materialised = false;
+        for (int32_t i = r.first; i < r.last; ++i) {
+          materialised |= candidates_[replay_maps_[i]].tensor == out;
+        }
+        if (materialised || ResidentAt(out, r.at)) continue;
+        r.transient_bytes += DeviceBytes(p.tensors[out]);
+        // Held until the last replay before the same op that reads it.
+        const size_t last_reader = reader_group_[out] == group ? last_reader_[out] : k;
+        replays_[last_reader].free_after += DeviceBytes(p.tensors[out]);
       }
-      if (materialised || ResidentAt(out, r.at)) continue;
-      r.transient_bytes += DeviceBytes(p.tensors[out]);
-      // Held until the last replay before the same op that reads it.
-      size_t last_reader = k;
-      for (size_t i = k + 1; i < replays_.size() && replays_[i].at == r.at; ++i) {
-        const std::vector<TensorId>& reads = p.ops[replays_[i].producer].reads;
-        if (std::find(reads.begin(), reads.end(), out) != reads.end()) last_reader = i;
+      for (TensorId in : op.reads) {
+        if (reader_group_[in] == group) continue;  // a later replay reads it already
+        reader_group_[in] = group;
+        last_reader_[in] = k;
       }
-      replays_[last_reader].free_after += DeviceBytes(p.tensors[out]);
     }
+    end = begin;
   }
 }
 

@@ -105,13 +105,16 @@ struct CandidateFilter {
   bool matter_only = true;
   int64_t min_bytes = 0;  // tensors smaller than this are not candidates
   bool long_only = true;  // only intervals long enough to hide their own copies
+  // With long_only, the short recomputable intervals that are cheaper to rebuild than to move
+  // too (Candidate::recompute_only): for the policies that recompute.
+  bool short_recomputable = false;
 };
 
 class Simulator {
  public:
   // REQUIRES: profile.Validate().ok(). Both are referenced, not copied, and must outlive this.
   // The candidates are FindCandidates(profile, &machine (or none when !filter.matter_only),
-  // filter.min_bytes, filter.long_only).
+  // filter.min_bytes, filter.long_only, filter.short_recomputable).
   Simulator(const Profile& profile, const MachineModel& machine, CandidateFilter filter = {});
   ~Simulator();
   Simulator(const Simulator&) = delete;

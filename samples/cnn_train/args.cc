@@ -15,9 +15,9 @@ namespace {
 constexpr std::string_view kModels[] = {"resnet50", "resnet18", "vgg16",   "alexnet", "tiny",
                                         "unet",     "densenet", "skipnet", "moe"};
 constexpr std::string_view kValueFlags[] = {
-    "--model", "--batch",    "--image",   "--classes", "--iters",      "--seed",
-    "--lr",    "--momentum", "--experts", "--top-k",   "--vary-image", "--force-choices",
-    "--nvtx-period"};
+    "--model",       "--batch",    "--image",   "--classes", "--iters",      "--seed",
+    "--lr",          "--momentum", "--experts", "--top-k",   "--vary-image", "--force-choices",
+    "--nvtx-period", "--width"};
 constexpr size_t kMaxImageSizes = 16;
 
 // Whole-string integer parse in [min, max]; no sign games, no trailing garbage.
@@ -63,7 +63,7 @@ const char* UsageText() {
          "                 [--iters N] [--seed S] [--lr X] [--momentum X] [--experts E]\n"
          "                 [--top-k K] [--vary-batch] [--nvtx] [--host-loss]\n"
          "                 [--force-choices 'gates G' | 'experts E1,E2,...' [;...]]\n"
-         "                 [--nvtx-period P]\n"
+         "                 [--nvtx-period P] [--conv-bias] [--inplace-skips] [--width W]\n"
          "Trains a CNN on synthetic data with cuDNN and cuBLAS. Prints one line per iteration,\n"
          "  iter N loss L ms T img_per_s R [image S] [gates G] [experts E1,E2,...]\n"
          "then peak_device_bytes B and params_checksum H (FNV-1a of the parameters, hex).\n"
@@ -81,6 +81,10 @@ const char* UsageText() {
          "--nvtx-period P each P iterations in one (and implies --nvtx).\n"
          "--host-loss reads the loss back between forward and backward (loss.item()) and\n"
          "prints loss_item N L there.\n"
+         "--conv-bias adds a bias after every convolution, in place (cudnnAddTensor on its\n"
+         "output); --inplace-skips adds residual shortcuts into the main path's map in place\n"
+         "(cudnnOpTensor with the output as an input); --width W sets unet's first level's\n"
+         "channels (default 16). Not for skipnet or moe.\n"
          "Exit status: 0 ok, 2 bad arguments, 3 out of device memory, 4 other CUDA/cuDNN/cuBLAS "
          "error.\n";
 }
@@ -104,12 +108,21 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       options.host_loss = true;
       continue;
     }
+    if (arg == "--conv-bias") {
+      options.conv_bias = true;
+      continue;
+    }
+    if (arg == "--inplace-skips") {
+      options.inplace_skips = true;
+      continue;
+    }
     if (!arg.starts_with("--")) return "unexpected argument '" + std::string(arg) + "'";
     std::string_view name = arg;
     std::string_view value;
     const size_t eq = arg.find('=');
     if (eq != std::string_view::npos) name = arg.substr(0, eq);
-    if (name == "--vary-batch" || name == "--nvtx" || name == "--host-loss") {
+    if (name == "--vary-batch" || name == "--nvtx" || name == "--host-loss" ||
+        name == "--conv-bias" || name == "--inplace-skips") {
       return std::string(name) + " takes no value";
     }
     bool known = false;
@@ -191,9 +204,18 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       if (!v) return bad("an integer in 1..1048576");
       options.nvtx_period = *v;
       options.nvtx = true;
+    } else if (name == "--width") {
+      const auto v = ParseInt<int>(value, 1, 1024);
+      if (!v) return bad("an integer in 1..1024");
+      options.width = *v;
     }
   }
   if (experts_given && options.model != "moe") return "--experts and --top-k need --model moe";
+  if ((options.conv_bias || options.inplace_skips || options.width != 0) &&
+      (options.model == "skipnet" || options.model == "moe")) {
+    return "--conv-bias, --inplace-skips and --width are not for --model " + options.model;
+  }
+  if (options.width != 0 && options.model != "unet") return "--width needs --model unet";
   if (options.top_k > options.experts) {
     return "--top-k " + std::to_string(options.top_k) + " is more than --experts " +
            std::to_string(options.experts);

@@ -37,6 +37,12 @@ struct Options {
   // The loss is computed on the device and read back to the host between forward and backward
   // (a synchronous cudaMemcpy of one float), and printed, as a script's loss.item() does.
   bool host_loss = false;
+  // How a static model's layers are written (NetworkVariant in network.h): --conv-bias (every
+  // convolution adds its bias in place), --inplace-skips (residual additions into the main
+  // path's map), --width N (unet's first level, default 16).
+  bool conv_bias = false;
+  bool inplace_skips = false;
+  int width = 0;
   // --force-choices: what a dynamic model runs (Model::ForceChoices), for
   // scripts/bench_dynamic.sh's oracles: one choice for every iteration (each iteration's choice
   // planned as a static network), or several separated by ';', iteration i running the

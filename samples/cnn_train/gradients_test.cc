@@ -165,6 +165,25 @@ TEST(GradientsTest, IterationFreesEveryMap) {
   }
 }
 
+// Issue 37's variants: residual additions in place compute what the plain model does, bit for
+// bit (the same parameters, the same sums); with every convolution's bias added in place the
+// loss is finite; and an iteration frees what it allocated either way.
+TEST(GradientsTest, VariantsComputeWhatTheirPlainModelsDo) {
+  for (const char* model : {"tiny", "resnet18"}) {
+    Harness plain({3, 16, 16}, BuildNetwork(model, 16, kClasses));
+    Harness skips({3, 16, 16}, BuildNetwork(model, 16, kClasses, {.inplace_skips = true}));
+    EXPECT_EQ(plain.Step(), skips.Step()) << model;
+  }
+  for (const char* model : {"tiny", "unet", "resnet18"}) {
+    Harness h({3, 16, 16},
+              BuildNetwork(model, 16, kClasses, {.conv_bias = true, .inplace_skips = true}));
+    EXPECT_TRUE(std::isfinite(h.Step())) << model;
+    const size_t after_one = h.memory().live_bytes();
+    h.Step();
+    EXPECT_EQ(after_one, h.memory().live_bytes()) << model;
+  }
+}
+
 // The dynamic models (issue 16) free what an iteration allocated whichever blocks or experts
 // ran, the gradient buffers they hand between their parts included; and parameters are freed
 // once at the end (DeviceMemory dies on an unknown or doubly freed pointer).

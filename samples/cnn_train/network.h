@@ -35,6 +35,19 @@
 
 namespace cnn_train {
 
+// How a static model's layers are written (args.h: --conv-bias, --inplace-skips, --width), the
+// habits of trainers written outside this project that a planner has to see through.
+struct NetworkVariant {
+  // Every convolution adds a bias in place into its output (cudnnAddTensor after
+  // cudnnConvolutionForward): each convolution output is written by two calls.
+  bool conv_bias = false;
+  // Residual additions write into the main path's map (cudnnOpTensor with the output as an
+  // input, `out += identity`) instead of a new one.
+  bool inplace_skips = false;
+  // unet: the first level's channels (each level doubles them); 0: the model's 16.
+  int width = 0;
+};
+
 class Network final : public Model {
  public:
   // Node 0 is the network input, of per-sample shape `input`.
@@ -51,6 +64,9 @@ class Network final : public Model {
   // see the overwritten tensor); read the in-place layer's node instead.
   int Add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs);
   const Dims& dims(int node) const { return nodes_[node].out; }
+  // How the model builders write its layers; set before the first Add.
+  const NetworkVariant& variant() const { return variant_; }
+  void set_variant(const NetworkVariant& variant) { variant_ = variant; }
   // The last node added: the logits.
   int output() const { return static_cast<int>(nodes_.size()) - 1; }
   // Floats in the trainable parameters.
@@ -97,6 +113,7 @@ class Network final : public Model {
   std::vector<ParamSpec*> trainable_params() const;
 
  private:
+  NetworkVariant variant_;
   struct Node {
     std::string name;
     std::unique_ptr<Layer> layer;  // null for the input

@@ -150,7 +150,8 @@ class Trainer {
     sizes_ = options.vary_image;
     if (sizes_.empty()) sizes_.push_back(options.image);
     for (int image : sizes_) {
-      models_.push_back(BuildModel(options.model, image, options.classes, dynamic));
+      models_.push_back(BuildModel(options.model, image, options.classes, dynamic,
+                                   {options.conv_bias, options.inplace_skips, options.width}));
       for (const std::string& choice : options.force_choices) {
         if (!models_.back()->ForceChoices(choice)) {
           Fail(kExitUsage, "--force-choices '%s' does not fit --model %s", choice.c_str(),
@@ -195,8 +196,8 @@ class Trainer {
         sizes_.size() > 1 ? ImageIndex(options_.seed, iter, sizes_.size()) : 0;
     Model& net = *models_[size_index];
     if (options_.force_choices.size() > 1) {  // checked at construction
-      net.ForceChoices(options_.force_choices[static_cast<size_t>(iter) %
-                                              options_.force_choices.size()]);
+      net.ForceChoices(
+          options_.force_choices[static_cast<size_t>(iter) % options_.force_choices.size()]);
     }
     SyntheticBatch(options_.seed, iter, batch, sizes_[size_index], classes, &images_, &labels_);
     host_onehot_.assign(logits_count, 0.0f);

@@ -756,6 +756,12 @@ policies)
     densenet) set -- --model densenet --batch 16 --image 32 --iters 4 ;;
     # The loss read back to the host between forward and backward in every iteration.
     tiny-hostloss) set -- --model tiny --batch 64 --iters 8 --host-loss ;;
+    # Issue 37's habits of trainers written outside this project: every convolution's output
+    # then added to in place by its bias (cudnnAddTensor), residual shortcuts added in place into
+    # the main path's map (cudnnOpTensor), and the loss read back mid-iteration (tiny-habits);
+    # unet's in-place skips with the bias additions (unet-bias).
+    tiny-habits) set -- --model tiny --batch 64 --iters 8 --conv-bias --inplace-skips --host-loss ;;
+    unet-bias) set -- --model unet --batch 16 --image 64 --iters 4 --conv-bias ;;
     # Issue 16's dynamic workloads: what runs changes from iteration to iteration, decided from
     # values computed on the device and read back mid-forward (docs/simgpu.md, cnn_train).
     # They mark their iterations with NVTX ranges that pooch reads (POOCH_ITERATION_MARKER=nvtx),

@@ -15,8 +15,10 @@ class Builder {
  public:
   explicit Builder(Network& net) : net_(net) {}
 
+  // With a bias when asked, or for every convolution under NetworkVariant::conv_bias.
   int Conv(const std::string& name, int in, int channels, int kernel, int stride, int pad,
            bool bias = false) {
+    bias = bias || net_.variant().conv_bias;
     return net_.Add(name, MakeConv(name, net_.dims(in), channels, kernel, stride, pad, bias), {in});
   }
   int ConvTranspose(const std::string& name, int in, int channels, int kernel, int stride) {
@@ -39,7 +41,10 @@ class Builder {
   int GlobalAvgPool(const std::string& name, int in) {
     return net_.Add(name, MakeGlobalAvgPool(net_.dims(in)), {in});
   }
+  // a + b into a new map, or into a under NetworkVariant::inplace_skips (then `a` must be read
+  // by nothing after, as AddInto).
   int Sum(const std::string& name, int a, int b) {
+    if (net_.variant().inplace_skips) return AddInto(name, a, b);
     return net_.Add(name, MakeAdd(net_.dims(a), net_.dims(b)), {a, b});
   }
   // a += b, in place: later layers read the returned node, never `a`.

@@ -115,8 +115,10 @@ void BuildTiny(Network& net, int classes) {
 
 }  // namespace
 
-std::unique_ptr<Network> BuildNetwork(const std::string& model, int image, int classes) {
+std::unique_ptr<Network> BuildNetwork(const std::string& model, int image, int classes,
+                                      const NetworkVariant& variant) {
   auto net = std::make_unique<Network>(Dims{3, image, image});
+  net->set_variant(variant);
   if (model == "resnet50") {
     BuildResNet(*net, /*bottleneck=*/true, {3, 4, 6, 3}, classes);
   } else if (model == "resnet18") {
@@ -138,10 +140,10 @@ std::unique_ptr<Network> BuildNetwork(const std::string& model, int image, int c
 }
 
 std::unique_ptr<Model> BuildModel(const std::string& model, int image, int classes,
-                                  const DynamicOptions& dynamic) {
+                                  const DynamicOptions& dynamic, const NetworkVariant& variant) {
   if (model == "skipnet") return BuildSkipNet(image, classes);
   if (model == "moe") return BuildMoe(image, classes, dynamic.experts, dynamic.top_k);
-  return BuildNetwork(model, image, classes);
+  return BuildNetwork(model, image, classes, variant);
 }
 
 }  // namespace cnn_train

@@ -47,12 +47,14 @@ struct DynamicOptions {
   int top_k = 2;
 };
 
-// REQUIRES: `model` is one of the names above.
+// REQUIRES: `model` is one of the names above. `variant` applies to the static models.
 std::unique_ptr<Model> BuildModel(const std::string& model, int image, int classes,
-                                  const DynamicOptions& dynamic = {});
+                                  const DynamicOptions& dynamic = {},
+                                  const NetworkVariant& variant = {});
 
 // The static models (all but skipnet and moe) as the one Network they are.
-std::unique_ptr<Network> BuildNetwork(const std::string& model, int image, int classes);
+std::unique_ptr<Network> BuildNetwork(const std::string& model, int image, int classes,
+                                      const NetworkVariant& variant = {});
 
 // models_skipnet.cc, models_moe.cc. REQUIRES: 1 <= top_k <= experts.
 std::unique_ptr<Model> BuildSkipNet(int image, int classes);

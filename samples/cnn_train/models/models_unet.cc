@@ -17,7 +17,7 @@ namespace cnn_train {
 namespace {
 
 constexpr int kLevels = 3;
-constexpr int kWidth = 16;  // channels of the first level; each level doubles them
+constexpr int kWidth = 16;  // channels of the first level (NetworkVariant::width); each doubles
 
 // Two conv-BN-ReLU, named <prefix>conv1 ... <prefix>relu2.
 int DoubleConv(Builder& b, const std::string& prefix, int in, int channels) {
@@ -29,19 +29,20 @@ int DoubleConv(Builder& b, const std::string& prefix, int in, int channels) {
 
 void BuildUNet(Network& net, int classes) {
   Builder b(net);
+  const int width = net.variant().width > 0 ? net.variant().width : kWidth;
   int skips[kLevels];
   int x = Network::kInput;
   for (int level = 0; level < kLevels; ++level) {
     const std::string name = "enc" + std::to_string(level + 1);
-    skips[level] = DoubleConv(b, name + ".", x, kWidth << level);
+    skips[level] = DoubleConv(b, name + ".", x, width << level);
     x = b.MaxPool("pool" + std::to_string(level + 1), skips[level], 2, 2, 0);
   }
-  x = DoubleConv(b, "bottleneck.", x, kWidth << kLevels);
+  x = DoubleConv(b, "bottleneck.", x, width << kLevels);
   for (int level = kLevels - 1; level >= 0; --level) {
     const std::string name = "dec" + std::to_string(level + 1);
-    x = b.ConvTranspose(name + ".up", x, kWidth << level, 2, 2);
+    x = b.ConvTranspose(name + ".up", x, width << level, 2, 2);
     x = b.AddInto(name + ".skip", x, skips[level]);
-    x = DoubleConv(b, name + ".", x, kWidth << level);
+    x = DoubleConv(b, name + ".", x, width << level);
   }
   x = b.Conv("head", x, classes, 1, 1, 0, /*bias=*/true);
   b.GlobalAvgPool("avgpool", x);
