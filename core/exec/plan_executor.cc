@@ -434,6 +434,13 @@ class PlanExecutor::Impl {
     absl::StatusOr<RecordedIteration> recorded =
         recorder_.Reference(small_.Stats().slab_bytes, &positions);
     recorder_.DropKept();
+    if (recorded.ok() && recorded->unstable_accesses > 0) {
+      // Note [Stable kernel accesses] (core/profile/stable_accesses.cc).
+      POOCH_LOG_AT(kInfo,
+                   "profile: %lld kernel accesses left out (another recorded iteration's op "
+                   "did not touch that tensor)",
+                   static_cast<long long>(recorded->unstable_accesses));
+    }
     absl::StatusOr<BuiltProfile> built =
         recorded.ok()
             ? BuildProfile(*recorded, {.name = "measured", .granularity = manager_.granularity()})

@@ -50,29 +50,33 @@ IterationTracker::Step OpStreamRecorder::Op(const char* name, absl::Span<const A
   k.name = name;
   k.replay_capable = replay_capable;
   k.copy = copy;
+  k.guessed = !exact_accesses;
   for (const Access& a : accesses) {
     auto it = live_.find(a.allocation);
     if (it == live_.end()) continue;
     if (exact_accesses) {
       signature = absl::HashOf(signature, it->second.bytes, static_cast<int>(a.mode));
     }
+    if (it->second.managed) k.alloc_seqs.push_back(it->second.seq);
     (it->second.managed ? k.accesses : k.unmanaged).push_back(a);
   }
   const IterationTracker::Step step =
       tracker_.Feed({StreamEvent::Kind::kOp, static_cast<uint64_t>(signature), 0});
   k.seq = step.seq;
+  k.signature = signature;
   Keep(std::move(k));
   return step;
 }
 
 IterationTracker::Step OpStreamRecorder::Alloc(uint64_t allocation, int64_t bytes, bool managed) {
   if (managed) managed_bytes_[allocation] = bytes;
+  const uint64_t signature = absl::HashOf(1, bytes, managed);
   const IterationTracker::Step step =
-      tracker_.Feed({StreamEvent::Kind::kAlloc,
-                     static_cast<uint64_t>(absl::HashOf(1, bytes, managed)), allocation, bytes});
+      tracker_.Feed({StreamEvent::Kind::kAlloc, signature, allocation, bytes});
   live_[allocation] = Live{bytes, managed, step.seq};
   Kept k;
   k.seq = step.seq;
+  k.signature = signature;
   k.kind = StreamEvent::Kind::kAlloc;
   k.allocation = managed ? allocation : 0;
   Keep(std::move(k));
@@ -84,11 +88,12 @@ std::optional<IterationTracker::Step> OpStreamRecorder::Free(uint64_t allocation
   if (it == live_.end()) return std::nullopt;
   const Live live = it->second;
   live_.erase(it);
+  const uint64_t signature = absl::HashOf(2, live.bytes, live.managed);
   const IterationTracker::Step step =
-      tracker_.Feed({StreamEvent::Kind::kFree,
-                     static_cast<uint64_t>(absl::HashOf(2, live.bytes, live.managed)), allocation});
+      tracker_.Feed({StreamEvent::Kind::kFree, signature, allocation});
   Kept k;
   k.seq = step.seq;
+  k.signature = signature;
   k.kind = StreamEvent::Kind::kFree;
   k.allocation = live.managed ? allocation : 0;
   k.freed_unmanaged = live.managed ? 0 : allocation;
@@ -135,10 +140,17 @@ class OpStreamRecorder::ReferenceWalk {
     if (positions_ != nullptr) *positions_ = Positions{};
   }
 
-  RecordedIteration Walk(uint64_t first, uint64_t end) && {
+  // `accesses`, when not null, gets the ops' signatures and access keys (Note [Stable kernel
+  // accesses]).
+  RecordedIteration Walk(uint64_t first, uint64_t end, absl::Span<const uint64_t> skips,
+                         IterationAccesses* accesses) && {
+    accesses_ = accesses;
+    if (accesses_ != nullptr) {
+      *accesses_ = IterationAccesses{};
+      accesses_->first = first;
+    }
     // Note [Unmatched ops]: ops passed over in a recorded window are not the reference's; without
     // them the window's events are the reference's, position for position.
-    const std::vector<uint64_t>& skips = recorder_.tracker_.ReferenceSkips();
     size_t next_skip = 0;
     for (uint64_t seq = first; seq < end; ++seq) {
       if (next_skip < skips.size() && skips[next_skip] == seq) {
@@ -223,10 +235,26 @@ class OpStreamRecorder::ReferenceWalk {
     it_.events.push_back({RecordedIteration::Event::kOp, static_cast<int>(it_.ops.size()), 0, 0});
     if (positions_ != nullptr) positions_->ops.push_back(position_);
     it_.ops.push_back(std::move(op));
+    if (accesses_ != nullptr) NoteKeys(k);
+  }
+
+  // Note [Stable kernel accesses]: which tensors the op touched, comparable across windows.
+  void NoteKeys(const Kept& k) {
+    accesses_->signatures.push_back(k.signature);
+    accesses_->guessed.push_back(k.guessed);
+    std::vector<AccessKey>& keys = accesses_->keys.emplace_back();
+    for (size_t i = 0; i < k.accesses.size(); ++i) {
+      auto ordinal = ordinal_.find(k.accesses[i].allocation);
+      AccessKey& key = keys.emplace_back();
+      key.made_here = ordinal != ordinal_.end();
+      key.value = key.made_here ? ordinal->second : k.accesses[i].allocation;
+      key.alloc_seq = k.alloc_seqs[i];
+    }
   }
 
   void AddAlloc(const Kept& k) {
     if (k.allocation == 0) return;  // not managed
+    ordinal_[k.allocation] = made_here_.size();
     allocated_here_.insert(k.allocation);
     made_here_.push_back({k.allocation, position_});
     if (positions_ != nullptr) positions_->managed_allocs.push_back(position_);
@@ -273,6 +301,8 @@ class OpStreamRecorder::ReferenceWalk {
 
   const OpStreamRecorder& recorder_;
   Positions* const positions_;  // may be null
+  IterationAccesses* accesses_ = nullptr;
+  absl::flat_hash_map<uint64_t, uint64_t> ordinal_;  // allocation made here -> its ordinal
   RecordedIteration it_;
   int64_t position_ = -1;
   absl::flat_hash_set<uint64_t> allocated_here_;
@@ -298,7 +328,37 @@ absl::StatusOr<RecordedIteration> OpStreamRecorder::Reference(int64_t other_byte
     return absl::FailedPreconditionError(absl::StrCat("the reference iteration's events [", first,
                                                       ", ", end, ") are no longer kept"));
   }
-  return ReferenceWalk(*this, other_bytes, positions).Walk(first, end);
+  IterationAccesses accesses;
+  return StableWindow(first, end, other_bytes, positions, &accesses);
+}
+
+bool OpStreamRecorder::SameWindowBefore(uint64_t first, uint64_t length) const {
+  if (kept_.empty() || first < length || kept_.front().seq > first - length) return false;
+  const size_t at = static_cast<size_t>(first - kept_.front().seq);
+  for (size_t i = 0; i < length; ++i) {
+    const Kept& before = kept_[at - length + i];
+    const Kept& here = kept_[at + i];
+    if (before.kind != here.kind || before.signature != here.signature) return false;
+  }
+  return true;
+}
+
+RecordedIteration OpStreamRecorder::StableWindow(uint64_t first, uint64_t end,
+                                                 int64_t other_bytes, Positions* positions,
+                                                 IterationAccesses* accesses) const {
+  const std::vector<uint64_t>& skips = tracker_.ReferenceSkips();
+  RecordedIteration it =
+      ReferenceWalk(*this, other_bytes, positions).Walk(first, end, skips, accesses);
+  // Note [Stable kernel accesses]: the iteration before this one when it is the same events,
+  // then the window measured before (RecordNextIteration).
+  const uint64_t length = end - first;
+  if (skips.empty() && SameWindowBefore(first, length)) {
+    IterationAccesses before;
+    ReferenceWalk(*this, 0, nullptr).Walk(first - length, first, {}, &before);
+    it.unstable_accesses += KeepStableAccesses(before, *accesses, it);
+  }
+  if (previous_.has_value()) it.unstable_accesses += KeepStableAccesses(*previous_, *accesses, it);
+  return it;
 }
 
 void OpStreamRecorder::DropKept() {
@@ -307,11 +367,20 @@ void OpStreamRecorder::DropKept() {
 }
 
 void OpStreamRecorder::RecordNextIteration() {
+  previous_.reset();
+  if (const auto [first, end] = tracker_.ReferenceWindow();
+      !tracker_.Reference().empty() && !kept_.empty() && kept_.front().seq <= first &&
+      kept_.back().seq + 1 >= end) {
+    IterationAccesses accesses;
+    StableWindow(first, end, 0, nullptr, &accesses);
+    previous_ = std::move(accesses);
+  }
   DropKept();
   tracker_.RecordNextIteration();
 }
 
 void OpStreamRecorder::Reprofile() {
+  previous_.reset();
   DropKept();
   tracker_.Reprofile();
 }

@@ -29,6 +29,7 @@
 #include "absl/types/span.h"
 #include "core/profile/iteration_tracker.h"
 #include "core/profile/profile_builder.h"
+#include "core/profile/stable_accesses.h"
 
 namespace pooch {
 
@@ -67,6 +68,9 @@ class OpStreamRecorder {
   // before the reference exists or when its events are no longer kept.
   // With `positions`, also where the iteration's ops and managed allocations are, as positions
   // in the reference (IterationTracker::Step::position), for the plan's actions.
+  // Note [Stable kernel accesses] (stable_accesses.cc): a kernel's guessed accesses that another
+  // recorded window of the reference did not make are left out
+  // (RecordedIteration::unstable_accesses says how many).
   struct Positions {
     std::vector<int64_t> ops;             // of RecordedIteration::ops[i]
     std::vector<int64_t> managed_allocs;  // of the i-th kAlloc event of the RecordedIteration
@@ -83,7 +87,8 @@ class OpStreamRecorder {
   // Drops the reference and profiles again (IterationTracker::Reprofile) from the next event.
   void Reprofile();
   // Keeps the events of the next iteration followed to its end and makes it the reference's
-  // window (IterationTracker::RecordNextIteration): the same reference, measured again.
+  // window (IterationTracker::RecordNextIteration): the same reference, measured again. The
+  // window recorded so far is kept to compare the new one's guessed accesses with.
   void RecordNextIteration();
 
   // The tracker's alternates (Note [Switching references] in iteration_tracker.h).
@@ -99,8 +104,11 @@ class OpStreamRecorder {
   struct Kept {
     uint64_t seq = 0;
     StreamEvent::Kind kind = StreamEvent::Kind::kOp;
+    uint64_t signature = 0;         // the tracker's
     const char* name = nullptr;     // kOp
     std::vector<Access> accesses;   // kOp: managed allocations only
+    std::vector<uint64_t> alloc_seqs;  // kOp: each access's allocation's sequence number
+    bool guessed = false;           // kOp: the accesses are not exact (scanned words)
     std::vector<Access> unmanaged;  // kOp: the others (Note [Unprofiled inputs])
     double duration_us = 0;         // kOp
     bool replay_capable = false;    // kOp
@@ -119,6 +127,13 @@ class OpStreamRecorder {
   class ReferenceWalk;
 
   void Keep(Kept k);
+  // The kept window [first, end) without `skips`, its guessed accesses compared with another
+  // recorded window's (Note [Stable kernel accesses]); `accesses` gets what is kept of them.
+  RecordedIteration StableWindow(uint64_t first, uint64_t end, int64_t other_bytes,
+                                 Positions* positions, IterationAccesses* accesses) const;
+  // The kept window of `length` events just before `first`, when it is the same events as
+  // [first, first + length).
+  bool SameWindowBefore(uint64_t first, uint64_t length) const;
 
   IterationTracker tracker_;
   size_t max_kept_;
@@ -126,6 +141,8 @@ class OpStreamRecorder {
   // Sizes of managed allocations, kept after their free while their events may be needed.
   absl::flat_hash_map<uint64_t, int64_t> managed_bytes_;
   std::deque<Kept> kept_;  // consecutive sequence numbers, oldest first
+  // The window RecordNextIteration measures again (Note [Stable kernel accesses]).
+  std::optional<IterationAccesses> previous_;
 };
 
 }  // namespace pooch

@@ -217,6 +217,104 @@ TEST(OpStreamRecorderTest, RecordNextIterationMeasuresTheReferenceAgain) {
   EXPECT_EQ(loop.r.kept(), kept);
 }
 
+// Note [Stable kernel accesses]: a kernel whose accesses were guessed from its parameter words
+// writes the iteration's map `a` and has a stale word that points at one of two weights made
+// before the loop, chosen per iteration by `stale`.
+struct StaleWordLoop {
+  OpStreamRecorder r{{.marker = IterationMarker::kAuto, .profile_iterations = 2}};
+  static constexpr uint64_t kWeights[2] = {1, 2};
+  uint64_t next_id = 100;
+
+  StaleWordLoop() {
+    for (uint64_t w : kWeights) r.Alloc(w, 8 << 20, true);
+  }
+
+  // Returns whether the iteration completed profiling (or a recorded iteration).
+  bool Iteration(int stale) {
+    const uint64_t a = next_id++;
+    bool ready = r.Alloc(a, 4 << 20, true).profile_ready;
+    const std::vector<Access> words = {{a, RecordedAccess::kReadWrite},
+                                       {kWeights[stale], RecordedAccess::kReadWrite}};
+    ready |= r.Op("reduce_kernel", words, /*replay_capable=*/false, /*exact_accesses=*/false)
+                 .profile_ready;
+    ready |= r.Op("cudnnSoftmaxForward", std::vector<Access>{{a, RecordedAccess::kRead}})
+                 .profile_ready;
+    ready |= r.Free(a)->profile_ready;
+    return ready;
+  }
+
+  // Iterations with `stale` words until one completes profiling; false after `max`.
+  bool UntilReady(const std::vector<int>& stale, int max = 4) {
+    for (int i = 0; i < max; ++i) {
+      if (Iteration(stale[static_cast<size_t>(i) % stale.size()])) return true;
+    }
+    return false;
+  }
+
+  // The allocations the profile's kernel op touches.
+  std::vector<uint64_t> KernelAccesses(const RecordedIteration& it) {
+    std::vector<uint64_t> touched;
+    for (const RecordedAccess& a : it.ops[0].accesses) touched.push_back(a.allocation);
+    return touched;
+  }
+};
+
+TEST(OpStreamRecorderTest, AKernelWordThatPointsElsewhereInTheIterationBeforeIsLeftOut) {
+  StaleWordLoop loop;
+  ASSERT_TRUE(loop.UntilReady({0, 1}));
+  absl::StatusOr<RecordedIteration> it = loop.r.Reference(0);
+  ASSERT_TRUE(it.ok()) << it.status();
+  ASSERT_EQ(it->ops.size(), 2u);
+  // The map the kernel writes in both iterations stays; the weight its stale word hit is not
+  // the one the iteration before hit.
+  const uint64_t map = it->events[0].allocation;
+  EXPECT_THAT(loop.KernelAccesses(*it), testing::ElementsAre(map));
+  EXPECT_EQ(it->unstable_accesses, 1);
+  EXPECT_TRUE(BuildProfile(*it).ok());
+}
+
+TEST(OpStreamRecorderTest, AKernelWordThatPointsAtTheSameTensorIsKept) {
+  StaleWordLoop loop;
+  ASSERT_TRUE(loop.UntilReady({1}));
+  absl::StatusOr<RecordedIteration> it = loop.r.Reference(0);
+  ASSERT_TRUE(it.ok()) << it.status();
+  const uint64_t map = it->events[0].allocation;
+  EXPECT_THAT(loop.KernelAccesses(*it), testing::ElementsAre(map, StaleWordLoop::kWeights[1]));
+  EXPECT_EQ(it->unstable_accesses, 0);
+}
+
+// The swap-all pass's iteration (RecordNextIteration) is compared with the window it measures
+// again.
+TEST(OpStreamRecorderTest, ARecordedIterationKeepsTheKernelAccessesTheReferenceMade) {
+  for (const int again : {0, 1}) {
+    StaleWordLoop loop;
+    ASSERT_TRUE(loop.UntilReady({0}));
+    loop.r.RecordNextIteration();
+    ASSERT_TRUE(loop.UntilReady({again}));
+    absl::StatusOr<RecordedIteration> it = loop.r.Reference(0);
+    ASSERT_TRUE(it.ok()) << it.status();
+    const uint64_t map = it->events[0].allocation;
+    if (again == 0) {
+      EXPECT_THAT(loop.KernelAccesses(*it),
+                  testing::ElementsAre(map, StaleWordLoop::kWeights[0]));
+      EXPECT_EQ(it->unstable_accesses, 0);
+    } else {
+      EXPECT_THAT(loop.KernelAccesses(*it), testing::ElementsAre(map));
+      EXPECT_EQ(it->unstable_accesses, 1);
+    }
+  }
+}
+
+// Exact accesses (a library call's) are never left out, whatever the iteration before touched.
+TEST(OpStreamRecorderTest, ExactAccessesAreNeverLeftOut) {
+  Loop loop;
+  ASSERT_TRUE(loop.IterateUntilReady().has_value());
+  absl::StatusOr<RecordedIteration> it = loop.r.Reference(0);
+  ASSERT_TRUE(it.ok()) << it.status();
+  EXPECT_EQ(it->unstable_accesses, 0);
+  EXPECT_EQ(it->ops[0].accesses.size(), 2u);
+}
+
 // Note [Unmatched ops]: an op passed over in the recorded iteration is left out of the profile,
 // whose positions are then the reference's.
 TEST(OpStreamRecorderTest, AnOpPassedOverInTheRecordedIterationIsLeftOut) {

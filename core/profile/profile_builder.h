@@ -74,6 +74,9 @@ struct RecordedIteration {
   std::vector<Persistent> persistent;
   // Memory not modelled per tensor (small allocations, the reuse cache): a constant.
   int64_t resident_other_bytes = 0;
+  // Kernel accesses left out because another recorded iteration did not make them (Note [Stable
+  // kernel accesses] in core/profile/stable_accesses.cc); not used by BuildProfile.
+  int64_t unstable_accesses = 0;
 };
 
 struct BuiltProfile {
