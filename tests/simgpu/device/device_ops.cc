@@ -200,7 +200,10 @@ Err Device::StreamQuery(void* stream) {
   StreamClock* s = ResolveStreamLocked(stream);
   if (s == nullptr) return Err::kInvalidHandle;
   if (sticky_ != Err::kOk) return sticky_;
-  if (timeline_.StreamDone(*s) <= timeline_.host_ns()) return Err::kOk;
+  if (double done = timeline_.StreamDone(*s); done <= timeline_.host_ns()) {
+    timeline_.HostWaitUntil(done);  // seen to have ended (Note [Host clocks])
+    return Err::kOk;
+  }
   timeline_.HostAdvance(kPollNs);
   return Err::kNotReady;
 }
@@ -260,7 +263,11 @@ Err Device::EventQuery(void* event) {
   Event* e = ResolveEventLocked(event);
   if (e == nullptr) return Err::kInvalidHandle;
   if (sticky_ != Err::kOk) return sticky_;
-  if (!e->recorded || e->time_ns <= timeline_.host_ns()) return Err::kOk;
+  if (!e->recorded) return Err::kOk;
+  if (e->time_ns <= timeline_.host_ns()) {
+    timeline_.HostWaitUntil(e->time_ns);  // seen to have ended (Note [Host clocks])
+    return Err::kOk;
+  }
   timeline_.HostAdvance(kPollNs);
   return Err::kNotReady;
 }

@@ -5,14 +5,20 @@
 namespace simgpu {
 
 double& HostClocks::Clock() {
-  if (!per_thread_) return shared_ns_;
-  return by_thread_.try_emplace(std::this_thread::get_id(), latest_ns_).first->second;
+  double& c = per_thread_
+                  ? by_thread_.try_emplace(std::this_thread::get_id(), latest_ns_).first->second
+                  : shared_ns_;
+  c = std::max(c, waited_ns_);
+  return c;
 }
 
 double HostClocks::Now() const {
-  if (!per_thread_) return shared_ns_;
-  auto it = by_thread_.find(std::this_thread::get_id());
-  return it == by_thread_.end() ? latest_ns_ : it->second;
+  double c = shared_ns_;
+  if (per_thread_) {
+    auto it = by_thread_.find(std::this_thread::get_id());
+    c = it == by_thread_.end() ? latest_ns_ : it->second;
+  }
+  return std::max(c, waited_ns_);
 }
 
 void HostClocks::Advance(double ns) {
@@ -22,8 +28,8 @@ void HostClocks::Advance(double ns) {
 }
 
 void HostClocks::WaitUntil(double t_ns) {
+  waited_ns_ = std::max(waited_ns_, t_ns);
   double& c = Clock();
-  c = std::max(c, t_ns);
   latest_ns_ = std::max(latest_ns_, c);
 }
 
