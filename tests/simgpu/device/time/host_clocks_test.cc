@@ -34,6 +34,22 @@ TEST(HostClocks, WaitUntilOnlyMovesForward) {
   EXPECT_EQ(h.Now(), 250);
 }
 
+TEST(HostClocks, NoClockIsBeforeWorkAnyThreadWaitedFor) {
+  HostClocks h;
+  h.Advance(100);  // this thread: 100
+  std::thread waiter([&] {
+    h.Advance(1);      // starts at 100, now 101
+    h.WaitUntil(500);  // waits for work that ends at 500
+    h.Advance(1000);   // its own costs: 1500
+  });
+  waiter.join();
+  // The work's end is known to every thread; the waiter's own costs are not.
+  EXPECT_EQ(h.Now(), 500);
+  h.Advance(10);
+  EXPECT_EQ(h.Now(), 510);
+  EXPECT_EQ(h.Latest(), 1500);
+}
+
 TEST(HostClocks, SharedClockIsOneForEveryThread) {
   HostClocks h(/*per_thread=*/false);
   h.Advance(100);
