@@ -18,7 +18,8 @@ Device& Device::Get() {
   return *device;
 }
 
-Device::Device(const Config& config) : config_(config) {
+Device::Device(const Config& config)
+    : config_(config), timeline_(config.host_mode == HostMode::kOn) {
   legacy_.id = 0;
   legacy_.legacy = true;
   legacy_.blocking = true;
@@ -40,6 +41,13 @@ bool Device::FailNow(const char* api) {
   std::fprintf(stderr, "simgpu: SIMGPU_FAIL: call %" PRIu64 " of %s fails with out-of-memory\n",
                fail_seen_, api);
   return true;
+}
+
+void Device::ChargeLocked(HostCall call, uint64_t pinned_bytes) {
+  const HostCosts& c = config_.host_costs;
+  double us = c.us[static_cast<int>(call)] +
+              c.pinned_us_per_gib * static_cast<double>(pinned_bytes) / double(uint64_t{1} << 30);
+  if (us > 0) timeline_.HostAdvance(us * 1e3);
 }
 
 Err Device::Sticky() {

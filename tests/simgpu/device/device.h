@@ -23,7 +23,9 @@
 //   host and device run on the copy engine of their direction for bytes / link bandwidth plus
 //   the latency. A copy to or from pageable host memory, and every synchronous call, makes the
 //   host wait until the op ends. Queries advance the host clock by kPollNs when not ready, so
-//   that polling loops terminate.
+//   that polling loops terminate. Each public method is one API call: it charges the calling
+//   thread's host clock the call's cost (config/host_costs.h) before it acts, so what it enqueues
+//   starts no earlier than the call's end (Note [Host clocks] in time/host_clocks.h).
 //
 //   Errors. An op touching memory that is not mapped, not accessible or freed sets the sticky
 //   kIllegalAddress; a race (hazards.h) under SIMGPU_HAZARDS=error sets the sticky kHazard.
@@ -191,8 +193,24 @@ class Device {
     bool recorded = false;
     double time_ns = 0;
   };
+  // Holds mu_ for one API call and charges the calling thread the call's host cost: the one
+  // place where simgpu's API calls spend host time (Note [Host clocks]).
+  class CallLock {
+   public:
+    CallLock(Device& d, HostCall call, uint64_t pinned_bytes = 0) : lock_(d.mu_) {
+      d.ChargeLocked(call, pinned_bytes);
+    }
+
+   private:
+    std::lock_guard<std::mutex> lock_;
+  };
 
   // REQUIRES: mu_ held.
+  // Advances the calling thread's clock by the cost of `call` (and of `pinned_bytes` of pinned
+  // host memory).
+  void ChargeLocked(HostCall call, uint64_t pinned_bytes);
+  // MemFree's and MemFreeAsync's work once the host has waited as the call requires.
+  Err FreeLocked(void* ptr, void* stream);
   Err EnsureReservedLocked();
   bool InDeviceRange(uint64_t addr, uint64_t bytes) const;
   StreamClock* ResolveStreamLocked(void* stream);

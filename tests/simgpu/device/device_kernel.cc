@@ -52,7 +52,7 @@ namespace simgpu {
 
 Err Device::LaunchKernel(const char* op, void* stream, const KernelWord* words, size_t n) {
   if (n > 0 && words == nullptr) return Err::kInvalidValue;
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kLaunch);
   if (sticky_ != Err::kOk) return sticky_;
   StreamClock* s = ResolveStreamLocked(stream);
   if (s == nullptr) return Err::kInvalidHandle;

@@ -269,28 +269,30 @@ Err Device::AllocLocked(uint64_t bytes, StreamClock* s, void** out) {
 }
 
 Err Device::MemAlloc(uint64_t bytes, void** out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kMalloc);
   return AllocLocked(bytes, nullptr, out);
 }
 
 Err Device::MemAllocAsync(uint64_t bytes, void* stream, void** out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kMallocAsync);
   StreamClock* s = ResolveStreamLocked(stream);
   if (s == nullptr) return Err::kInvalidHandle;
   return AllocLocked(bytes, s, out);
 }
 
 Err Device::MemFree(void* ptr) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // cudaFree synchronises the device first.
-    HostWaitLocked("cudaFree", timeline_.DeviceDone());
-  }
-  return MemFreeAsync(ptr, nullptr);
+  CallLock lock(*this, HostCall::kFree);
+  // cudaFree synchronises the device first.
+  HostWaitLocked("cudaFree", timeline_.DeviceDone());
+  return FreeLocked(ptr, nullptr);
 }
 
 Err Device::MemFreeAsync(void* ptr, void* stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kFreeAsync);
+  return FreeLocked(ptr, stream);
+}
+
+Err Device::FreeLocked(void* ptr, void* stream) {
   if (sticky_ != Err::kOk) return sticky_;
   uint64_t base = reinterpret_cast<uint64_t>(ptr);
   auto it = allocs_.find(base);
@@ -323,7 +325,7 @@ Err Device::MemFreeAsync(void* ptr, void* stream) {
 }
 
 void Device::MemInfo(uint64_t* free_bytes, uint64_t* total_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kQuery);
   RetireFreesLocked();
   *free_bytes = config_.machine.capacity_bytes - used_bytes_;
   *total_bytes = config_.machine.capacity_bytes;
@@ -337,14 +339,14 @@ Err Device::HostAlloc(uint64_t bytes, void** out) {
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   if (p == MAP_FAILED) return Err::kOutOfMemory;
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kHostAlloc, bytes);
   pinned_[reinterpret_cast<uint64_t>(p)] = len;
   *out = p;
   return Err::kOk;
 }
 
 Err Device::HostFree(void* ptr) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kHostFree);
   uint64_t base = reinterpret_cast<uint64_t>(ptr);
   auto it = pinned_.find(base);
   if (it == pinned_.end()) return Err::kInvalidValue;
@@ -360,7 +362,7 @@ Err Device::HostFree(void* ptr) {
 
 Err Device::PhysCreate(uint64_t bytes, uint64_t* handle) {
   if (bytes == 0 || bytes % kGranularity != 0 || handle == nullptr) return Err::kInvalidValue;
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kMemCreate);
   if (sticky_ != Err::kOk) return sticky_;
   if (Err e = EnsureReservedLocked(); e != Err::kOk) return e;
   RetireFreesLocked();  // the pool's unfinished frees still hold their memory
@@ -385,7 +387,7 @@ void Device::DropPhysLocked(uint64_t handle) {
 }
 
 Err Device::PhysRelease(uint64_t handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kMemRelease);
   auto it = phys_handles_.find(handle);
   if (it == phys_handles_.end() || it->second.released) return Err::kInvalidValue;
   it->second.released = true;
@@ -399,7 +401,7 @@ Err Device::AddressReserve(uint64_t bytes, uint64_t alignment, uint64_t hint, vo
   if ((alignment & (alignment - 1)) != 0 || alignment % kGranularity != 0) {
     return Err::kInvalidValue;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kAddressReserve);
   if (sticky_ != Err::kOk) return sticky_;
   if (Err e = EnsureReservedLocked(); e != Err::kOk) return e;
   uint64_t hint_off = InDeviceRange(hint, bytes) ? hint - va_base_ : 0;
@@ -412,7 +414,7 @@ Err Device::AddressReserve(uint64_t bytes, uint64_t alignment, uint64_t hint, vo
 }
 
 Err Device::AddressFree(void* ptr, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kAddressFree);
   uint64_t base = reinterpret_cast<uint64_t>(ptr);
   auto it = reserved_.find(base);
   if (it == reserved_.end() || it->second != bytes) return Err::kInvalidValue;
@@ -437,7 +439,7 @@ Err Device::Map(void* ptr, uint64_t bytes, uint64_t offset, uint64_t handle) {
       base % kGranularity != 0) {
     return Err::kInvalidValue;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kMemMap);
   if (sticky_ != Err::kOk) return sticky_;
   auto h = phys_handles_.find(handle);
   if (h == phys_handles_.end() || h->second.released) return Err::kInvalidHandle;
@@ -462,7 +464,7 @@ Err Device::Map(void* ptr, uint64_t bytes, uint64_t offset, uint64_t handle) {
 Err Device::Unmap(void* ptr, uint64_t bytes) {
   uint64_t base = reinterpret_cast<uint64_t>(ptr);
   if (bytes == 0) return Err::kInvalidValue;
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kMemUnmap);
   if (sticky_ != Err::kOk) return sticky_;
   // Every byte must be VMM-mapped and every mapping touched must lie wholly inside the range.
   uint64_t bad = 0;
@@ -497,7 +499,7 @@ Err Device::Unmap(void* ptr, uint64_t bytes) {
 Err Device::SetAccess(void* ptr, uint64_t bytes, bool read, bool write) {
   uint64_t base = reinterpret_cast<uint64_t>(ptr);
   if (bytes == 0) return Err::kInvalidValue;
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kMemSetAccess);
   if (sticky_ != Err::kOk) return sticky_;
   uint64_t bad = 0;
   if (!mapped_.Covers(

@@ -74,7 +74,7 @@ Err Device::IssueLocked(const char* op, StreamClock* s, const Access* accesses, 
 Err Device::Launch(const char* op, void* stream, const Access* accesses, size_t n, double flops,
                    double bytes, const std::function<void()>& body) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    CallLock lock(*this, HostCall::kLaunch);
     if (sticky_ != Err::kOk) return sticky_;
     StreamClock* s = ResolveStreamLocked(stream);
     if (s == nullptr) return Err::kInvalidHandle;
@@ -91,7 +91,7 @@ Err Device::Memcpy(const char* op, void* dst, const void* src, uint64_t bytes, C
   if (bytes == 0) return Sticky();
   if (dst == nullptr || src == nullptr) return Err::kInvalidValue;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    CallLock lock(*this, sync ? HostCall::kCopySync : HostCall::kCopyAsync);
     if (sticky_ != Err::kOk) return sticky_;
     StreamClock* s = ResolveStreamLocked(stream);
     if (s == nullptr) return Err::kInvalidHandle;
@@ -150,7 +150,7 @@ Err Device::Memset(const char* op, void* dst, uint8_t value, uint64_t bytes, voi
                    bool sync) {
   if (bytes == 0) return Sticky();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    CallLock lock(*this, sync ? HostCall::kMemsetSync : HostCall::kMemsetAsync);
     if (sticky_ != Err::kOk) return sticky_;
     StreamClock* s = ResolveStreamLocked(stream);
     if (s == nullptr) return Err::kInvalidHandle;
@@ -167,7 +167,7 @@ Err Device::Memset(const char* op, void* dst, uint8_t value, uint64_t bytes, voi
 
 Err Device::StreamCreate(bool non_blocking, void** out) {
   if (out == nullptr) return Err::kInvalidValue;
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kStreamCreate);
   if (sticky_ != Err::kOk) return sticky_;
   auto s = std::make_unique<StreamClock>();
   s->id = next_stream_id_++;
@@ -181,13 +181,13 @@ Err Device::StreamCreate(bool non_blocking, void** out) {
 }
 
 Err Device::StreamDestroy(void* stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kStreamDestroy);
   // Work already issued completes (in virtual time) as CUDA does; only the handle goes.
   return streams_.erase(stream) == 1 ? Err::kOk : Err::kInvalidHandle;
 }
 
 Err Device::StreamSynchronize(void* stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kSynchronize);
   StreamClock* s = ResolveStreamLocked(stream);
   if (s == nullptr) return Err::kInvalidHandle;
   if (sticky_ != Err::kOk) return sticky_;
@@ -196,17 +196,20 @@ Err Device::StreamSynchronize(void* stream) {
 }
 
 Err Device::StreamQuery(void* stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kQuery);
   StreamClock* s = ResolveStreamLocked(stream);
   if (s == nullptr) return Err::kInvalidHandle;
   if (sticky_ != Err::kOk) return sticky_;
-  if (timeline_.StreamDone(*s) <= timeline_.host_ns()) return Err::kOk;
+  if (double done = timeline_.StreamDone(*s); done <= timeline_.host_ns()) {
+    timeline_.HostWaitUntil(done);  // seen to have ended (Note [Host clocks])
+    return Err::kOk;
+  }
   timeline_.HostAdvance(kPollNs);
   return Err::kNotReady;
 }
 
 Err Device::StreamWaitEvent(void* stream, void* event) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kStreamWait);
   StreamClock* s = ResolveStreamLocked(stream);
   Event* e = ResolveEventLocked(event);
   if (s == nullptr || e == nullptr) return Err::kInvalidHandle;
@@ -220,7 +223,7 @@ Err Device::StreamWaitEvent(void* stream, void* event) {
 
 Err Device::EventCreate(bool timing, void** out) {
   if (out == nullptr) return Err::kInvalidValue;
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kEventCreate);
   if (sticky_ != Err::kOk) return sticky_;
   auto e = std::make_unique<Event>();
   e->timing = timing;
@@ -231,12 +234,12 @@ Err Device::EventCreate(bool timing, void** out) {
 }
 
 Err Device::EventDestroy(void* event) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kEventDestroy);
   return events_.erase(event) == 1 ? Err::kOk : Err::kInvalidHandle;
 }
 
 Err Device::EventRecord(void* event, void* stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kEventRecord);
   StreamClock* s = ResolveStreamLocked(stream);
   Event* e = ResolveEventLocked(event);
   if (s == nullptr || e == nullptr) return Err::kInvalidHandle;
@@ -247,7 +250,7 @@ Err Device::EventRecord(void* event, void* stream) {
 }
 
 Err Device::EventSynchronize(void* event) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kSynchronize);
   Event* e = ResolveEventLocked(event);
   if (e == nullptr) return Err::kInvalidHandle;
   if (sticky_ != Err::kOk) return sticky_;
@@ -256,18 +259,22 @@ Err Device::EventSynchronize(void* event) {
 }
 
 Err Device::EventQuery(void* event) {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kQuery);
   Event* e = ResolveEventLocked(event);
   if (e == nullptr) return Err::kInvalidHandle;
   if (sticky_ != Err::kOk) return sticky_;
-  if (!e->recorded || e->time_ns <= timeline_.host_ns()) return Err::kOk;
+  if (!e->recorded) return Err::kOk;
+  if (e->time_ns <= timeline_.host_ns()) {
+    timeline_.HostWaitUntil(e->time_ns);  // seen to have ended (Note [Host clocks])
+    return Err::kOk;
+  }
   timeline_.HostAdvance(kPollNs);
   return Err::kNotReady;
 }
 
 Err Device::EventElapsed(void* start, void* end, float* ms) {
   if (ms == nullptr) return Err::kInvalidValue;
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kQuery);
   Event* a = ResolveEventLocked(start);
   Event* b = ResolveEventLocked(end);
   if (a == nullptr || b == nullptr) return Err::kInvalidHandle;
@@ -281,7 +288,7 @@ Err Device::EventElapsed(void* start, void* end, float* ms) {
 }
 
 Err Device::Synchronize() {
-  std::lock_guard<std::mutex> lock(mu_);
+  CallLock lock(*this, HostCall::kSynchronize);
   if (sticky_ != Err::kOk) return sticky_;
   HostWaitLocked("cudaDeviceSynchronize", timeline_.DeviceDone());
   return Err::kOk;

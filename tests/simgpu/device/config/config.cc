@@ -205,6 +205,19 @@ Config ParseConfig(const std::function<const char*(const char*)>& getenv) {
     if (Trim(v).empty()) return fail("SIMGPU_TRACE", v, "expected a file name");
     c.trace_path = v;
   }
+  if (const char* v = getenv("SIMGPU_HOST_COSTS")) {
+    std::string_view s = Trim(v);
+    if (s == "on") {
+      c.host_mode = HostMode::kOn;
+    } else if (s == "off") {
+      c.host_mode = HostMode::kOff;
+    } else if (s == "shared") {
+      c.host_mode = HostMode::kShared;
+    } else {
+      return fail("SIMGPU_HOST_COSTS", v, "expected on, off or shared");
+    }
+  }
+  if (c.host_mode != HostMode::kOff) c.host_costs = HostCostsOf(c.machine.name);
   return c;
 }
 

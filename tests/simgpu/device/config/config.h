@@ -1,6 +1,7 @@
 // config.h: every SIMGPU_* variable, parsed and validated in one place.
 //
-//   SIMGPU_PRESET    v100-pcie3 | v100-nvlink2 | a100-pcie4 | h100-pcie5 | gh200  (v100-pcie3)
+//   SIMGPU_PRESET    v100-pcie3 | v100-nvlink2 | a100-pcie4 | h100-pcie5 | gh200 | h200
+//                                                                             (v100-pcie3)
 //   SIMGPU_MEMORY    device capacity, a size ("16GiB")                       (the preset's)
 //   SIMGPU_TFLOPS    fp32 peak, TFLOP/s                                       (the preset's)
 //   SIMGPU_MEM_GBPS  device memory bandwidth, GB/s                            (the preset's)
@@ -12,6 +13,8 @@
 //   SIMGPU_THREADS   CPU threads the math may use, 1..256                     (2)
 //   SIMGPU_FAIL      <api>:<n>: the n-th call of <api> fails with out-of-memory (unset)
 //   SIMGPU_TRACE     a file: the virtual timeline as Chrome trace events (trace.h) (unset)
+//   SIMGPU_HOST_COSTS on | off | shared: API calls cost host time, per thread   (on)
+//                    (Note [Host clocks] in time/host_clocks.h)
 //
 // Sizes: a byte count, or a number with a suffix KiB MiB GiB TiB (binary), KB MB GB TB
 // (decimal), K M G T (binary); a fraction is allowed before a suffix ("1.5GiB"). Negative
@@ -28,12 +31,15 @@
 #include <string>
 #include <string_view>
 
+#include "tests/simgpu/device/config/host_costs.h"
 #include "tests/simgpu/device/config/presets.h"
 
 namespace simgpu {
 
 enum class ComputeMode { kMath, kTiming };
 enum class HazardMode { kError, kWarn, kOff };
+// SIMGPU_HOST_COSTS: costs charged on per-thread clocks, none on one clock, or charged on one.
+enum class HostMode { kOn, kOff, kShared };
 
 struct Config {
   Preset machine;  // the preset with SIMGPU_TFLOPS etc. applied; machine.capacity_bytes too
@@ -43,6 +49,8 @@ struct Config {
   std::string fail_api;    // empty: no injected failure
   uint64_t fail_call = 0;  // 1-based index of the failing call of fail_api
   std::string trace_path;  // empty: no SIMGPU_TRACE
+  HostMode host_mode = HostMode::kOn;
+  HostCosts host_costs;    // the preset's; all zero under SIMGPU_HOST_COSTS=off
   std::string error;       // non-empty when a variable is invalid: the one line to print
 };
 

@@ -74,6 +74,8 @@ TEST(ParseConfig, Defaults) {
   EXPECT_EQ(c.hazards, HazardMode::kError);
   EXPECT_EQ(c.threads, 2);
   EXPECT_EQ(c.fail_api, "");
+  EXPECT_EQ(c.host_mode, HostMode::kOn);
+  EXPECT_DOUBLE_EQ(c.host_costs.us[static_cast<int>(HostCall::kLaunch)], 4);
 }
 
 TEST(ParseConfig, PresetAndOverrides) {
@@ -97,9 +99,17 @@ TEST(ParseConfig, PresetAndOverrides) {
   EXPECT_EQ(c.threads, 4);
   EXPECT_EQ(c.fail_api, "cuMemCreate");
   EXPECT_EQ(c.fail_call, 3u);
-  for (const char* p : {"a100-pcie4", "h100-pcie5", "gh200"}) {
+  for (const char* p : {"a100-pcie4", "h100-pcie5", "gh200", "h200"}) {
     EXPECT_STREQ(Parse({{"SIMGPU_PRESET", p}}).machine.name, p);
   }
+  Config h200 = Parse({{"SIMGPU_PRESET", "h200"}, {"SIMGPU_HOST_COSTS", "shared"}});
+  EXPECT_EQ(h200.machine.capacity_bytes, uint64_t{141} << 30);
+  EXPECT_DOUBLE_EQ(h200.machine.mem_gbps, 4800);
+  EXPECT_EQ(h200.host_mode, HostMode::kShared);
+  EXPECT_DOUBLE_EQ(h200.host_costs.us[static_cast<int>(HostCall::kMemUnmap)], 118);
+  Config off = Parse({{"SIMGPU_PRESET", "h200"}, {"SIMGPU_HOST_COSTS", "off"}});
+  EXPECT_EQ(off.host_mode, HostMode::kOff);
+  EXPECT_DOUBLE_EQ(off.host_costs.us[static_cast<int>(HostCall::kMemUnmap)], 0);
 }
 
 TEST(ParseConfig, InvalidValuesNameTheVariable) {
@@ -110,6 +120,7 @@ TEST(ParseConfig, InvalidValuesNameTheVariable) {
       {"SIMGPU_LAUNCH_US", "-2"},   {"SIMGPU_COMPUTE", "fast"},      {"SIMGPU_HAZARDS", "maybe"},
       {"SIMGPU_THREADS", "0"},      {"SIMGPU_THREADS", "2x"},        {"SIMGPU_FAIL", "cudaMalloc"},
       {"SIMGPU_FAIL", "cudaFoo:1"}, {"SIMGPU_FAIL", "cudaMalloc:0"}, {"SIMGPU_TRACE", " "},
+      {"SIMGPU_HOST_COSTS", "1"},
   };
   for (const auto& [var, value] : bad) {
     Config c = Parse({{var, value}});

@@ -8,6 +8,9 @@
 //     NVIDIA H100 datasheet.
 //   GH200 (96 GB HBM3): 67 fp32 TFLOP/s, 4000 GB/s, NVLink-C2C 450 GB/s per direction (900 GB/s
 //     total) — NVIDIA GH200 Grace Hopper Superchip datasheet.
+//   H200 SXM 141 GB: 67 fp32 TFLOP/s, 4800 GB/s HBM3e, PCIe gen5 x16 64 GB/s per direction, 132
+//     SMs — NVIDIA H200 Tensor Core GPU datasheet. Its host costs (config/host_costs.cc) are the
+//     ones calibrated on an H200.
 // Shared memory (opt-in per block / per SM): 96/96 KiB on compute capability 7.0, 163/164 KiB on
 //   8.0, 227/228 KiB on 9.0 — CUDA C++ Programming Guide, "Technical Specifications per Compute
 //   Capability".
@@ -40,6 +43,8 @@ constexpr Preset kPresets[] = {
      0, 114, 227 * kKiB, 228 * kKiB},
     {"gh200", 67.0, 0.58, 4000.0, 450.0, 450.0, 3.0, 96 * kGiB, "NVIDIA GH200 96GB (simgpu)", 9, 0,
      132, 227 * kKiB, 228 * kKiB},
+    {"h200", 67.0, 0.58, 4800.0, 64.0, 64.0, 3.0, 141 * kGiB, "NVIDIA H200 (simgpu)", 9, 0, 132,
+     227 * kKiB, 228 * kKiB},
 };
 
 }  // namespace
@@ -51,6 +56,6 @@ const Preset* FindPreset(std::string_view name) {
   return nullptr;
 }
 
-const char* PresetNames() { return "v100-pcie3, v100-nvlink2, a100-pcie4, h100-pcie5, gh200"; }
+const char* PresetNames() { return "v100-pcie3, v100-nvlink2, a100-pcie4, h100-pcie5, gh200, h200"; }
 
 }  // namespace simgpu

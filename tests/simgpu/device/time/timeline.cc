@@ -5,7 +5,7 @@
 namespace simgpu {
 
 double Timeline::ReadyTime(const StreamClock& s) const {
-  double t = std::max(s.ready_ns, host_ns_);
+  double t = std::max(s.ready_ns, host_.Now());
   if (s.legacy) {
     t = std::max(t, blocking_done_ns_);
   } else if (s.blocking) {
@@ -45,7 +45,5 @@ void Timeline::Wait(StreamClock& s, double t_ns) {
 double Timeline::StreamDone(const StreamClock& s) const {
   return s.legacy ? std::max(s.ready_ns, blocking_done_ns_) : s.ready_ns;
 }
-
-void Timeline::HostWaitUntil(double t_ns) { host_ns_ = std::max(host_ns_, t_ns); }
 
 }  // namespace simgpu

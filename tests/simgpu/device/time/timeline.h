@@ -4,7 +4,8 @@
 // every run. There is a host clock, one clock per stream (when its last op ends), and three
 // engines that each run one op at a time: compute (kernels, memsets, device-to-device copies),
 // host-to-device copy and device-to-host copy, so copies overlap compute and each other as on a
-// GPU. The legacy default stream waits for all earlier work of blocking streams, and blocking
+// GPU. The host clocks are per thread (Note [Host clocks] in host_clocks.h): "the host" below is
+// the calling thread's clock. The legacy default stream waits for all earlier work of blocking streams, and blocking
 // streams wait for earlier work of the legacy stream; non-blocking streams wait for neither.
 //
 // Thread safety: none; the device's mutex guards it.
@@ -12,6 +13,8 @@
 #define SIMGPU_DEVICE_TIMELINE_H_
 
 #include <cstdint>
+
+#include "tests/simgpu/device/time/host_clocks.h"
 
 namespace simgpu {
 
@@ -32,6 +35,9 @@ struct Span {
 
 class Timeline {
  public:
+  // `per_thread_host` false: one host clock for every thread.
+  explicit Timeline(bool per_thread_host = true) : host_(per_thread_host) {}
+
   // Earliest time an op issued now on `s` may start, by explicit ordering only: the stream's
   // previous work, the host's issue time and the legacy stream's implicit synchronisation.
   double ReadyTime(const StreamClock& s) const;
@@ -50,15 +56,17 @@ class Timeline {
   // When all work issued so far ends.
   double DeviceDone() const { return device_done_ns_; }
 
-  // The host blocks until `t_ns` (no-op if the host is already later).
-  void HostWaitUntil(double t_ns);
-  void HostAdvance(double ns) { host_ns_ += ns; }
-  double host_ns() const { return host_ns_; }
+  // The calling thread blocks until `t_ns` (no-op if its clock is already later).
+  void HostWaitUntil(double t_ns) { host_.WaitUntil(t_ns); }
+  // The calling thread spends `ns` (an API call's cost, a query's poll).
+  void HostAdvance(double ns) { host_.Advance(ns); }
+  // The calling thread's clock.
+  double host_ns() const { return host_.Now(); }
 
  private:
   void SetReady(StreamClock& s, double t_ns);
 
-  double host_ns_ = 0;
+  HostClocks host_;
   double engine_ready_ns_[3] = {0, 0, 0};
   double legacy_ready_ns_ = 0;   // = the legacy stream's ready_ns
   double blocking_done_ns_ = 0;  // max ready_ns over blocking streams
