@@ -105,6 +105,18 @@ bool Lineage::HasReaders(DeviceAddress base) const {
   return w != watches_.end() && !w->second.readers.empty();
 }
 
+// Note [Rebuilt then written]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A write to a recipe's output forgets the recipe even when the output is dropped and the same
+// access rebuilds it first: a write that reads the map (a bias added in place, a skip summed
+// into it) or covers only part of it leaves data the producer alone does not make. Planned
+// recomputation erased a used recipe anyway, but dtr keeps one past its replays (Note [DTR
+// recipes] in core/recompute/recomputer.h): kept, eviction would drop the updated map again and
+// its next replay would rebuild it without the update (and an update replayed on top of the
+// rebuilt map would count twice). So every map pooch drops was written by one call alone, the
+// one whose recipe rebuilds it, which read nothing of it (the hooks offer no recipe for an
+// in-place call: ReplayableOutput, Recomputer::Offer).
+
 // Note [Overlapping watches]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Watches need not be disjoint: a kept entry whose input the program freed (it is stale, Note
@@ -125,11 +137,10 @@ Lineage::Needs Lineage::Access(DeviceAddress address, int64_t bytes, bool writes
     const Watch& w = it->second;
     if (w.output) {
       const Entry& e = *entries_.at(it->first);
-      if (e.dropped) {
-        needs.rebuild.push_back(it->first);  // any touch of a dropped map
-      } else if (writes && !e.kept) {
-        needs.forget.push_back(it->first);  // overwritten after its recipe was taken
-      }
+      if (e.dropped) needs.rebuild.push_back(it->first);  // any touch of a dropped map
+      // Overwritten after its recipe was taken, dropped (rebuilt first, above) or not: the recipe
+      // no longer makes what the map will hold (Note [Rebuilt then written]).
+      if (writes && !e.kept) needs.forget.push_back(it->first);
     }
     if (!writes) continue;
     for (DeviceAddress reader : w.readers) {

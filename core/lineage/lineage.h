@@ -59,9 +59,10 @@ class Lineage {
   // What an access requires, in this order (Note [Replay]): rebuild `rebuild` (dropped outputs
   // the access touches), then `rebuild_for_write` (dropped recipes that read memory the access
   // writes: rebuilt from the inputs as they still are, and finished before the write), then
-  // forget `forget` (recipes not dropped that the write makes wrong). A rebuild may rebuild or
-  // erase other entries on the way (chains), so the caller skips what is no longer dropped, or
-  // gone, when it reaches it. An address may appear more than once.
+  // forget `forget` (recipes the write makes wrong, a dropped output written included once
+  // rebuilt: Note [Rebuilt then written] in lineage.cc). A rebuild may rebuild or erase other
+  // entries on the way (chains), so the caller skips what is no longer dropped, or gone, when
+  // it reaches it. An address may appear more than once.
   // `stale_kept`: kept entries, not dropped, whose inputs the access writes: their data stays
   // right (Note [Kept inputs]) but their recipe no longer rebuilds it, so they must not be
   // dropped again (Note [DTR eviction]).

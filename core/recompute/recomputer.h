@@ -16,8 +16,9 @@
 //     way every planned recomputation happens (right before the map's first backward use);
 //   - an op that writes an input of a recipe, or the recipe's own output: a dropped output is
 //     rebuilt before the write (and finished, the host waiting, before the write is issued);
-//     then the recipe is forgotten, used or not (its inputs changed: kept, it could drop the
-//     map again and rebuild another), except a kept input's, which is marked stale: its data
+//     then the recipe is forgotten, used or not (its inputs or its map changed: kept, it could
+//     drop the map again and rebuild another; Note [Rebuilt then written] in
+//     core/lineage/lineage.cc), except a kept input's, which is marked stale: its data
 //     is right, and it is never dropped again;
 //   - a free of an output: its recipe goes. A free of an input: the same as a write, except
 //     when the freed memory has a recipe of its own (a transient the planner rebuilds through,

@@ -422,6 +422,32 @@ TEST_F(RecomputeDtrTest, AWriteToAnInputRebuildsFromTheOldInputThenNeverDropsAga
   for (DeviceAddress z : {in, out, u, v}) ASSERT_TRUE(manager_->Free(z).ok());
 }
 
+TEST_F(RecomputeDtrTest, AnInPlaceUpdateOfADroppedMapRebuildsItThenNeverDropsItAgain) {
+  // A convolution's output, then its bias added in place: if eviction dropped the map between
+  // the two, the addition rebuilds it first; the map it leaves is no longer the producer's, so
+  // a later eviction must swap it, not drop it and rebuild it without the addition.
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 41).ok());
+  Produce(in, out);
+  ASSERT_TRUE(recomputer_->BeforeProgramOp(stream_, {}, true).ok());  // takes its cost: 0
+  DeviceAddress x = *manager_->Allocate(kG), y = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(x, kG, 0).ok());
+  ASSERT_TRUE(Fill(y, kG, 0).ok());
+  ASSERT_EQ(StateOf(out), ResidencyState::kDropped);
+  ASSERT_TRUE(Touch(out, Mode::kReadWrite, 9).ok());  // the in-place update: 42 becomes 9
+  EXPECT_EQ(replays_, 1);
+  ASSERT_TRUE(manager_->Free(x).ok());
+  ASSERT_TRUE(manager_->Free(y).ok());
+  DeviceAddress u = *manager_->Allocate(kG), v = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(u, kG, 0).ok());
+  ASSERT_TRUE(Fill(v, kG, 0).ok());
+  EXPECT_NE(StateOf(out), ResidencyState::kDropped);
+  EXPECT_EQ(manager_->Stats().eviction_drops, 1);
+  EXPECT_TRUE(ReadsAs(out, 9));
+  EXPECT_EQ(replays_, 1);
+  for (DeviceAddress z : {in, out, u, v}) ASSERT_TRUE(manager_->Free(z).ok());
+}
+
 TEST_F(RecomputeDtrTest, AnOpReadingTwoDroppedMapsFindsBothRebuilt) {
   // a and b, both from `in`, are dropped; the op reads both: rebuilding b must not drop a
   // again (Hold), though the limit leaves room for little else.
