@@ -499,6 +499,13 @@ TEST(ProfileBuilderTest, EveryPolicyPlansABuiltProfileUnderATightLimit) {
   EXPECT_GT(maps, 0u);
   EXPECT_LT(maps, all);
   EXPECT_EQ(FindCandidates(p, nullptr, kDefaultMinCandidateBytes).size(), 13u);
+  // pooch and optimal are also offered the short intervals that are cheaper to recompute than to
+  // move (Note [Short recomputations]); each of those is recomputable.
+  const std::vector<Candidate> with_short =
+      FindCandidates(p, &tight, kDefaultMinCandidateBytes, true, /*short_recomputable=*/true);
+  EXPECT_GE(with_short.size(), maps);
+  EXPECT_LE(with_short.size(), all);
+  for (const Candidate& c : with_short) EXPECT_TRUE(!c.recompute_only || c.recomputable);
   for (Policy policy : AllPolicies()) {
     absl::StatusOr<PlanResult> r = MakePlan(p, tight, policy);
     if (policy == Policy::kInCore) {
@@ -509,7 +516,8 @@ TEST(ProfileBuilderTest, EveryPolicyPlansABuiltProfileUnderATightLimit) {
       continue;
     }
     ASSERT_TRUE(r.ok()) << PolicyName(policy) << ": " << r.status();
-    EXPECT_EQ(r->candidates.size(), maps);
+    const bool offers_short = policy == Policy::kPooch || policy == Policy::kOptimal;
+    EXPECT_EQ(r->candidates.size(), offers_short ? with_short.size() : maps) << PolicyName(policy);
     EXPECT_LE(r->sim.peak_bytes, tight.memory_bytes) << PolicyName(policy);
     int moved = 0;
     for (Decision d : r->plan.decisions) moved += d != Decision::kKeep;
