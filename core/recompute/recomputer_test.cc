@@ -336,6 +336,14 @@ class RecomputeDtrTest : public RecomputeTest {
                                                /*dtr=*/true);
   }
 
+  // Two maps of kG filled with zeros: under the 3 kG limit, making room for them evicts others.
+  std::pair<DeviceAddress, DeviceAddress> CrowdOut() {
+    const DeviceAddress a = *manager_->Allocate(kG), b = *manager_->Allocate(kG);
+    EXPECT_TRUE(Fill(a, kG, 0).ok());
+    EXPECT_TRUE(Fill(b, kG, 0).ok());
+    return {a, b};
+  }
+
   // The program's op out = in[0] + 1, timed and offered as RunOp does under dtr.
   void Produce(DeviceAddress in, DeviceAddress out) {
     std::vector<AllocationId> held;
@@ -402,9 +410,7 @@ TEST_F(RecomputeDtrTest, AWriteToAnInputRebuildsFromTheOldInputThenNeverDropsAga
   ASSERT_TRUE(Fill(in, kG, 1).ok());
   Produce(in, out);
   ASSERT_TRUE(recomputer_->BeforeProgramOp(stream_, {}, true).ok());  // takes its cost: 0
-  DeviceAddress x = *manager_->Allocate(kG), y = *manager_->Allocate(kG);
-  ASSERT_TRUE(Fill(x, kG, 0).ok());
-  ASSERT_TRUE(Fill(y, kG, 0).ok());
+  const auto [x, y] = CrowdOut();
   ASSERT_EQ(StateOf(out), ResidencyState::kDropped);
   // The program overwrites the input: `out` must be what the old input made, 2, not 8.
   ASSERT_TRUE(Touch(in, Mode::kWrite, 7).ok());
@@ -412,9 +418,7 @@ TEST_F(RecomputeDtrTest, AWriteToAnInputRebuildsFromTheOldInputThenNeverDropsAga
   ASSERT_TRUE(manager_->Free(x).ok());
   ASSERT_TRUE(manager_->Free(y).ok());
   // Its recipe is gone: the next evictions swap it, never drop it.
-  DeviceAddress u = *manager_->Allocate(kG), v = *manager_->Allocate(kG);
-  ASSERT_TRUE(Fill(u, kG, 0).ok());
-  ASSERT_TRUE(Fill(v, kG, 0).ok());
+  const auto [u, v] = CrowdOut();
   EXPECT_NE(StateOf(out), ResidencyState::kDropped);
   EXPECT_EQ(manager_->Stats().eviction_drops, 1);
   EXPECT_TRUE(ReadsAs(out, 2));
@@ -430,17 +434,13 @@ TEST_F(RecomputeDtrTest, AnInPlaceUpdateOfADroppedMapRebuildsItThenNeverDropsItA
   ASSERT_TRUE(Fill(in, kG, 41).ok());
   Produce(in, out);
   ASSERT_TRUE(recomputer_->BeforeProgramOp(stream_, {}, true).ok());  // takes its cost: 0
-  DeviceAddress x = *manager_->Allocate(kG), y = *manager_->Allocate(kG);
-  ASSERT_TRUE(Fill(x, kG, 0).ok());
-  ASSERT_TRUE(Fill(y, kG, 0).ok());
+  const auto [x, y] = CrowdOut();
   ASSERT_EQ(StateOf(out), ResidencyState::kDropped);
   ASSERT_TRUE(Touch(out, Mode::kReadWrite, 9).ok());  // the in-place update: 42 becomes 9
   EXPECT_EQ(replays_, 1);
   ASSERT_TRUE(manager_->Free(x).ok());
   ASSERT_TRUE(manager_->Free(y).ok());
-  DeviceAddress u = *manager_->Allocate(kG), v = *manager_->Allocate(kG);
-  ASSERT_TRUE(Fill(u, kG, 0).ok());
-  ASSERT_TRUE(Fill(v, kG, 0).ok());
+  const auto [u, v] = CrowdOut();
   EXPECT_NE(StateOf(out), ResidencyState::kDropped);
   EXPECT_EQ(manager_->Stats().eviction_drops, 1);
   EXPECT_TRUE(ReadsAs(out, 9));
@@ -456,9 +456,7 @@ TEST_F(RecomputeDtrTest, AnOpReadingTwoDroppedMapsFindsBothRebuilt) {
   ASSERT_TRUE(Fill(in, kG, 9).ok());
   Produce(in, a);
   Produce(in, b);
-  DeviceAddress x = *manager_->Allocate(kG), y = *manager_->Allocate(kG);
-  ASSERT_TRUE(Fill(x, kG, 0).ok());
-  ASSERT_TRUE(Fill(y, kG, 0).ok());
+  const auto [x, y] = CrowdOut();
   ASSERT_EQ(StateOf(a), ResidencyState::kDropped);
   ASSERT_EQ(StateOf(b), ResidencyState::kDropped);
   const std::vector<AccessRange> op = {{a, kG, Mode::kRead}, {b, kG, Mode::kRead}};
