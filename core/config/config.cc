@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/units.h"
+#include "core/config/path_pattern.h"
 
 namespace pooch {
 namespace {
@@ -193,20 +194,22 @@ const Variable kVariables[] = {
        c.planned_policy = *p;
        return absl::OkStatus();
      }},
-    {{"POOCH_TRACE", "off", "path",
+    {{"POOCH_TRACE", "off", "path (%r, %p)",
       "Write a Chrome trace (Perfetto, chrome://tracing) of ops, swaps and memory to this file "
       "at exit."},
-     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       if (absl::Status s = CheckPathPattern(name, value); !s.ok()) return s;
        c.trace_path = std::string(value);
        return absl::OkStatus();
      }},
-    {{"POOCH_PLOT", "off", "path",
+    {{"POOCH_PLOT", "off", "path (%r, %p)",
       "Draw each plan pooch makes as a PNG here (the last plan wins): device memory over one "
       "iteration in-core and under the plan, the limit it was planned for, and the compute, "
       "recompute, swap-out and swap-in activity beneath it. Needs gnuplot (Debian: "
       "gnuplot-nox); without it, or when the file cannot be written, one line and training "
       "goes on."},
-     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       if (absl::Status s = CheckPathPattern(name, value); !s.ok()) return s;
        c.plot_path = std::string(value);
        return absl::OkStatus();
      }},
@@ -228,10 +231,11 @@ const Variable kVariables[] = {
        c.summary = *b;
        return absl::OkStatus();
      }},
-    {{"POOCH_SUMMARY_FILE", "not written", "path",
+    {{"POOCH_SUMMARY_FILE", "not written", "path (%r, %p)",
       "Write the summary at exit here as one JSON object (even with POOCH_SUMMARY=0): the plain "
       "lines' figures, and each detailed line's keys and values under \"detail\"."},
-     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       if (absl::Status s = CheckPathPattern(name, value); !s.ok()) return s;
        c.summary_file = std::string(value);
        return absl::OkStatus();
      }},
@@ -244,10 +248,11 @@ const Variable kVariables[] = {
        c.profile_iters = *n;
        return absl::OkStatus();
      }},
-    {{"POOCH_PROFILE_OUT", "not written", "path",
+    {{"POOCH_PROFILE_OUT", "not written", "path (%r, %p)",
       "Write the measured profile (pooch-profile JSON, input of `pooch plan --profile`) here; "
       "setting it turns profiling on under any policy but off."},
-     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       if (absl::Status s = CheckPathPattern(name, value); !s.ok()) return s;
        c.profile_out = std::string(value);
        return absl::OkStatus();
      }},
@@ -284,12 +289,13 @@ const Variable kVariables[] = {
        c.iteration_marker = *m;
        return absl::OkStatus();
      }},
-    {{"POOCH_LINEAGE_OUT", "not written", "path",
+    {{"POOCH_LINEAGE_OUT", "not written", "path (%r, %p)",
       "Written as JSON here at exit, under a planner policy or dtr: the replay recipes pooch "
       "holds then (each recomputable map's producer: its output and bytes, the call, its "
       "profiled time (under dtr: measured), whether the map is dropped or kept, the allocations it "
       "reads) and the recompute counters."},
-     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       if (absl::Status s = CheckPathPattern(name, value); !s.ok()) return s;
        c.lineage_out = std::string(value);
        return absl::OkStatus();
      }},

@@ -231,6 +231,26 @@ TEST(ConfigTest, ChoiceErrors) {
               StartsWith("POOCH_SUMMARY='maybe': expected 1/0"));
 }
 
+// Note [One pooch per process]: every path variable takes %r, %p and %%, kept as written until
+// the process expands them; any other % sequence is refused.
+TEST(ConfigTest, PathPatterns) {
+  absl::StatusOr<Config> c = Load({{"POOCH_TRACE", "t-%r.json"},
+                                   {"POOCH_PLOT", "p-%p.png"},
+                                   {"POOCH_SUMMARY_FILE", "s-%r-%p.json"},
+                                   {"POOCH_PROFILE_OUT", "100%%.json"},
+                                   {"POOCH_LINEAGE_OUT", "l-%r.json"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->trace_path, "t-%r.json");
+  EXPECT_EQ(c->summary_file, "s-%r-%p.json");
+  EXPECT_EQ(c->profile_out, "100%%.json");
+  for (const char* name : {"POOCH_TRACE", "POOCH_PLOT", "POOCH_SUMMARY_FILE", "POOCH_PROFILE_OUT",
+                           "POOCH_LINEAGE_OUT"}) {
+    EXPECT_EQ(ErrorOf({{name, "f-%x"}}),
+              absl::StrCat(name, "='f-%x': unknown pattern '%x' in the path (use %r for the rank, "
+                                 "%p for the process id, %% for %)"));
+  }
+}
+
 TEST(ConfigTest, IntegerErrors) {
   EXPECT_EQ(ErrorOf({{"POOCH_PROFILE_ITERS", "0"}}), "POOCH_PROFILE_ITERS='0': must be >= 1");
   EXPECT_EQ(ErrorOf({{"POOCH_PROFILE_ITERS", "-3"}}), "POOCH_PROFILE_ITERS='-3': must be >= 1");
