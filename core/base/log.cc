@@ -1,4 +1,5 @@
 #include "core/base/log.h"
+#include "core/base/log_rank.h"
 
 #include <unistd.h>
 
@@ -13,25 +14,30 @@ namespace {
 
 constexpr size_t kLineBytes = 1024;
 
-const char* Prefix(Severity severity) {
+std::atomic<int> g_log_rank{-1};
+
+// The words after "pooch: ".
+const char* SeverityWords(Severity severity) {
   switch (severity) {
     case Severity::kError:
-      return "pooch: error: ";
+      return "error: ";
     case Severity::kWarn:
-      return "pooch: warning: ";
+      return "warning: ";
     case Severity::kInfo:
-      return "pooch: ";
+      return "";
     case Severity::kDebug:
-      return "pooch: debug: ";
+      return "debug: ";
   }
-  return "pooch: ";
+  return "";
 }
 
-void WriteLine(const char* prefix, const char* format, va_list args) {
+void WriteLine(const char* words, const char* format, va_list args) {
   char line[kLineBytes];
   const int saved_errno = errno;  // a hook must not change errno as a side effect of logging
-  size_t n = std::strlen(prefix);
-  std::memcpy(line, prefix, n);
+  const int rank = g_log_rank.load(std::memory_order_relaxed);
+  const int prefix = rank >= 0 ? std::snprintf(line, 64, "pooch[rank %d]: %s", rank, words)
+                               : std::snprintf(line, 64, "pooch: %s", words);
+  size_t n = static_cast<size_t>(std::max(prefix, 0));
   const int written = std::vsnprintf(line + n, sizeof(line) - n - 1, format, args);
   if (written > 0) n += std::min<size_t>(static_cast<size_t>(written), sizeof(line) - n - 2);
   line[n++] = '\n';
@@ -52,18 +58,20 @@ void SetLogThreshold(Severity threshold) {
   g_log_threshold.store(static_cast<int>(threshold), std::memory_order_relaxed);
 }
 
+void SetLogRank(int rank) { g_log_rank.store(rank, std::memory_order_relaxed); }
+
 void Log(Severity severity, const char* format, ...) {
   if (!LogEnabled(severity)) return;
   va_list args;
   va_start(args, format);
-  WriteLine(Prefix(severity), format, args);
+  WriteLine(SeverityWords(severity), format, args);
   va_end(args);
 }
 
 void LogLine(const char* format, ...) {
   va_list args;
   va_start(args, format);
-  WriteLine("pooch: ", format, args);
+  WriteLine("", format, args);
   va_end(args);
 }
 

@@ -17,6 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/base/log.h"
+#include "core/base/log_rank.h"
+#include "core/config/path_pattern.h"
 #include "interpose/device/cuda_device.h"
 #include "interpose/process/host_time.h"
 #include "interpose/process/opaque.h"
@@ -73,7 +75,9 @@ void Process::Start() {
     _exit(2);
   }
   config_ = *std::move(config);
+  path_patterns_ = config_;
   SetLogThreshold(config_.log_level);
+  NameProcess();
 
   std::vector<std::string> names;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -93,6 +97,38 @@ void Process::Start() {
   }
 }
 
+// Note [One pooch per process]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every process started under `pooch run` loads its own pooch (LD_PRELOAD is inherited): a
+// launcher such as torchrun, its shells and helpers, and each rank, which manages its own device
+// with its own limit and plan. So that several ranks can share a terminal and a directory:
+// - a process names itself from RANK (else LOCAL_RANK) and its pid when it makes its parts, not
+//   only at start-up: a child forked without exec inherits its parent's start, and a launcher may
+//   set the rank in the child's environment after the fork; log lines then read
+//   "pooch[rank R]: " and the paths' %r and %p are expanded then (core/config/path_pattern.h),
+//   so that no file is opened before;
+// - a process that made no CUDA call writes no summary: the launcher and its shells have
+//   nothing to say, and their lines would hide the ranks'.
+void Process::NameProcess() {
+  const ProcessIdentity identity{.rank = ProcessRank(&std::getenv), .pid = getpid()};
+  SetLogRank(identity.rank.value_or(-1));
+  config_.trace_path = ExpandPathPattern(path_patterns_.trace_path, identity);
+  config_.plot_path = ExpandPathPattern(path_patterns_.plot_path, identity);
+  config_.summary_file = ExpandPathPattern(path_patterns_.summary_file, identity);
+  config_.profile_out = ExpandPathPattern(path_patterns_.profile_out, identity);
+  config_.lineage_out = ExpandPathPattern(path_patterns_.lineage_out, identity);
+}
+
+bool Process::MadeCudaCall() const {
+  if (parts_.load(std::memory_order_acquire) != nullptr || parts_failed()) return true;
+  if (OpaqueTotal() > 0 || UnclassifiedCalls() > 0) return true;
+  for (int i = 0; i < kHookCount; ++i) {
+    const CallCounts calls = Calls(static_cast<FunctionId>(i));
+    if (calls.top > 0 || calls.nested > 0) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   // The runtime's primary context, current on this thread (a driver-only program has made its
   // own context current already, and is not made to load the runtime).
@@ -108,6 +144,7 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
       get_current == nullptr || get_current(&current) != CUDA_SUCCESS || current == nullptr) {
     return nullptr;
   }
+  NameProcess();  // before any file is opened (Note [One pooch per process])
   absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Create();
   if (!device.ok()) {
     return PartFailure("cannot use the device's virtual memory API", device.status());
@@ -267,6 +304,7 @@ void Process::Stop() {
       LogLine("POOCH_TRACE: %.*s", static_cast<int>(s.message().size()), s.message().data());
     }
   }
+  if (!MadeCudaCall()) return;  // Note [One pooch per process]
   if (!config_.lineage_out.empty()) {
     if (const Recomputer* recomputer = this->recomputer()) {
       if (absl::Status s = recomputer->WriteLineage(config_.lineage_out); !s.ok()) {
@@ -308,6 +346,7 @@ void Process::WriteSummary() const {
 SummaryFacts Process::GatherSummaryFacts() const {
   SummaryFacts facts;
   facts.policy = std::string(PolicyText(config_));
+  facts.rank = ProcessRank(&std::getenv);
   const Parts* parts = parts_.load(std::memory_order_acquire);
   if (ResidencyManager* manager = existing_manager()) {
     facts.managed = true;

@@ -21,7 +21,9 @@
 // have torn the context down.
 //
 // Thread safety: every method may be called from any thread; the configuration is immutable
-// after Start, the parts after their creation.
+// after Start but for its paths, which are expanded once more as the parts are created (Note
+// [One pooch per process]) and read only by the parts and at exit; the parts are immutable after
+// their creation.
 #ifndef POOCH_INTERPOSE_PROCESS_PROCESS_H_
 #define POOCH_INTERPOSE_PROCESS_PROCESS_H_
 
@@ -56,7 +58,8 @@ class Process {
   // on unless the policy is off.
   void Start();
   // At exit: closes the trace, writes POOCH_LINEAGE_OUT's file and, unless POOCH_SUMMARY=0, the
-  // summary to stderr.
+  // summary to stderr; a process that made no CUDA call writes none of these (Note [One pooch
+  // per process]).
   void Stop();
 
   // The configuration read at Start (defaults if a hook runs before Start did).
@@ -105,12 +108,19 @@ class Process {
   // Creates the parts (Parts' comment). nullptr when no context is current yet (the class
   // comment); an error says why a part cannot be made.
   absl::StatusOr<const Parts*> CreateParts();
+  // Names this process in log lines and in the configuration's paths (Note [One pooch per
+  // process]); called at Start and again when the parts are made.
+  void NameProcess();
+  // Whether the program made a call pooch intercepts, or pooch made its parts.
+  bool MadeCudaCall() const;
   void WriteSummary() const;
   // The summary's figures (summary_words.h) and its detailed lines (summary_lines.h).
   SummaryFacts GatherSummaryFacts() const;
   std::vector<std::string> DetailLines() const;
 
   Config config_;
+  // The POOCH_* paths as configured, before NameProcess expanded their patterns.
+  Config path_patterns_;
   Mutex create_mu_;  // held while the parts are created
   std::atomic<const Parts*> parts_{nullptr};
   std::atomic<bool> parts_failed_{false};

@@ -262,6 +262,7 @@ std::vector<std::string> PlainLines(const SummaryFacts& facts) {
 std::string SummaryJson(const SummaryFacts& facts, const std::vector<std::string>& detail_lines) {
   std::string out = "{\"policy\": ";
   AppendJsonString(facts.policy, out);
+  if (facts.rank.has_value()) absl::StrAppend(&out, ", \"rank\": ", *facts.rank);
   absl::StrAppend(&out, ", \"managed\": ", facts.managed ? "true" : "false");
   if (facts.managed) {
     const ResidencyStats& m = facts.memory;

@@ -27,6 +27,7 @@ namespace pooch::interpose {
 // What the plain lines and the JSON object say, gathered at exit by Process::WriteSummary.
 struct SummaryFacts {
   std::string policy;                    // POOCH_POLICY as text
+  std::optional<int> rank;               // RANK or LOCAL_RANK (Note [One pooch per process])
   bool managed = false;                  // the residency manager existed: the figures below are its
   int64_t limit_bytes = 0;               // the limit in force
   std::optional<double> limit_fraction;  // POOCH_MEMORY_LIMIT as a percentage, in (0, 1]

@@ -13,6 +13,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 SummaryFacts PlannedRun() {
   SummaryFacts f;
@@ -118,6 +119,14 @@ TEST(SummaryWords, Json) {
   EXPECT_THAT(json, HasSubstr("\"calls\": {\"cuMemAlloc_v2\": {\"top\": 3, \"nested\": 1}, "
                               "\"cudaFree\": {\"top\": 2, \"nested\": 0}}}"));
   EXPECT_EQ(json.back(), '\n');
+}
+
+TEST(SummaryWords, JsonNamesTheRank) {
+  SummaryFacts f = PlannedRun();
+  EXPECT_THAT(SummaryJson(f, {}), Not(HasSubstr("\"rank\"")));
+  f.rank = 1;
+  EXPECT_THAT(SummaryJson(f, {}),
+              HasSubstr("{\"policy\": \"pooch\", \"rank\": 1, \"managed\": true"));
 }
 
 }  // namespace
