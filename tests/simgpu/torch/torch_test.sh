@@ -17,7 +17,9 @@
 # carried out, and convolutions are recomputed by replay with no recipe forgotten, although
 # PyTorch's ReLU and residual additions between them are kernels (Note [Kernel writes]);
 # about 5 s), pooch_repeat (issue 40: transformer_loop.py under pooch twice gives the same plans,
-# profile shape, and last iteration times within 5 %; about 60 s).
+# profile shape, and last iteration times within 5 %; about 60 s), ddp_ranks (issue 39: two
+# ranks under torchrun, each its own pooch; the case's comment says what it checks; about 85 s
+# on two busy cores).
 # PYTHON is the venv scripts/setup-torch.sh made; a missing one fails the case, it is not
 # skipped. Exit 0 on success; otherwise prints what failed and exits 1.
 set -u
@@ -145,6 +147,65 @@ pooch_resnet)
   grep -q '^pooch: opaque: calls 0 unclassified 0' "$work/torch.err" ||
     fail "$(grep '^pooch: opaque:' "$work/torch.err")"
   echo "ok: resnet50 b16 under pooch at 650 MiB: $(grep '^pooch: plan:' "$work/torch.err" | cut -d' ' -f5-10), $(grep '^pooch: recompute:' "$work/torch.err" | cut -d' ' -f3-14)"
+  ;;
+ddp_ranks)
+  # Issue 39, point 4 (Note [One pooch per process]): ddp_ranks.py's two ranks under torchrun
+  # (gloo, DDP over four Linear layers, batch 1024, 12 iterations) on simulated 96 MiB devices,
+  # once without pooch and once under `pooch run --memory-limit 40%`, each rank its own pooch at
+  # 40 % of its own device (38.4 MiB, under the 47 MiB the ranks' tensors peak at without pooch).
+  # Both runs' ranks finish with the same result lines (timing mode computes no values: their
+  # iterations and a gloo all-reduce of the ranks' numbers; with computing kernels also their
+  # parameters' checksums), every pooch line of the ranks names its rank, each rank writes its
+  # own summary file through %r (its rank, the limit as 40 % of its device, a peak within the
+  # limit, a plan carried out), and torchrun's agent and shells, which make no CUDA call, print
+  # no summary. The two runs go side by side.
+  unset POOCH_ITERATION_MARKER POOCH_PROFILE_SWAP
+  pooch=$(dirname "$simgpu_run")/pooch
+  [ -x "$pooch" ] || fail "no pooch at $pooch"
+  torchrun=$(dirname "$python")/torchrun
+  [ -x "$torchrun" ] || fail "no torchrun at $torchrun"
+  SIMGPU_MEMORY=96MiB
+  export SIMGPU_MEMORY
+  ddp="$torchrun --standalone --nproc_per_node 2 $here/ddp_ranks.py 1024 12"
+  # shellcheck disable=SC2086 # $ddp is the command line, split on purpose
+  (run plain "$simgpu_run" $ddp; exit "$rc") &
+  plain_pid=$!
+  # shellcheck disable=SC2086
+  POOCH_SUMMARY_FILE=$work/summary-%r.json run ranks "$pooch" run --memory-limit 40% -- \
+    "$simgpu_run" $ddp
+  ranks_rc=$rc
+  wait "$plain_pid" || fail "without pooch: exit $?"
+  [ "$ranks_rc" -eq 0 ] ||
+    fail "under pooch: exit $ranks_rc: $(grep -m1 'simgpu:\|pooch.*error\|Error' "$work/ranks.err")"
+  ! grep -q '^simgpu:\|^pooch[^:]*: error' "$work/ranks.err" ||
+    fail "$(grep -m1 '^simgpu:\|^pooch[^:]*: error' "$work/ranks.err")"
+  results() { grep -v ' max_memory_allocated ' "$1" | sort; }
+  results "$work/plain.out" >"$work/plain.results"
+  results "$work/ranks.out" >"$work/ranks.results"
+  [ "$(grep -c ' iter ' "$work/plain.results")" -eq 24 ] || fail "without pooch: not 12 iterations a rank"
+  grep -q '^rank 1 ranks_sum 1$' "$work/plain.results" || fail "without pooch: no all-reduce"
+  cmp -s "$work/plain.results" "$work/ranks.results" ||
+    fail "the ranks' results under pooch differ: $(diff "$work/plain.results" "$work/ranks.results" | head -4)"
+  ! grep -q '^pooch: ' "$work/ranks.err" ||
+    fail "a line of no rank (torchrun's agent, a shell): $(grep -m1 '^pooch: ' "$work/ranks.err")"
+  for r in 0 1; do
+    [ "$(grep -c "^pooch\[rank $r\]: limit [0-9.]* MiB (40% of" "$work/ranks.err")" -eq 1 ] ||
+      fail "rank $r: not one summary: $(grep "^pooch\[rank $r\]: limit" "$work/ranks.err")"
+    peak=$(awk -v r="$r" '$1 == "rank" && $2 == r && $3 == "max_memory_allocated" { print $4 }' \
+      "$work/plain.out")
+    "$python" - "$work/summary-$r.json" "$r" "$peak" <<'PY' || fail "rank $r's summary file"
+import json, sys
+s = json.load(open(sys.argv[1]))
+rank, peak = int(sys.argv[2]), int(sys.argv[3])
+assert s["rank"] == rank, s.get("rank")
+assert s["limit_percent"] == 40, s
+assert abs(s["limit_bytes"] - 0.4 * s["device_total_bytes"]) < 2**20, s
+assert s["limit_bytes"] < peak, (s["limit_bytes"], peak)
+assert 0 < s["peak_device_bytes"] <= s["limit_bytes"] and s["swap_outs"] > 0, s
+assert s["profiling"]["carried_out"], s["profiling"]
+PY
+  done
+  echo "ok: 2 ranks under pooch at 40 % of 96 MiB, each under its peak of $peak bytes: $(grep '^pooch\[rank 1\]: plan of' "$work/ranks.err")"
   ;;
 pooch_repeat)
   # Issue 40: the same run gives the same plan. transformer_loop.py (its backward runs on
