@@ -1,5 +1,4 @@
 #include "core/base/log.h"
-#include "core/base/log_rank.h"
 
 #include <unistd.h>
 
@@ -8,6 +7,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+
+#include "core/base/log_rank.h"
 
 namespace pooch {
 namespace {

@@ -246,8 +246,9 @@ TEST(ConfigTest, PathPatterns) {
   for (const char* name : {"POOCH_TRACE", "POOCH_PLOT", "POOCH_SUMMARY_FILE", "POOCH_PROFILE_OUT",
                            "POOCH_LINEAGE_OUT"}) {
     EXPECT_EQ(ErrorOf({{name, "f-%x"}}),
-              absl::StrCat(name, "='f-%x': unknown pattern '%x' in the path (use %r for the rank, "
-                                 "%p for the process id, %% for %)"));
+              absl::StrCat(name,
+                           "='f-%x': unknown pattern '%x' in the path (use %r for the rank, "
+                           "%p for the process id, %% for %)"));
   }
 }
 
