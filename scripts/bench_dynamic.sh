@@ -15,8 +15,10 @@
 # and reports the mean virtual ms of the last LAST iterations (ms of cnn_train's iteration lines,
 # CUDA events on simgpu's clock) and the slowdown against in-core over the same iterations.
 # `pooch` runs with the pilot model (its default, Note [Pilot model] in core/pilot/pilot.h) and
-# `pooch-nopilot` with POOCH_PILOT=off; for runs with the pilot the table gives each of its two
-# models' accuracy (hits / (hits + misses + wasted)) and mean host time per query, the mean host
+# `pooch-nopilot` with POOCH_PILOT=off; a policy with `-auto` after it runs under the default
+# marker (POOCH_ITERATION_MARKER=auto: the NVTX ranges cnn_train pushes are not read), as a
+# program without markers does (issue 39, point 5). For runs with the pilot the table gives each
+# of its two models' accuracy (hits / (hits + misses + wasted)) and mean host time per query, the mean host
 # time of all the pilot does at a boundary (closing and learning the last block, the features,
 # both queries; this CPU, not virtual time), and the boundaries at which it acted (it acts only
 # while no plan is followed).
@@ -46,7 +48,7 @@
 # and pooch measures for about a dozen iterations whether following it pays (Note [Measured
 # choice] in core/measure/measured_choice.h); the figures are those of what it then keeps.
 #
-# Environment (defaults in brackets): PERCENT [40 30], POLICIES [demand dtr pooch-nopilot pooch],
+# Environment (defaults in brackets): PERCENT [40 30], POLICIES [demand dtr pooch-nopilot pooch pooch-auto],
 # ITERS [40], LAST [16], WORKLOADS [skipnet moe-top2 moe-top8 tiny-vary], ORACLE [1] (both
 # references), SEQUENCE_PERIODS [6],
 # LARGEST [1], LARGEST_MEMORY [256MiB], LARGEST_MAX_EXPERTS [512], ITERS_LARGEST [3].
@@ -62,7 +64,7 @@ if ! { [ -x "$pooch" ] && [ -x "$cnn" ] && [ -e "$build/lib/libpooch.so" ] && [ 
   exit 2
 fi
 percents=${PERCENT:-40 30}
-policies=${POLICIES:-demand dtr pooch-nopilot pooch}
+policies=${POLICIES:-demand dtr pooch-nopilot pooch pooch-auto}
 iters=${ITERS:-40}
 last=${LAST:-16}
 workloads=${WORKLOADS:-skipnet moe-top2 moe-top8 tiny-vary}
@@ -142,10 +144,12 @@ for w in $workloads; do
     mem=$((peak * pc / 100))
     for p in $policies; do
       base=$raw/$w-$pc-$p
-      policy=${p%-nopilot}
-      if [ "$policy" = "$p" ]; then pilot=on; else pilot=off; fi
+      marked=${p%-auto}
+      if [ "$marked" = "$p" ]; then marker=nvtx; else marker=auto; fi
+      policy=${marked%-nopilot}
+      if [ "$policy" = "$marked" ]; then pilot=on; else pilot=off; fi
       # shellcheck disable=SC2086
-      if SIMGPU_MEMORY=$mem POOCH_ITERATION_MARKER=nvtx POOCH_PILOT=$pilot \
+      if SIMGPU_MEMORY=$mem POOCH_ITERATION_MARKER=$marker POOCH_PILOT=$pilot \
         "$pooch" run --policy "$policy" -- "$cnn" $args >"$base.out" 2>"$base.err"; then
         ms=$(mean_ms "$base.out")
         slow=$(awk -v a="$ms" -v b="$incore" 'BEGIN { printf "%.2fx", a / b }')
