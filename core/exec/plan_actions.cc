@@ -40,6 +40,13 @@ void RecordTransientProducers(const BuiltProfile& built, OpIndex producer,
   }
 }
 
+template <typename T>
+std::vector<T> SortedUnique(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
 }  // namespace
 
 void PlanActions::StartIteration() {
@@ -166,26 +173,29 @@ class ActionsAssembly {
     }
   }
 
-  // Note [Diverged iterations]: per op, the allocations older than the iteration it touched.
-  void AddPersistentTouched() {
+  // Note [Diverged iterations]: per op, the allocations older than the iteration it touched;
+  // Note [Left-out accesses] (plan_executor.cc): and the slots of those made in it.
+  void AddTouched() {
     const Profile& profile = built_.profile;
+    a_.made_slots = static_cast<int>(positions_.managed_allocs.size());
     for (size_t op = 0; op < profile.ops.size(); ++op) {
       const int64_t position = OpPosition(static_cast<OpIndex>(op));
       if (position < 0) continue;
       std::vector<uint64_t> touched;
+      std::vector<int> made;
       for (const std::vector<TensorId>* ts : {&profile.ops[op].reads, &profile.ops[op].writes}) {
         for (TensorId t : *ts) {
           const uint64_t allocation = built_.tensor_allocation[static_cast<size_t>(t)];
+          const int ordinal = built_.tensor_alloc_ordinal[static_cast<size_t>(t)];
+          if (ordinal >= 0) made.push_back(ordinal);
           if (profile.tensors[static_cast<size_t>(t)].alloc_before == kBeforeIteration &&
               allocation != kOtherAllocation) {
             touched.push_back(allocation);
           }
         }
       }
-      if (touched.empty()) continue;
-      std::sort(touched.begin(), touched.end());
-      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-      a_.persistent_touched[position] = std::move(touched);
+      if (!made.empty()) a_.made_touched[position] = SortedUnique(std::move(made));
+      if (!touched.empty()) a_.persistent_touched[position] = SortedUnique(std::move(touched));
     }
   }
 
@@ -260,7 +270,7 @@ PlanActions MakePlanActions(const BuiltProfile& built, const OpStreamRecorder::P
   ActionsAssembly assembly(built, positions, plan);
   assembly.AddDecisions();
   assembly.AddPrefetches();
-  assembly.AddPersistentTouched();
+  assembly.AddTouched();
   return std::move(assembly).Finish();
 }
 

@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "core/device/device.h"
 #include "core/plan/plan.h"
 #include "core/profile/op_stream_recorder.h"
@@ -84,6 +85,13 @@ struct PlanActions {
   // Note [Diverged iterations]: op position -> the recorder's ids of the allocations older than
   // the reference iteration that its op touched (sorted).
   absl::flat_hash_map<int64_t, std::vector<uint64_t>> persistent_touched;
+  // Note [Left-out accesses] (plan_executor.cc): op position -> the slots of the allocations made
+  // in the reference that its op touched (sorted); slots below `made_slots` are those.
+  absl::flat_hash_map<int64_t, std::vector<int>> made_touched;
+  int made_slots = 0;
+  // Note [Left-out accesses]: the addresses the plan swapped out whose prefetch it has not yet
+  // tried (across iteration starts: an interval may wrap).
+  absl::flat_hash_set<DeviceAddress> held_out;
   bool diverged = false;  // in this iteration (StartIteration clears it)
   // Slots of tensors that outlive iterations, by the recorder's allocation id; the plan executor
   // resolves their addresses into `fixed` when the actions are made.
@@ -112,6 +120,8 @@ struct PlanActions {
   int64_t drop_fallbacks = 0;       // planned drops that swapped out instead (no recipe, pinned)
   int64_t prefetch_no_room = 0;     // prefetch attempts that found no room
   int64_t diverged_iterations = 0;  // Note [Diverged iterations]
+  int64_t left_out_swap_ins = 0;    // Note [Left-out accesses]
+  int64_t sent_back = 0;            // of those, swapped out again after their op
   ResidencyStats at_start;          // the manager's counts when the first plan began
 
   // A new iteration (or a departure): forgets this iteration's addresses and prefetches and

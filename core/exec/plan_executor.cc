@@ -76,7 +76,8 @@ class PlanExecutor::Impl {
   }
 
   ProfiledOp OpBegin(const char* name, uintptr_t stream, const std::vector<AccessRange>& ranges,
-                     bool replay_capable, bool exact_accesses, HostCopyBytes copy) {
+                     bool replay_capable, bool exact_accesses, HostCopyBytes copy,
+                     absl::Span<const DeviceAddress> demand_swapped_in) {
     MutexLock lock(&mu_);
     FinalizeIfDueLocked();
     std::vector<OpStreamRecorder::Access> accesses;
@@ -115,6 +116,7 @@ class PlanExecutor::Impl {
     op.seq = step.seq;
     op.position = step.position;
     if (step.position >= 0 && FollowingLocked()) {
+      if (!exact_accesses) NoteLeftOutLocked(step.position, demand_swapped_in, op.send_back);
       PrefetchBeforeLocked(step.position);
       if (auto r = actions_->record_at.find(step.position); r != actions_->record_at.end()) {
         op.record_output = actions_->address[static_cast<size_t>(r->second.slot)];
@@ -141,6 +143,7 @@ class PlanExecutor::Impl {
     if (op.position >= 0 && FollowingLocked()) {
       DropAfterLocked(op.position);
       OffloadAfterLocked(op.position);
+      SendBackLocked(op.send_back);
     }
     if (op.start != 0 && op.end != 0) {
       timed_ops_.push_back({op.seq, op.start, op.end});
@@ -195,6 +198,7 @@ class PlanExecutor::Impl {
         actions_->fixed.erase(o->second);
         actions_->slot_of.erase(o);
       }
+      actions_->held_out.erase(address);
     }
     if (std::optional<IterationTracker::Step> step = recorder_.Free(id)) HandleStepLocked(*step);
   }
@@ -269,8 +273,8 @@ class PlanExecutor::Impl {
     o.departures = departures_;
     o.replans = life_.total_replans();
     if (actions_.has_value()) {
-      o.safety_net_swap_ins =
-          manager_.Stats().demand_swap_ins - actions_->at_start.demand_swap_ins;
+      o.safety_net_swap_ins = manager_.Stats().demand_swap_ins -
+                              actions_->at_start.demand_swap_ins - actions_->left_out_swap_ins;
       o.diverged_iterations = actions_->diverged_iterations;
     }
     return o;
@@ -299,17 +303,21 @@ class PlanExecutor::Impl {
   };
 
   // What the plans' actions did since the first plan began: the safety net's hits are the
-  // demand swap-ins since then (the swaps: line counts those of the profiling too).
+  // demand swap-ins since then (the swaps: line counts those of the profiling too) but those at
+  // accesses the profile left out, counted apart (Note [Left-out accesses]).
   std::string PlanRunLineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const ResidencyStats s = manager_.Stats();
     return absl::StrFormat(
         "plan_run: swapped_maps %d planned_swap_outs %lld prefetches %lld "
-        "safety_net_swap_ins %lld prefetch_no_room %lld safety_net_last_iteration %lld "
-        "diverged_iterations %lld",
+        "safety_net_swap_ins %lld left_out_swap_ins %lld sent_back %lld prefetch_no_room %lld "
+        "safety_net_last_iteration %lld diverged_iterations %lld",
         actions_->swapped,
         static_cast<long long>(s.planned_swap_outs - actions_->at_start.planned_swap_outs),
         static_cast<long long>(s.prefetches - actions_->at_start.prefetches),
-        static_cast<long long>(s.demand_swap_ins - actions_->at_start.demand_swap_ins),
+        static_cast<long long>(s.demand_swap_ins - actions_->at_start.demand_swap_ins -
+                               actions_->left_out_swap_ins),
+        static_cast<long long>(actions_->left_out_swap_ins),
+        static_cast<long long>(actions_->sent_back),
         static_cast<long long>(actions_->prefetch_no_room),
         static_cast<long long>(life_.last_iteration_hits()),
         static_cast<long long>(actions_->diverged_iterations));
@@ -632,8 +640,10 @@ class PlanExecutor::Impl {
   // Note [Headroom] (plan_life.h): a re-plan, when one is due, is carried out from the
   // iteration starting now.
   void ReplanIfMissedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::optional<PlanResult> plan = life_.ReplanIfMissed(manager_.Stats().demand_swap_ins,
-                                                          manager_.memory_limit(), swap_all_pass_);
+    // Note [Left-out accesses]: what the profile left out is no miss of the plan.
+    std::optional<PlanResult> plan =
+        life_.ReplanIfMissed(manager_.Stats().demand_swap_ins - actions_->left_out_swap_ins,
+                             manager_.memory_limit(), swap_all_pass_);
     if (!plan.has_value()) return;
     ActionsLocked(*life_.built(), *life_.positions(), &*plan);
     KeepPlanLocked(plan, /*new_reference=*/false);
@@ -666,6 +676,8 @@ class PlanExecutor::Impl {
     a.prefetch_no_room = actions_.has_value() ? actions_->prefetch_no_room : 0;
     a.diverged_iterations = actions_.has_value() ? actions_->diverged_iterations : 0;
     a.drop_fallbacks = actions_.has_value() ? actions_->drop_fallbacks : 0;
+    a.left_out_swap_ins = actions_.has_value() ? actions_->left_out_swap_ins : 0;
+    a.sent_back = actions_.has_value() ? actions_->sent_back : 0;
     actions_ = std::move(a);
   }
 
@@ -742,6 +754,7 @@ class PlanExecutor::Impl {
     for (const PlanActions::Prefetch& p : it->second) {
       const DeviceAddress address = actions_->address[static_cast<size_t>(p.slot)];
       if (address == 0 || actions_->prefetched[static_cast<size_t>(p.candidate)]) continue;
+      actions_->held_out.erase(address);  // Note [Left-out accesses]: the plan wants it back
       absl::StatusOr<bool> issued = manager_.Prefetch(address);
       if (issued.ok() && *issued) {
         actions_->prefetched[static_cast<size_t>(p.candidate)] = true;  // done this iteration
@@ -773,6 +786,68 @@ class PlanExecutor::Impl {
       if (address == 0) continue;
       if (absl::Status s = manager_.Offload(address); !s.ok()) {
         POOCH_LOG_AT(kDebug, "planned swap-out: %s", std::string(s.message()).c_str());
+      } else {
+        actions_->held_out.insert(address);  // Note [Left-out accesses]
+      }
+    }
+  }
+
+  // Note [Left-out accesses]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~
+  // A profile leaves out a kernel's guessed accesses that the recorded iterations do not agree on
+  // (Note [Stable kernel accesses], core/profile/stable_accesses.cc): stale words in by-value
+  // structs (PyTorch's ReduceOp, TensorListMetadata's unused entries) point at whichever
+  // allocation address reuse put there, another one each iteration and each run. RunOp still
+  // makes every allocation they point into resident, so when the plan has swapped such an
+  // allocation out, BeforeOp swaps it in on demand. That is not the plan being wrong about the
+  // program's uses, and the plan cannot model it (which tensor follows how PyTorch's threads
+  // interleave), nor keep those tensors out of its swaps (they are other tensors in every
+  // iteration). So a demand swap-in at a followed position, by an op whose accesses were guessed,
+  // of an allocation the profile's op there did not touch (a slot made in the iteration that is
+  // not among the op's, or an allocation older than the previous iteration that is not among its
+  // persistent ones) is counted apart, as left_out_swap_ins: not a safety-net hit, no evidence
+  // for a re-plan with headroom (Note [Headroom], plan_life.h). If the plan holds that
+  // allocation out (swapped out by it, its prefetch not yet tried), it goes back out after the op
+  // (`sent_back`), so that the memory the plan counted on is there: the two copies are the cost
+  // the plan does not model, and the safety net's make-room evictions, which would be misses,
+  // are not. Anything else (an allocation made in the previous iteration, a carried slot, an op
+  // whose accesses are exact) counts as a miss, as before. Where a kernel's real read set is
+  // known (issue 36's analysis), its stale words are no accesses and none of this happens.
+  void NoteLeftOutLocked(int64_t position, absl::Span<const DeviceAddress> demand_swapped_in,
+                         std::vector<DeviceAddress>& send_back) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (DeviceAddress base : demand_swapped_in) {
+      if (!LeftOutLocked(position, base)) continue;
+      ++actions_->left_out_swap_ins;
+      if (actions_->held_out.contains(base)) send_back.push_back(base);
+    }
+  }
+
+  // Whether the profile's op at `position` did not touch the allocation at `base`, as far as the
+  // actions can tell (Note [Left-out accesses]).
+  bool LeftOutLocked(int64_t position, DeviceAddress base) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (auto slot = actions_->slot_of.find(base);
+        slot != actions_->slot_of.end() && slot->second < actions_->made_slots) {
+      const auto made = actions_->made_touched.find(position);
+      return made == actions_->made_touched.end() ||
+             !std::binary_search(made->second.begin(), made->second.end(), slot->second);
+    }
+    const auto live = live_.find(base);
+    if (live == live_.end() || live->second.id >= previous_iteration_first_id_) return false;
+    const auto old = actions_->persistent_touched.find(position);
+    return old == actions_->persistent_touched.end() ||
+           !std::binary_search(old->second.begin(), old->second.end(), live->second.id);
+  }
+
+  void SendBackLocked(const std::vector<DeviceAddress>& send_back)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (DeviceAddress base : send_back) {
+      if (!actions_->held_out.contains(base)) continue;  // freed, or its prefetch came since
+      if (absl::Status s = manager_.Offload(base); s.ok()) {
+        ++actions_->sent_back;
+      } else {
+        POOCH_LOG_AT(kDebug, "swap-out after a left-out access: %s",
+                     std::string(s.message()).c_str());
       }
     }
   }
@@ -832,8 +907,10 @@ bool PlanExecutor::WantedBy(const Config& config) {
 
 ProfiledOp PlanExecutor::OpBegin(const char* name, uintptr_t stream,
                                  const std::vector<AccessRange>& ranges, bool replay_capable,
-                                 bool exact_accesses, HostCopyBytes copy) {
-  return impl_->OpBegin(name, stream, ranges, replay_capable, exact_accesses, copy);
+                                 bool exact_accesses, HostCopyBytes copy,
+                                 absl::Span<const DeviceAddress> demand_swapped_in) {
+  return impl_->OpBegin(name, stream, ranges, replay_capable, exact_accesses, copy,
+                        demand_swapped_in);
 }
 
 void PlanExecutor::OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe) {

@@ -56,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/config/config.h"
 #include "core/device/device.h"
 #include "core/exec/plan_counts.h"
@@ -80,6 +81,9 @@ struct ProfiledOp {
   // OfferRecipe. 0: none.
   uintptr_t record_output = 0;
   double record_us = 0;  // the op's profiled device time
+  // Note [Left-out accesses] (plan_executor.cc): allocations the plan holds out that BeforeOp
+  // swapped in for an access the profile left out; OpEnd swaps them out again.
+  std::vector<DeviceAddress> send_back;
 };
 
 class PlanExecutor {
@@ -101,9 +105,12 @@ class PlanExecutor {
   // could give a replay recipe (the profile's replay_capable flag). `exact_accesses` false:
   // `ranges` were guessed (OpStreamRecorder::Op).
   // `copy`: what the op copies between host and device memory (Note [Program copies] in
-  // core/sim/sim.cc).
+  // core/sim/sim.cc). `demand_swapped_in`: the ticket's (OpTicket::demand_swapped_in), which
+  // tells the plan's misses from swap-ins at accesses the profile left out (Note [Left-out
+  // accesses] in plan_executor.cc).
   ProfiledOp OpBegin(const char* name, uintptr_t stream, const std::vector<AccessRange>& ranges,
-                     bool replay_capable, bool exact_accesses = true, HostCopyBytes copy = {});
+                     bool replay_capable, bool exact_accesses = true, HostCopyBytes copy = {},
+                     absl::Span<const DeviceAddress> demand_swapped_in = {});
   // The recipe of an op whose ProfiledOp::record_output was set (nullopt: it could not be made,
   // and the map is swapped instead of dropped).
   void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe);
@@ -133,8 +140,10 @@ class PlanExecutor {
     int64_t profiles = 0;
     int reprofiles = 0;
     uint64_t departures = 0;
-    int64_t safety_net_swap_ins = 0;  // demand swap-ins since the first plan began
-    int replans = 0;                  // re-plans with more headroom (Note [Headroom])
+    // Demand swap-ins since the first plan began, but those at accesses the profile left out
+    // (Note [Left-out accesses] in plan_executor.cc; the plan_run: line counts them apart).
+    int64_t safety_net_swap_ins = 0;
+    int replans = 0;  // re-plans with more headroom (Note [Headroom])
     int64_t diverged_iterations = 0;
   };
   Outcome SummaryOutcome();

@@ -577,7 +577,10 @@ absl::Status ResidencyManager::MakeResidentLocked(absl::Span<const AccessRange> 
       // it in meanwhile.
       if (s.ok() && a->state == ResidencyState::kOnHost) {
         s = StartSwapInLocked(*a);
-        if (s.ok()) ++stats_.demand_swap_ins;
+        if (s.ok()) {
+          ++stats_.demand_swap_ins;
+          ticket.demand_swapped_in_.push_back(a->address);
+        }
       }
       if (!s.ok()) {
         // Note [Reading the host copy]: no room, but the op may read the host copy instead.

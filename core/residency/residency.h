@@ -141,11 +141,16 @@ class OpTicket {
     }
     return nullptr;
   }
+  // The bases of the allocations BeforeOp swapped in on demand for this op (each counted in
+  // ResidencyStats::demand_swap_ins): the plan executor tells its plan's misses from swap-ins
+  // at accesses its profile left out (Note [Left-out accesses], core/exec/plan_executor.cc).
+  absl::Span<const DeviceAddress> demand_swapped_in() const { return demand_swapped_in_; }
 
  private:
   friend class ResidencyManager;
   StreamHandle stream_ = kDefaultStream;
   std::vector<AllocationId> ids_;
+  std::vector<DeviceAddress> demand_swapped_in_;
   std::vector<AllocationId> host_reads_;  // of ids_, those read from their host copy
   // Note [Current host copies]: of ids_, those a range other than kRead touches; AfterOp forgets
   // their host copies.

@@ -205,7 +205,8 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
                             ? ProfiledOp{}
                             : profiler->OpBegin(HookScope::CurrentName(), stream, ranges.get(),
                                                 effects.replay != nullptr,
-                                                effects.known && !effects.scanned, effects.copy);
+                                                effects.known && !effects.scanned, effects.copy,
+                                                ticket->demand_swapped_in());
   // Note [DTR recipes] (core/recompute/recomputer.h): under dtr every call that can be replayed and
   // writes one of the manager's allocations is timed and keeps its recipe.
   const bool produces = recomputer != nullptr && recomputer->dtr() && effects.replay != nullptr &&
