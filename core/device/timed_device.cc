@@ -28,6 +28,24 @@ const char* DeviceCallKindName(DeviceCallKind kind) {
   return "?";
 }
 
+const char* MemoryCallName(MemoryCall call) {
+  static constexpr const char* kNames[] = {
+      "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate",    "cuMemRelease",
+      "cuMemMap",            "cuMemSetAccess",   "cuMemUnmap",     "cuMemHostAlloc",
+      "cuMemFreeHost",
+  };
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(MemoryCall::kCount));
+  return kNames[static_cast<size_t>(call)];
+}
+
+MemoryCallCounts TimedDevice::MemoryCalls() const {
+  MemoryCallCounts m;
+  for (size_t i = 0; i < m.of.size(); ++i) {
+    m.of[i] = memory_calls_[i].load(std::memory_order_relaxed);
+  }
+  return m;
+}
+
 DeviceCallTimes TimedDevice::Times() const {
   DeviceCallTimes t;
   for (size_t i = 0; i < sums_.size(); ++i) t.of[i] = sums_[i].Load();
@@ -48,27 +66,36 @@ absl::StatusOr<DeviceMemoryInfo> TimedDevice::MemoryInfo() {
   return Timed(DeviceCallKind::kEvent, [&] { return inner_.MemoryInfo(); });
 }
 absl::StatusOr<DeviceAddress> TimedDevice::ReserveAddress(int64_t bytes) {
+  Count(MemoryCall::kAddressReserve);
   return Timed(DeviceCallKind::kReserve, [&] { return inner_.ReserveAddress(bytes); });
 }
 absl::Status TimedDevice::FreeAddress(DeviceAddress address, int64_t bytes) {
+  Count(MemoryCall::kAddressFree);
   return Timed(DeviceCallKind::kReserve, [&] { return inner_.FreeAddress(address, bytes); });
 }
 absl::StatusOr<PhysicalHandle> TimedDevice::CreatePhysical(int64_t bytes) {
+  Count(MemoryCall::kMemCreate);
   return Timed(DeviceCallKind::kCreate, [&] { return inner_.CreatePhysical(bytes); });
 }
 absl::Status TimedDevice::ReleasePhysical(PhysicalHandle handle) {
+  Count(MemoryCall::kMemRelease);
   return Timed(DeviceCallKind::kCreate, [&] { return inner_.ReleasePhysical(handle); });
 }
 absl::Status TimedDevice::Map(DeviceAddress address, int64_t bytes, PhysicalHandle handle) {
+  Count(MemoryCall::kMemMap);
+  Count(MemoryCall::kMemSetAccess);
   return Timed(DeviceCallKind::kMap, [&] { return inner_.Map(address, bytes, handle); });
 }
 absl::Status TimedDevice::Unmap(DeviceAddress address, int64_t bytes) {
+  Count(MemoryCall::kMemUnmap);
   return Timed(DeviceCallKind::kMap, [&] { return inner_.Unmap(address, bytes); });
 }
 absl::StatusOr<void*> TimedDevice::AllocHost(int64_t bytes) {
+  Count(MemoryCall::kHostAlloc);
   return Timed(DeviceCallKind::kPinned, [&] { return inner_.AllocHost(bytes); });
 }
 absl::Status TimedDevice::FreeHost(void* host) {
+  Count(MemoryCall::kFreeHost);
   return Timed(DeviceCallKind::kPinned, [&] { return inner_.FreeHost(host); });
 }
 absl::StatusOr<StreamHandle> TimedDevice::CreateStream() {

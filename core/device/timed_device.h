@@ -7,6 +7,7 @@
 //   auto manager = ResidencyManager::Create(timed, options);
 //   ...
 //   DeviceCallTimes t = timed.Times();  // t[DeviceCallKind::kMap].calls, .nanoseconds
+//   MemoryCallCounts m = timed.MemoryCalls();  // m[MemoryCall::kMemCreate]: cuMemCreate calls
 //
 // Note [Host time]
 // ~~~~~~~~~~~~~~~~
@@ -23,6 +24,7 @@
 #define POOCH_CORE_DEVICE_TIMED_DEVICE_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 
 #include "core/base/call_sum.h"
@@ -47,6 +49,31 @@ enum class DeviceCallKind {
 // "reserve", "create", "map", "pinned", ...
 const char* DeviceCallKindName(DeviceCallKind kind);
 
+// The driver memory calls, one by one (the summary's per-iteration host_steady: line): each
+// Device method that manages memory is one driver call, but for Map, which is cuMemMap then
+// cuMemSetAccess over the range it mapped (interpose/device/cuda_device.cc), so that both count
+// one per Map.
+enum class MemoryCall {
+  kAddressReserve,  // ReserveAddress
+  kAddressFree,     // FreeAddress
+  kMemCreate,       // CreatePhysical
+  kMemRelease,      // ReleasePhysical
+  kMemMap,          // Map
+  kMemSetAccess,    // Map
+  kMemUnmap,        // Unmap
+  kHostAlloc,       // AllocHost
+  kFreeHost,        // FreeHost
+  kCount,
+};
+
+// "cuMemAddressReserve", "cuMemCreate", ...: the driver function's name.
+const char* MemoryCallName(MemoryCall call);
+
+struct MemoryCallCounts {
+  std::array<int64_t, static_cast<size_t>(MemoryCall::kCount)> of{};
+  int64_t operator[](MemoryCall call) const { return of[static_cast<size_t>(call)]; }
+};
+
 struct DeviceCallTimes {
   std::array<CallSum, static_cast<size_t>(DeviceCallKind::kCount)> of{};
   const CallSum& operator[](DeviceCallKind kind) const { return of[static_cast<size_t>(kind)]; }
@@ -58,6 +85,7 @@ class TimedDevice final : public Device {
   explicit TimedDevice(Device& inner) : inner_(inner) {}
 
   DeviceCallTimes Times() const;
+  MemoryCallCounts MemoryCalls() const;
 
   int64_t Granularity() const override { return inner_.Granularity(); }
   absl::StatusOr<DeviceMemoryInfo> MemoryInfo() override;
@@ -88,9 +116,13 @@ class TimedDevice final : public Device {
   // Runs `call` and adds its host time to `kind`'s sum.
   template <typename Call>
   auto Timed(DeviceCallKind kind, Call&& call);
+  void Count(MemoryCall call) {
+    memory_calls_[static_cast<size_t>(call)].fetch_add(1, std::memory_order_relaxed);
+  }
 
   Device& inner_;
   std::array<AtomicCallSum, static_cast<size_t>(DeviceCallKind::kCount)> sums_;
+  std::array<std::atomic<int64_t>, static_cast<size_t>(MemoryCall::kCount)> memory_calls_{};
 };
 
 }  // namespace pooch

@@ -47,6 +47,34 @@ TEST(TimedDeviceTest, CountsEachCallUnderItsKind) {
                                                   // record, destroy
   EXPECT_EQ(t[DeviceCallKind::kWait].calls, 1);
   EXPECT_TRUE(fake.violations().empty());
+
+  const MemoryCallCounts m = timed.MemoryCalls();
+  for (MemoryCall call : {MemoryCall::kAddressReserve, MemoryCall::kAddressFree,
+                          MemoryCall::kMemCreate, MemoryCall::kMemRelease, MemoryCall::kMemMap,
+                          MemoryCall::kMemSetAccess, MemoryCall::kMemUnmap, MemoryCall::kHostAlloc,
+                          MemoryCall::kFreeHost}) {
+    EXPECT_EQ(m[call], 1) << MemoryCallName(call);
+  }
+}
+
+// Each memory call counts under its own driver name, however many of the others there are.
+TEST(TimedDeviceTest, CountsEachMemoryCallApart) {
+  FakeDevice fake(Manual());
+  TimedDevice timed(fake);
+  const DeviceAddress va = *timed.ReserveAddress(2 * kG);
+  const PhysicalHandle p = *timed.CreatePhysical(kG);
+  ASSERT_TRUE(timed.Map(va, kG, p).ok());
+  ASSERT_TRUE(timed.Unmap(va, kG).ok());
+  ASSERT_TRUE(timed.Map(va + kG, kG, p).ok());
+  const MemoryCallCounts m = timed.MemoryCalls();
+  EXPECT_EQ(m[MemoryCall::kAddressReserve], 1);
+  EXPECT_EQ(m[MemoryCall::kMemCreate], 1);
+  EXPECT_EQ(m[MemoryCall::kMemMap], 2);
+  EXPECT_EQ(m[MemoryCall::kMemSetAccess], 2);
+  EXPECT_EQ(m[MemoryCall::kMemUnmap], 1);
+  EXPECT_EQ(m[MemoryCall::kMemRelease], 0);
+  EXPECT_EQ(m[MemoryCall::kAddressFree], 0);
+  EXPECT_STREQ(MemoryCallName(MemoryCall::kMemCreate), "cuMemCreate");
 }
 
 // The wait's host time is the time the host blocked: a queued kernel that takes 20 ms of host

@@ -217,6 +217,11 @@ class PlanExecutor::Impl {
                      !following && !quiet && !recorder_.tracker().recording_next());
   }
 
+  void SetIterationListener(std::function<void(const IterationNote&)> listener) {
+    MutexLock lock(&mu_);
+    listener_ = std::move(listener);
+  }
+
   void SyncMarker() {
     MutexLock lock(&mu_);
     // Here too for the iterations the tracker is still profiling, whose events have no
@@ -229,7 +234,10 @@ class PlanExecutor::Impl {
     } else if (recorder_.tracker().keeping_iteration() && !recorder_.tracker().recording_next()) {
       ReleaseTimedOpsLocked();  // the ended iteration is not the reference: its times go
     }
-    if (b.departed) NoteDepartureLocked();
+    if (b.departed) {
+      NoteDepartureLocked();
+      TellListenerLocked({.departed = true});
+    }
     // The next iteration's start is noted at its first event (HandleStepLocked), whose step says
     // so under every marker, not here: each iteration is counted once.
     FinalizeIfDueLocked();
@@ -362,6 +370,16 @@ class PlanExecutor::Impl {
     if (step.iteration_start && pilot_.has_value()) pilot_->pilot().IterationStart();
     // After the iteration start: a re-plan made there is the old reference's.
     if (step.switched) SwitchPlanLocked(step.switched_to, step.position);
+    if (step.iteration_start) {
+      TellListenerLocked({.started = true,
+                          .following = FollowingLocked() && !swap_all_pass_,
+                          .plan = plans_installed_});
+    }
+    if (step.departed) TellListenerLocked({.departed = true});
+  }
+
+  void TellListenerLocked(const IterationNote& note) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (listener_) listener_(note);
   }
 
   // Note [Measured iteration time] (core/measure/iteration_clock.h): the mark goes before the
@@ -679,6 +697,7 @@ class PlanExecutor::Impl {
     a.left_out_swap_ins = actions_.has_value() ? actions_->left_out_swap_ins : 0;
     a.sent_back = actions_.has_value() ? actions_->sent_back : 0;
     actions_ = std::move(a);
+    ++plans_installed_;
   }
 
   // A new reference that got no profile: the actions of the plan carried out before would run
@@ -868,6 +887,8 @@ class PlanExecutor::Impl {
   IterationClock clock_ ABSL_GUARDED_BY(mu_){device_, events_};
   bool finalize_due_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t departures_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t plans_installed_ ABSL_GUARDED_BY(mu_) = 0;  // IterationNote::plan
+  std::function<void(const IterationNote&)> listener_ ABSL_GUARDED_BY(mu_);
   int departures_since_profile_ ABSL_GUARDED_BY(mu_) = 0;
   int reprofiles_ ABSL_GUARDED_BY(mu_) = 0;
   // Note [Diverged iterations]: the first recorder id of this iteration and of the one before.
@@ -934,6 +955,10 @@ void PlanExecutor::Free(uintptr_t address) { impl_->Free(address); }
 void PlanExecutor::ReadBack(const void* host, size_t bytes) { impl_->ReadBack(host, bytes); }
 
 void PlanExecutor::SyncMarker() { impl_->SyncMarker(); }
+
+void PlanExecutor::SetIterationListener(std::function<void(const IterationNote&)> listener) {
+  impl_->SetIterationListener(std::move(listener));
+}
 
 std::vector<std::string> PlanExecutor::SummaryLines() { return impl_->SummaryLines(); }
 

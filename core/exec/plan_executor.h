@@ -51,6 +51,7 @@
 #define POOCH_CORE_EXEC_PLAN_EXECUTOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -125,6 +126,19 @@ class PlanExecutor {
   void ReadBack(const void* host, size_t bytes);
   // An iteration marker (POOCH_ITERATION_MARKER=sync or nvtx): an iteration ends here.
   void SyncMarker();
+
+  // What the executor tells a listener of the iterations (the summary's per-iteration figures,
+  // Note [Steady iterations] in interpose/process/steady_host.h): an iteration started, with
+  // whether a plan's actions are carried out in it and which plan (a number that changes with
+  // every plan installed); or the iteration under way departed from the reference.
+  struct IterationNote {
+    bool started = false;
+    bool departed = false;
+    bool following = false;
+    uint64_t plan = 0;
+  };
+  // Called under the executor's lock, from the hook that found the event; must not call back.
+  void SetIterationListener(std::function<void(const IterationNote&)> listener);
 
   // The summary's iterations:, plan:, the pilot's, plan_cache:, choice:, plan_run: and
   // recompute: lines (each when it applies).

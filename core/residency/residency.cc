@@ -3,6 +3,7 @@
 #include "core/residency/residency.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -78,6 +79,8 @@ ResidencyManager::ResidencyManager(Device& device, ResidencyOptions options,
       host_pool_(device, options.host_memory_limit),
       reuse_cache_(ReuseCacheLimit(options), options.reuse_cache_entries),
       chunks_(options.reuse_cache_entries),
+      // Note [Address pool]: address space only, so a generous bound.
+      addresses_(std::min(options.memory_limit, std::numeric_limits<int64_t>::max() / 4) * 4),
       copy_timer_(device, options.time_copies) {}
 
 ResidencyManager::~ResidencyManager() {
@@ -98,6 +101,9 @@ ResidencyManager::~ResidencyManager() {
   MutexLock lock(&mu_);
   for (Retired& r : retired_) ReleaseRetiredLocked(r).IgnoreError();  // only after errors
   retired_.clear();
+  for (const auto& [address, bytes] : addresses_.TakeAll()) {
+    device_.FreeAddress(address, bytes).IgnoreError();
+  }
   copy_timer_.AbandonAll();  // Note [Copy timing]
   host_pool_.Trim();
   device_.DestroyStream(d2h_stream_).IgnoreError();
@@ -280,13 +286,13 @@ absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes,
   }
   const int64_t mapped = RoundUp(bytes, granularity_);
   const bool swappable = bytes >= options_.min_swap_bytes;
-  auto insert = [&](DeviceAddress address, PhysicalHandle physical)
+  auto insert = [&](DeviceAddress address, PhysicalHandle physical, int64_t mapped_bytes)
                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
                       auto a = std::make_unique<Allocation>();
                       a->id = next_id_++;
                       a->address = address;
                       a->bytes = bytes;
-                      a->mapped_bytes = mapped;
+                      a->mapped_bytes = mapped_bytes;
                       a->swappable = swappable;
                       a->physical = physical;
                       a->lru_tick = ++tick_;
@@ -303,7 +309,8 @@ absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes,
     if (std::optional<FreedRange> cached = reuse_cache_.Take(mapped, ordered_on, events_);
         cached.has_value()) {
       ++stats_.reuse_hits;
-      Allocation* a = insert(cached->address, cached->physical);  // still mapped and counted
+      // Still mapped and counted.
+      Allocation* a = insert(cached->address, cached->physical, cached->mapped_bytes);
       if (!cached->events.empty()) {
         // Note [Reuse on the allocating stream]: the old owner's work, all on this stream and
         // completed in order, is the new allocation's last use there until its own first op.
@@ -314,7 +321,13 @@ absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes,
     }
     ++stats_.reuse_misses;
   }
-  absl::StatusOr<DeviceAddress> address = device_.ReserveAddress(mapped);
+  std::optional<DeviceAddress> kept;  // Note [Address pool]
+  {
+    MutexLock lock(&mu_);
+    kept = addresses_.Take(mapped);
+  }
+  absl::StatusOr<DeviceAddress> address =
+      kept.has_value() ? *kept : device_.ReserveAddress(mapped);
   if (!address.ok()) return address.status();
 
   MutexLock lock(&mu_);
@@ -332,10 +345,10 @@ absl::StatusOr<DeviceAddress> ResidencyManager::Allocate(int64_t bytes,
   }
   if (!chunk.ok()) {
     if (absl::IsResourceExhausted(chunk.status())) ++stats_.out_of_memory;
-    device_.FreeAddress(*address, mapped).IgnoreError();
+    ReleaseAddressLocked(*address, mapped).IgnoreError();
     return chunk.status();
   }
-  insert(*address, *chunk);
+  insert(*address, *chunk, mapped);
   return *address;
 }
 
@@ -403,7 +416,9 @@ absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
     host_pool_.Release(r.host, r.host_bytes);
     r.host = nullptr;
   }
-  status.Update(device_.FreeAddress(r.address, r.mapped_bytes));
+  // A range whose unmap failed may still have memory mapped: freed, never kept.
+  status.Update(status.ok() ? ReleaseAddressLocked(r.address, r.mapped_bytes)
+                            : device_.FreeAddress(r.address, r.mapped_bytes));
   if (r.swap_end.has_value() && observer_ != nullptr) {
     observer_->OnSwap(
         SwapRecord{*r.swap_end, r.allocation, r.address, r.host_bytes, absl::Now(), r.swap_copied});
@@ -413,6 +428,11 @@ absl::Status ResidencyManager::ReleaseRetiredLocked(Retired& r) {
   NotifyMemoryLocked();
   unpinned_.SignalAll();
   return status;
+}
+
+absl::Status ResidencyManager::ReleaseAddressLocked(DeviceAddress address, int64_t bytes) {
+  if (!closing_ && addresses_.Keep(address, bytes)) return absl::OkStatus();
+  return device_.FreeAddress(address, bytes);
 }
 
 // Note [Reading the host copy]

@@ -58,6 +58,7 @@
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
 #include "core/device/device.h"
+#include "core/residency/parts/address_pool.h"
 #include "core/residency/parts/chunk_pool.h"
 #include "core/residency/parts/copy_timer.h"
 #include "core/residency/parts/residency_events.h"
@@ -520,6 +521,10 @@ class ResidencyManager {
   void FreedTouchedLocked(const AccessRange& range, std::vector<DeviceAddress>* out) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReleaseRetiredLocked(Retired& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Address pool]: keeps the range [address, address + bytes), which has nothing mapped,
+  // for a later allocation of its size, or frees it.
+  absl::Status ReleaseAddressLocked(DeviceAddress address, int64_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UnpinLocked(absl::Span<const AllocationId> ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reclaims what completed; never blocks. (residency_swap.cc)
   absl::Status PollLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -593,6 +598,8 @@ class ResidencyManager {
   ReuseCache reuse_cache_ ABSL_GUARDED_BY(mu_);  // Note [Reuse cache]; limit 0: disabled
   // Note [Spare chunks], Note [Retained chunks]; counted in device_bytes_.
   ChunkPool chunks_ ABSL_GUARDED_BY(mu_);
+  // Note [Address pool]: unmapped reserved ranges kept by size.
+  AddressPool addresses_ ABSL_GUARDED_BY(mu_);
   CopyTimer copy_timer_ ABSL_GUARDED_BY(mu_);  // Note [Copy timing]
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs: cache nothing
   absl::flat_hash_set<AllocationId> in_flight_ ABSL_GUARDED_BY(mu_);  // transfer != null

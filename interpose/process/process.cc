@@ -211,6 +211,16 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   if (PlanExecutor::WantedBy(config_)) {
     parts->profiler = new PlanExecutor(timed, *raw_manager, *parts->small, config_, parts->trace,
                                        parts->recomputer);
+    // Note [Steady iterations] (steady_host.h): the summary's figures per steady iteration.
+    parts->steady = new SteadyHost();
+    parts->profiler->SetIterationListener(
+        [steady = parts->steady, &timed](const PlanExecutor::IterationNote& note) {
+          if (note.started) {
+            steady->IterationStarted({.following = note.following, .plan = note.plan},
+                                     {CurrentHookTimes(), timed.Times(), timed.MemoryCalls()});
+          }
+          if (note.departed) steady->Departed();
+        });
   }
   POOCH_LOG_AT(kInfo, "managing device memory: limit %lld bytes, min swap %lld bytes",
                static_cast<long long>(options->memory_limit),
@@ -377,6 +387,7 @@ std::vector<std::string> Process::DetailLines() const {
   if (const Parts* parts = parts_.load(std::memory_order_acquire); parts != nullptr) {
     const HookTimes hooks = CurrentHookTimes();
     lines.push_back(HostLine(hooks, parts->timed->Times()));
+    if (parts->steady != nullptr) lines.push_back(HostSteadyLine(parts->steady->PerIterationMean()));
   }
   if (PlanExecutor* profiler = this->profiler()) {
     for (std::string& line : profiler->SummaryLines()) lines.push_back(std::move(line));

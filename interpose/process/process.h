@@ -42,6 +42,7 @@
 #include "core/measure/trace_observer.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
+#include "interpose/process/steady_host.h"
 #include "interpose/process/summary_words.h"
 
 namespace pooch::interpose {
@@ -101,6 +102,7 @@ class Process {
     Recomputer* recomputer = nullptr;
     PlanExecutor* profiler = nullptr;
     TraceObserver* trace = nullptr;
+    SteadyHost* steady = nullptr;  // told by profiler of its iterations, when there is one
     int64_t device_total_bytes = 0;  // the device's memory at start-up, for the summary
   };
 

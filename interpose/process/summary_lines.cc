@@ -2,6 +2,7 @@
 #include "interpose/process/summary_lines.h"
 
 #include <cstddef>
+#include <iterator>
 #include <tuple>
 #include <type_traits>
 #include <variant>
@@ -147,6 +148,30 @@ std::string HostLine(const HookTimes& hooks, const DeviceCallTimes& device_calls
   for (const auto& [work, name] : kWork) AppendCallSum(&line, name, hooks[work]);
   for (size_t i = 0; i < device_calls.of.size(); ++i) {
     AppendCallSum(&line, DeviceCallKindName(static_cast<DeviceCallKind>(i)), device_calls.of[i]);
+  }
+  return line;
+}
+
+// Note [Steady iterations] (steady_host.h): means per steady iteration, so the counts may have
+// decimals.
+std::string HostSteadyLine(const std::optional<SteadyHost::PerIteration>& steady) {
+  if (!steady.has_value()) {
+    return "host_steady: iterations 0 (no steady iteration: no plan followed twice in a row)";
+  }
+  std::string line = absl::StrFormat("host_steady: iterations %d host_ms %.3f", steady->iterations,
+                                     steady->host_ms());
+  constexpr std::pair<HookWork, const char*> kWork[] = {
+      {HookWork::kOp, "op"}, {HookWork::kAlloc, "alloc"}, {HookWork::kFree, "free"}};
+  for (const auto& [work, name] : kWork) {
+    absl::StrAppendFormat(&line, " %s_ms %.3f", name, steady->hook_ms[static_cast<size_t>(work)]);
+  }
+  for (size_t i = 0; i < std::size(steady->device_ms); ++i) {
+    absl::StrAppendFormat(&line, " %s_ms %.3f",
+                          DeviceCallKindName(static_cast<DeviceCallKind>(i)), steady->device_ms[i]);
+  }
+  for (size_t i = 0; i < std::size(steady->memory_calls); ++i) {
+    absl::StrAppendFormat(&line, " %s %.2f", MemoryCallName(static_cast<MemoryCall>(i)),
+                          steady->memory_calls[i]);
   }
   return line;
 }

@@ -12,6 +12,7 @@
 #define POOCH_INTERPOSE_PROCESS_SUMMARY_LINES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
 #include "interpose/process/host_time.h"
+#include "interpose/process/steady_host.h"
 
 namespace pooch::interpose {
 
@@ -32,6 +34,9 @@ std::string SwapsLine(const ResidencyStats& stats);
 std::string ReuseLine(const ResidencyStats& stats);
 // "host: op ... op_ms ...": the hooks' host time, then the device calls pooch made in it.
 std::string HostLine(const HookTimes& hooks, const DeviceCallTimes& device_calls);
+// "host_steady: iterations N host_ms ... cuMemCreate ...": the host: line's figures and each
+// driver memory call's count, per steady iteration (Note [Steady iterations]); nullopt: none.
+std::string HostSteadyLine(const std::optional<SteadyHost::PerIteration>& steady);
 // "dtr: recipes ...": what dtr's eviction dropped and replay rebuilt.
 std::string DtrLine(const Recomputer::Stats& recomputer, const ResidencyStats& manager);
 // "small: slabs ...": the sub-allocator of small allocations.

@@ -2,6 +2,8 @@
 // against its printf format, with every figure a different value.
 #include "interpose/process/summary_lines.h"
 
+#include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -86,6 +88,29 @@ TEST(SummaryLinesTest, Host) {
                           (1000.0 * i + 1) / 1e6);
   }
   EXPECT_EQ(HostLine(hooks, calls), expected);
+}
+
+TEST(SummaryLinesTest, HostSteady) {
+  EXPECT_EQ(HostSteadyLine(std::nullopt),
+            "host_steady: iterations 0 (no steady iteration: no plan followed twice in a row)");
+  SteadyHost::PerIteration p;
+  p.iterations = 4;
+  p.hook_ms[0] = 1.25;
+  p.hook_ms[1] = 2;
+  p.hook_ms[2] = 0.5;
+  std::string expected =
+      "host_steady: iterations 4 host_ms 3.750 op_ms 1.250 alloc_ms 2.000 free_ms 0.500";
+  for (size_t i = 0; i < std::size(p.device_ms); ++i) {
+    p.device_ms[i] = 0.125 * static_cast<double>(i);
+    absl::StrAppendFormat(&expected, " %s_ms %.3f",
+                          DeviceCallKindName(static_cast<DeviceCallKind>(i)), 0.125 * i);
+  }
+  for (size_t i = 0; i < std::size(p.memory_calls); ++i) {
+    p.memory_calls[i] = 1.5 * static_cast<double>(i);
+    absl::StrAppendFormat(&expected, " %s %.2f", MemoryCallName(static_cast<MemoryCall>(i)),
+                          1.5 * i);
+  }
+  EXPECT_EQ(HostSteadyLine(p), expected);
 }
 
 TEST(SummaryLinesTest, Dtr) {

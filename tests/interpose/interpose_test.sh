@@ -1086,7 +1086,7 @@ summary)
   grep -q '^pooch: plan of policy pooch: keep [0-9]*, swap [0-9]*, recompute [0-9]* intervals; iteration predicted [0-9.]* ms, measured [0-9.]* ms$' "$work/plain.err" ||
     fail "no plan line with its predicted and measured iteration"
   grep -q '^pooch: \(nothing went wrong$\|went wrong: \)' "$work/plain.err" || fail "no line on what went wrong"
-  grep '^pooch: \(summary\|memory\|swaps\|reuse\|host\|small\|opaque\|calls\|iterations\|plan\|plan_run\|plan_cache\|pilot\|recompute\): ' "$work/plain.err" &&
+  grep '^pooch: \(summary\|memory\|swaps\|reuse\|host\|host_steady\|small\|opaque\|calls\|iterations\|plan\|plan_run\|plan_cache\|pilot\|recompute\): ' "$work/plain.err" &&
     fail "a detailed line at the default level"
   grep '^pooch: \(iteration found\|profiled\|planned\|carrying out the plan\): ' "$work/plain.err" &&
     fail "a phase line at the default level"
@@ -1137,6 +1137,19 @@ def check(json_path, err_path, detailed):
         fail("no plan carried out and measured")
     if not any(c["top"] > 0 for c in d["calls"].values()):
         fail("no call counted")
+    # Issue 38: pooch's host time and each driver memory call per steady iteration (Note
+    # [Steady iterations] in interpose/process/steady_host.h).
+    # tiny's 6 iterations may end before one is steady; the line then says so.
+    steady = d["host_steady"]
+    if steady.get("iterations", 0) >= 1:
+        if steady["host_ms"] <= 0:
+            fail(f"host_steady: no host time: {steady['text']}")
+        for call in ("cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate", "cuMemRelease",
+                     "cuMemMap", "cuMemSetAccess", "cuMemUnmap"):
+            if not steady.get(call, -1) >= 0:
+                fail(f"host_steady: no {call} count")
+    elif "iterations 0 (no steady iteration" not in steady["text"]:
+        fail(f"host_steady: {steady['text']}")
     # At info, each detailed line on stderr is the JSON's text of its topic.
     for topic, obj in d.items():
         if topic == "calls":
