@@ -17,9 +17,8 @@ namespace {
 // decisions).
 template <typename Position>
 void RecordTransientProducers(const BuiltProfile& built, OpIndex producer,
-                              const absl::flat_hash_set<TensorId>& maps,
-                              const std::vector<OpIndex>& first_writer, const Position& op_position,
-                              PlanActions& a) {
+                              const absl::flat_hash_set<TensorId>& maps, const ReplayFacts& facts,
+                              const Position& op_position, PlanActions& a) {
   std::vector<OpIndex> pending = {producer};
   absl::flat_hash_set<OpIndex> seen = {producer};
   while (!pending.empty()) {
@@ -27,15 +26,17 @@ void RecordTransientProducers(const BuiltProfile& built, OpIndex producer,
     pending.pop_back();
     for (TensorId t : op.reads) {
       const int ordinal = built.tensor_alloc_ordinal[static_cast<size_t>(t)];
-      const OpIndex writer = first_writer[static_cast<size_t>(t)];
-      if (ordinal < 0 || maps.contains(t) || writer < 0 || !seen.insert(writer).second ||
-          !built.profile.ops[static_cast<size_t>(writer)].replayable) {
-        continue;
+      // What it holds when freed: its last writer's chain (Note [Chains] in candidates.cc).
+      const absl::Span<const OpIndex> links = facts.Chain(t, facts.LastWriter(t));
+      if (ordinal < 0 || maps.contains(t) || links.empty()) continue;
+      for (OpIndex writer : links) {
+        if (!seen.insert(writer).second) continue;
+        const int64_t position = op_position(writer);
+        if (position < 0) continue;
+        a.record_at[position] = {ordinal,
+                                 built.profile.ops[static_cast<size_t>(writer)].duration_us};
+        pending.push_back(writer);
       }
-      const int64_t position = op_position(writer);
-      if (position < 0) continue;
-      a.record_at[position] = {ordinal, built.profile.ops[static_cast<size_t>(writer)].duration_us};
-      pending.push_back(writer);
     }
   }
 }
@@ -96,12 +97,7 @@ class ActionsAssembly {
     for (const Candidate& c : plan.candidates) {
       if (!c.tail) maps_.insert(c.tensor);  // a tensor with a tail only is still a transient's
     }
-    first_writer_.assign(built.profile.tensors.size(), -1);
-    for (size_t op = built.profile.ops.size(); op-- > 0;) {
-      for (TensorId t : built.profile.ops[op].writes) {
-        first_writer_[static_cast<size_t>(t)] = static_cast<OpIndex>(op);
-      }
-    }
+    facts_ = ComputeReplayFacts(built.profile);
   }
 
   // Swap-outs after the interval opens; recomputations as a recipe taken at the producer and a
@@ -241,15 +237,24 @@ class ActionsAssembly {
 
   // Take the producer's recipe when it runs; drop after the interval opens. The rebuild happens
   // when the tensor is next touched (Note [Replay], recomputer.h).
+  // A map written by a chain of calls takes each link's recipe as it runs (Note [Chained
+  // recipes] in core/lineage/lineage.cc).
   void AddRecompute(const Candidate& c, int slot, int64_t after) {
-    const int64_t made = OpPosition(c.producer);
-    if (made < 0) return;
-    a_.record_at[made] = {slot, built_.profile.ops[static_cast<size_t>(c.producer)].duration_us};
+    absl::Span<const OpIndex> links = facts_.Chain(c.tensor, c.producer);
+    if (links.empty()) links = absl::MakeConstSpan(&c.producer, 1);
+    for (OpIndex link : links) {
+      if (OpPosition(link) < 0) return;
+    }
+    for (OpIndex link : links) {
+      a_.record_at[OpPosition(link)] = {slot,
+                                        built_.profile.ops[static_cast<size_t>(link)].duration_us};
+    }
     a_.drop_after[after].push_back(slot);
     ++a_.recomputed;
-    RecordTransientProducers(
-        built_, c.producer, maps_, first_writer_, [this](OpIndex op) { return OpPosition(op); },
-        a_);
+    for (OpIndex link : links) {
+      RecordTransientProducers(
+          built_, link, maps_, facts_, [this](OpIndex op) { return OpPosition(op); }, a_);
+    }
   }
 
   const BuiltProfile& built_;
@@ -260,7 +265,7 @@ class ActionsAssembly {
   int next_slot_;
   absl::flat_hash_map<TensorId, int> persistent_slot_;
   absl::flat_hash_set<TensorId> maps_;  // the candidates' tensors (Note [Kept inputs])
-  std::vector<OpIndex> first_writer_;   // per tensor; -1: no op writes it
+  ReplayFacts facts_;                   // the chains (Note [Chains] in core/model/candidates.cc)
 };
 
 }  // namespace

@@ -17,15 +17,15 @@
 #include "core/exec/pilot_actions.h"
 #include "core/exec/plan_actions.h"
 #include "core/exec/plan_life.h"
-#include "core/recompute/recomputer.h"
-#include "core/measure/trace_observer.h"
 #include "core/measure/copy_times.h"
 #include "core/measure/iteration_clock.h"
 #include "core/measure/iteration_modes.h"
 #include "core/measure/measured_choice.h"
+#include "core/measure/trace_observer.h"
 #include "core/plan/plan.h"
 #include "core/profile/op_stream_recorder.h"
 #include "core/profile/profile_builder.h"
+#include "core/recompute/recomputer.h"
 
 namespace pooch {
 namespace {
@@ -336,12 +336,15 @@ class PlanExecutor::Impl {
     return absl::StrFormat(
         "recompute: planned_maps %d recipes %lld refused %lld drops %lld replays %lld "
         "chained %lld forgotten %lld swapped_instead %lld failures %lld "
-        "replay_ms %.3f (profiled time of the replayed calls)",
+        "replay_ms %.3f (profiled time of the replayed calls) links %lld (the calls they issued: "
+        "%.2f per replay, Note [Chained recipes])",
         actions_->recomputed, static_cast<long long>(rs.recipes),
         static_cast<long long>(rs.refused), static_cast<long long>(rs.drops),
         static_cast<long long>(rs.replays), static_cast<long long>(rs.chained),
         static_cast<long long>(rs.forgotten), static_cast<long long>(actions_->drop_fallbacks),
-        static_cast<long long>(rs.failures), rs.replay_us / 1000.0);
+        static_cast<long long>(rs.failures), rs.replay_us / 1000.0,
+        static_cast<long long>(rs.links),
+        rs.replays > 0 ? static_cast<double>(rs.links) / static_cast<double>(rs.replays) : 0.0);
   }
 
   // A plan's actions are carried out in this iteration (none diverged or set it aside).

@@ -21,24 +21,53 @@ std::vector<DeviceAddress> Lineage::Add(ReplayRecipe recipe, double profiled_us,
   auto entry = std::make_unique<Entry>();
   entry->profiled_us = profiled_us;
   entry->output_bytes = output_bytes;
-  for (const Allocation& in : inputs) {
-    if (std::any_of(entry->inputs.begin(), entry->inputs.end(),
-                    [&](const Allocation& a) { return a.base == in.base; })) {
-      continue;  // one reader per allocation: Erase removes it once
-    }
-    entry->inputs.push_back(in);
-    Watch& w = watches_[in.base];
-    w.bytes = in.bytes;
-    w.readers.push_back(output);
-    max_watch_bytes_ = std::max(max_watch_bytes_, in.bytes);
-  }
+  for (const Allocation& in : inputs) WatchInput(*entry, output, in);
   Watch& w = watches_[output];
   w.bytes = output_bytes;
   w.output = true;
   max_watch_bytes_ = std::max(max_watch_bytes_, output_bytes);
-  entry->recipe = std::move(recipe);
+  entry->chain.push_back(std::move(recipe));
   entries_[output] = std::move(entry);
   return to_free;
+}
+
+void Lineage::WatchInput(Entry& entry, DeviceAddress output, const Allocation& in) {
+  if (std::any_of(entry.inputs.begin(), entry.inputs.end(),
+                  [&](const Allocation& a) { return a.base == in.base; })) {
+    return;  // one reader per allocation: Erase removes it once
+  }
+  entry.inputs.push_back(in);
+  Watch& w = watches_[in.base];
+  w.bytes = in.bytes;
+  w.readers.push_back(output);
+  max_watch_bytes_ = std::max(max_watch_bytes_, in.bytes);
+}
+
+// Note [Chained recipes]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A map written by more than one call (a convolution, then its bias added in place; a decoder
+// map, then a skip summed into it) is rebuilt by replaying the chain of those calls in order
+// (Note [Chains] in core/model/candidates.cc), the first of which overwrote it whole. The entry
+// holds the chain. A write to its map makes the chain wrong unless the writing call becomes its
+// next link, which is known only after the call: so when the access writes the map and nothing
+// else the entry depends on (Needs::written), the owner may mark the entry open instead of
+// forgetting it (planned recomputation does; dtr does not chain); the call's recipe, offered
+// right after it, is appended (Append) and closes it. An open entry rebuilds nothing the map
+// will hold: it is never dropped, and the owner forgets every entry still open at the next
+// access it sees (the call offered no link). A link that reads the map reads the chain's
+// previous state on replay, as it did; its other inputs are watched like any recipe's, so a
+// write to one of them forgets the whole chain, and the chain is replayed whole, before the
+// program touches the map, so its intermediate states are never seen.
+bool Lineage::Append(ReplayRecipe link, double profiled_us, absl::Span<const Allocation> inputs) {
+  const DeviceAddress output = link.output;
+  auto it = entries_.find(output);
+  if (it == entries_.end() || !it->second->open) return false;
+  Entry& entry = *it->second;
+  for (const Allocation& in : inputs) WatchInput(entry, output, in);
+  entry.profiled_us += profiled_us;
+  entry.chain.push_back(std::move(link));
+  entry.open = false;
+  return true;
 }
 
 const Lineage::Entry* Lineage::Find(DeviceAddress output) const {
@@ -96,6 +125,10 @@ void Lineage::MarkStale(DeviceAddress output) {
   if (auto it = entries_.find(output); it != entries_.end()) it->second->stale = true;
 }
 
+void Lineage::MarkOpen(DeviceAddress output) {
+  if (auto it = entries_.find(output); it != entries_.end()) it->second->open = true;
+}
+
 void Lineage::SetProfiledUs(DeviceAddress output, double profiled_us) {
   if (auto it = entries_.find(output); it != entries_.end()) it->second->profiled_us = profiled_us;
 }
@@ -113,9 +146,9 @@ bool Lineage::HasReaders(DeviceAddress base) const {
 // recomputation erased a used recipe anyway, but dtr keeps one past its replays (Note [DTR
 // recipes] in core/recompute/recomputer.h): kept, eviction would drop the updated map again and
 // its next replay would rebuild it without the update (and an update replayed on top of the
-// rebuilt map would count twice). So every map pooch drops was written by one call alone, the
-// one whose recipe rebuilds it, which read nothing of it (the hooks offer no recipe for an
-// in-place call: ReplayableOutput, Recomputer::Offer).
+// rebuilt map would count twice). So every map pooch drops was written by the calls of its
+// chain alone, the first of which read nothing of it and overwrote it whole, each later one
+// appended as it ran (Note [Chained recipes]).
 
 // Note [Overlapping watches]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -140,7 +173,10 @@ Lineage::Needs Lineage::Access(DeviceAddress address, int64_t bytes, bool writes
       if (e.dropped) needs.rebuild.push_back(it->first);  // any touch of a dropped map
       // Overwritten after its recipe was taken, dropped (rebuilt first, above) or not: the recipe
       // no longer makes what the map will hold (Note [Rebuilt then written]).
-      if (writes && !e.kept) needs.forget.push_back(it->first);
+      if (writes && !e.kept) {
+        needs.forget.push_back(it->first);
+        if (!e.dropped) needs.written.push_back(it->first);  // Note [Chained recipes]
+      }
     }
     if (!writes) continue;
     for (DeviceAddress reader : w.readers) {
@@ -180,16 +216,21 @@ nlohmann::json Lineage::ToJson() const {
   sorted.reserve(entries_.size());
   for (const auto& [output, entry] : entries_) sorted.push_back(entry.get());
   std::sort(sorted.begin(), sorted.end(),
-            [](const Entry* a, const Entry* b) { return a->recipe.output < b->recipe.output; });
+            [](const Entry* a, const Entry* b) { return a->first().output < b->first().output; });
   nlohmann::json recipes = nlohmann::json::array();
   for (const Entry* e : sorted) {
     nlohmann::json inputs = nlohmann::json::array();
     for (const Allocation& in : e->inputs) {
       inputs.push_back({{"base", Hex(in.base)}, {"bytes", in.bytes}});
     }
-    recipes.push_back({{"output", Hex(e->recipe.output)},
+    nlohmann::json chain = nlohmann::json::array();
+    for (const ReplayRecipe& link : e->chain)
+      chain.push_back(link.name != nullptr ? link.name : "");
+    recipes.push_back({{"output", Hex(e->first().output)},
                        {"output_bytes", e->output_bytes},
-                       {"name", e->recipe.name != nullptr ? e->recipe.name : ""},
+                       {"name", chain[0]},
+                       {"links", e->chain.size()},
+                       {"chain", std::move(chain)},
                        {"profiled_us", e->profiled_us},
                        {"dropped", e->dropped},
                        {"kept", e->kept},

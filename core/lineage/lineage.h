@@ -4,12 +4,13 @@
 //
 // Note [Lineage]
 // ~~~~~~~~~~~~~~
-// Lineage holds, per output address, one recipe (an Entry): the recipe itself, its profiled
-// device time, whether the output is dropped (its data exists nowhere but in the recipe) and
-// whether it is kept (the program freed it while a recipe read it; Note [Kept inputs] in
-// core/recompute/recomputer.h), and the allocations its inputs fall in. Alongside, an index by
-// allocation base says which recipes read each allocation and whether it is a recipe's output,
-// so an access of any address range finds every recipe it concerns.
+// Lineage holds, per output address, one recipe (an Entry): the chain of replay recipes that
+// rebuilds it (one call, or the calls that wrote it since one overwrote it whole: Note [Chained
+// recipes] in lineage.cc), its profiled device time, whether the output is dropped (its data exists
+// nowhere but in the recipe) and whether it is kept (the program freed it while a recipe read it;
+// Note [Kept inputs] in core/recompute/recomputer.h), and the allocations its inputs fall in.
+// Alongside, an index by allocation base says which recipes read each allocation and whether it is
+// a recipe's output, so an access of any address range finds every recipe it concerns.
 //
 // It is bookkeeping only: it answers what an access requires under the rules of Note [Replay]
 // (core/recompute/recomputer.h) and never acts. It calls no device and no residency manager:
@@ -45,15 +46,23 @@ class Lineage {
 
   // The recipe of one output.
   struct Entry {
-    ReplayRecipe recipe;
+    // The links, replayed in order: the first overwrites the whole output, each later one
+    // (appended by Append) wrote it again in place or in part (Note [Chained recipes]).
+    std::vector<ReplayRecipe> chain;
     int64_t output_bytes = 0;  // the output's allocation
-    double profiled_us = 0;
+    double profiled_us = 0;    // the links' sum
     bool dropped = false;
     bool kept = false;  // the program freed it; the owner holds it (Note [Kept inputs])
     // A kept entry whose input was written since (Needs::stale_kept): its data is right but its
     // recipe no longer rebuilds it, so it must never be dropped again (the owner marks it).
     bool stale = false;
-    std::vector<Allocation> inputs;  // the allocations the recipe reads, each base once
+    // Its map is being written by a call that may append itself as the next link (MarkOpen):
+    // until then the chain rebuilds nothing the map will hold, so it is never dropped.
+    bool open = false;
+    std::vector<Allocation> inputs;  // the allocations the links read, each base once
+                                     // (the output itself not included)
+
+    const ReplayRecipe& first() const { return chain.front(); }
   };
 
   // What an access requires, in this order (Note [Replay]): rebuild `rebuild` (dropped outputs
@@ -66,11 +75,15 @@ class Lineage {
   // `stale_kept`: kept entries, not dropped, whose inputs the access writes: their data stays
   // right (Note [Kept inputs]) but their recipe no longer rebuilds it, so they must not be
   // dropped again (Note [DTR eviction]).
+  // `written`: of `forget`, the outputs listed there because the access writes their map (each
+  // once per listing there), neither dropped nor kept: one that is listed in `forget` for this
+  // reason alone may become the start of a longer chain instead (Note [Chained recipes]).
   struct Needs {
     std::vector<DeviceAddress> rebuild;
     std::vector<DeviceAddress> rebuild_for_write;
     std::vector<DeviceAddress> forget;
     std::vector<DeviceAddress> stale_kept;
+    std::vector<DeviceAddress> written;
   };
 
   Lineage() = default;
@@ -83,6 +96,11 @@ class Lineage {
   [[nodiscard]] std::vector<DeviceAddress> Add(ReplayRecipe recipe, double profiled_us,
                                                absl::Span<const Allocation> inputs,
                                                int64_t output_bytes);
+  // Note [Chained recipes]: appends `link` (which wrote link.output again, reading it or not)
+  // to the open entry of its output, reading `inputs` too (allocations other than the output),
+  // and closes it. False (nothing changed) when that output has no open entry.
+  [[nodiscard]] bool Append(ReplayRecipe link, double profiled_us,
+                            absl::Span<const Allocation> inputs);
   // The recipe of `output`; null when there is none. Stable until that recipe is erased.
   const Entry* Find(DeviceAddress output) const;
   // Forgets the recipe of `output` (no-op when there is none) and, with it, every kept entry
@@ -94,6 +112,7 @@ class Lineage {
   void MarkDropped(DeviceAddress output, bool dropped);
   void MarkKept(DeviceAddress output);
   void MarkStale(DeviceAddress output);
+  void MarkOpen(DeviceAddress output);
   // Sets the recipe's device time (dtr measures it after the call completed).
   void SetProfiledUs(DeviceAddress output, double profiled_us);
 
@@ -109,8 +128,9 @@ class Lineage {
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
 
-  // Every recipe, by output address: [{"output": "0x...", "output_bytes", "name",
-  // "profiled_us", "dropped", "kept", "inputs": [{"base": "0x...", "bytes"}]}].
+  // Every recipe, by output address: [{"output": "0x...", "output_bytes", "name" (the first
+  // link's), "links" (the chain's length), "chain" (the links' names), "profiled_us", "dropped",
+  // "kept", "inputs": [{"base": "0x...", "bytes"}]}].
   nlohmann::json ToJson() const;
 
  private:
@@ -122,6 +142,8 @@ class Lineage {
   };
 
   void EraseInto(DeviceAddress output, std::vector<DeviceAddress>& to_free);
+  // Adds `in` to the entry's inputs and watches it, read by `output`'s recipe.
+  void WatchInput(Entry& entry, DeviceAddress output, const Allocation& in);
   // After a recipe reading `base` is gone: erases `base` if it is a kept entry nothing reads.
   void ReleaseIfUnread(DeviceAddress base, std::vector<DeviceAddress>& to_free);
 

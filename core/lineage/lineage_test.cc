@@ -240,5 +240,40 @@ TEST(LineageTest, ToJsonHoldsEveryRecipe) {
   EXPECT_EQ(Lineage().ToJson(), nlohmann::json::array());
 }
 
+TEST(LineageTest, AnOpenEntryTakesALinkAndWatchesItsInputs) {
+  Lineage lineage;
+  Add(lineage, kB, {kA});
+  ReplayRecipe link;
+  link.name = "add_";
+  link.output = kB;
+  link.output_bytes = kBytes;
+  link.inputs = {{kC, kBytes, AccessRange::Mode::kRead}, {kB, kBytes, AccessRange::Mode::kRead}};
+  // A write to its map alone: forgotten, listed as written (the owner may open it instead).
+  const Lineage::Needs w = lineage.Access(kB, kBytes, /*writes=*/true);
+  EXPECT_THAT(w.forget, ElementsAre(kB));
+  EXPECT_THAT(w.written, ElementsAre(kB));
+  EXPECT_FALSE(lineage.Append(link, 2.0, {{kC, kBytes}}));  // not open: no link
+  lineage.MarkOpen(kB);
+  ASSERT_TRUE(lineage.Append(link, 2.0, {{kC, kBytes}}));
+  const Lineage::Entry* e = lineage.Find(kB);
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->open);
+  ASSERT_EQ(e->chain.size(), 2u);
+  EXPECT_STREQ(e->chain[1].name, "add_");
+  EXPECT_DOUBLE_EQ(e->profiled_us, 3.0);
+  EXPECT_FALSE(lineage.Append(link, 2.0, {{kC, kBytes}}));  // closed again
+  // The link's input is watched: a write to it forgets the chain, and is not its map's write.
+  const Lineage::Needs c = lineage.Access(kC, kBytes, /*writes=*/true);
+  EXPECT_THAT(c.forget, ElementsAre(kB));
+  EXPECT_THAT(c.written, IsEmpty());
+  EXPECT_TRUE(lineage.HasReaders(kA));
+  const nlohmann::json j = lineage.ToJson();
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["links"], 2);
+  EXPECT_EQ(j[0]["chain"], nlohmann::json({"op", "add_"}));
+  EXPECT_THAT(lineage.Erase(kB), IsEmpty());
+  EXPECT_FALSE(lineage.HasReaders(kC));
+}
+
 }  // namespace
 }  // namespace pooch

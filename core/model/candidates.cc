@@ -41,18 +41,36 @@
 //   - w is t's only writer in the whole iteration (a second writer may have written part of t:
 //     a concatenation's copies into slices, an in-place skip addition; replaying one of them
 //     would not rebuild the whole value), w does not read t itself, and w is replayable (its
-//     write set is known and it has no side effect replay cannot suppress, Op::replayable);
+//     write set is known and it has no side effect replay cannot suppress, Op::replayable); a
+//     tensor with more than one writer is rebuilt by a chain of them instead (Note [Chains]);
 //   - no op in (w, q) writes any tensor w reads (other than what w writes itself): else the
 //     replay reads changed data (ReplayFacts::stable_until[w] is the first such write, or
 //     earlier when what w read outside the profile changes first: Op::unprofiled_inputs_until);
 //   - every input of w is available at q: it is still allocated then (the plan makes it
 //     resident if one of its intervals covers q), or it was freed but can itself be rebuilt at q
 //     by such a replay (a ReLU's input that only the ReLU read: ReplayFacts::remat_until).
-// An interval is `recomputable` when its tensor's only writer w precedes `open` and replaying w
-// before `close` is sound; an interval that wraps never is (its value was made in the previous
-// iteration). The simulator re-checks what is resident at replay time (Note [Recomputation] in
-// sim.cc); at run time the Recomputer's lineage enforces the same rules on the actual calls
-// (Note [Replay] in core/recompute/recomputer.h), so a wrong profile costs time, never data.
+// An interval is `recomputable` when its tensor's only writer w precedes `open` (or a chain ends
+// at its last write before `open`) and replaying w (the chain) before `close` is sound; an
+// interval that wraps never is (its value was made in the previous iteration). The simulator
+// re-checks what is resident at replay time (Note [Recomputation] in sim.cc); at run time the
+// Recomputer's lineage enforces the same rules on the actual calls (Note [Replay] in
+// core/recompute/recomputer.h), so a wrong profile costs time, never data.
+//
+// Note [Chains]
+// ~~~~~~~~~~~~~
+// A tensor written by more than one call (a convolution's output, then its bias added in place;
+// a decoder map, then the encoder's skip summed into it; `out += identity; relu_(out)` in a
+// ResNet block) is rebuilt by the chain of its writes since the last one that overwrote it
+// whole (Op::overwrites): replayed in order, the first makes the whole map again and each later
+// link, in place or not, does to it what it did then (a link that reads the map reads the
+// chain's previous state, as it did). The chain that ends at write w of t exists when every link
+// is replayable and its first is in Op::overwrites, or w is t's only writer and does not read it
+// (Note [Sound replays]: a one-link chain). Replaying it before op q is sound when, for every
+// link, no op in (link, q) writes any tensor it reads other than t (ReplayFacts::stable_until)
+// and each of those inputs is available at q, as for one producer; what the chain wrote of t
+// in between is its own business, never seen by the program (the Recomputer replays the whole
+// chain before the op that needs t). Its cost is the sum of its links' (ReplayFacts::ReplayUs).
+// The interval's producer is the chain's last link (Candidate::producer), which with t names it.
 //
 // Note [Intervals that matter]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -127,18 +145,47 @@ ReplayFacts ComputeReplayFacts(const Profile& profile) {
       if (later != ws.end()) f.stable_until[w] = std::min(f.stable_until[w], *later);
     }
   }
+  f.chain_begin.assign(tensor_count, {});
+  f.chain_until.assign(tensor_count, {});
+  for (TensorId t = 0; t < tensor_count; ++t) {
+    f.chain_begin[t].assign(f.writers[t].size(), -1);
+    f.chain_until[t].assign(f.writers[t].size(), -1);
+  }
   // Tensors are written before they are read (Profile::Validate), so a writer's inputs come
-  // earlier in op order than the writer, and one pass in op order settles remat_until.
+  // earlier in op order than the writer, and one pass in op order settles remat_until: an input
+  // written again after a link is past that link's stable_until anyway.
   f.remat_until.assign(tensor_count, -1);
+  std::vector<int32_t> written(tensor_count, 0);  // per tensor: its writes seen so far
   for (OpIndex w = 0; w < n; ++w) {
     const Op& op = profile.ops[w];
     for (TensorId t : op.writes) {
-      if (f.SoleWriter(t) != w || !op.replayable || Reads(op, t)) continue;
-      OpIndex until = f.stable_until[w];
-      for (TensorId in : op.reads) {
-        if (!Writes(op, in)) until = std::min(until, f.AvailableUntil(profile, in));
+      const std::vector<OpIndex>& ws = f.writers[t];
+      if (written[t] >= static_cast<int32_t>(ws.size()) || ws[written[t]] != w) continue;
+      const int32_t k = written[t]++;
+      // Note [Chains]: starts here (overwritten whole, or the one-link chain of a sole writer
+      // that does not read it), continues the chain of the write before, or there is none.
+      int32_t begin = -1;
+      if (op.replayable) {
+        const bool whole =
+            std::find(op.overwrites.begin(), op.overwrites.end(), t) != op.overwrites.end();
+        if (whole || (ws.size() == 1 && !Reads(op, t))) {
+          begin = k;
+        } else if (k > 0) {
+          begin = f.chain_begin[t][k - 1];
+        }
       }
-      f.remat_until[t] = until;
+      f.chain_begin[t][k] = begin;
+      if (begin < 0) continue;
+      OpIndex until = kNever;
+      for (int32_t l = begin; l <= k; ++l) {
+        const Op& link = profile.ops[ws[l]];
+        until = std::min(until, f.stable_until[ws[l]]);
+        for (TensorId in : link.reads) {
+          if (!Writes(link, in)) until = std::min(until, f.AvailableUntil(profile, in));
+        }
+      }
+      f.chain_until[t][k] = until;
+      if (k + 1 == static_cast<int32_t>(ws.size())) f.remat_until[t] = until;
     }
   }
   return f;
@@ -148,6 +195,33 @@ OpIndex ReplayFacts::SoleWriter(TensorId t) const {
   return writers[t].size() == 1 ? writers[t][0] : -1;
 }
 
+OpIndex ReplayFacts::LastWriter(TensorId t) const {
+  return writers[t].empty() ? -1 : writers[t].back();
+}
+
+OpIndex ReplayFacts::WriterAtOrBefore(TensorId t, OpIndex at) const {
+  const std::vector<OpIndex>& ws = writers[t];
+  const auto after = std::upper_bound(ws.begin(), ws.end(), at);
+  return after == ws.begin() ? -1 : *(after - 1);
+}
+
+namespace {
+
+// The position of op w in writers, or -1.
+int32_t WritePosition(const std::vector<OpIndex>& writers, OpIndex w) {
+  const auto it = std::lower_bound(writers.begin(), writers.end(), w);
+  return it != writers.end() && *it == w ? static_cast<int32_t>(it - writers.begin()) : -1;
+}
+
+}  // namespace
+
+absl::Span<const OpIndex> ReplayFacts::Chain(TensorId t, OpIndex w) const {
+  const int32_t k = WritePosition(writers[t], w);
+  if (k < 0 || chain_begin[t][k] < 0) return {};
+  const int32_t begin = chain_begin[t][k];
+  return absl::MakeConstSpan(writers[t]).subspan(begin, k - begin + 1);
+}
+
 OpIndex ReplayFacts::AvailableUntil(const Profile& profile, TensorId t) const {
   const Tensor& x = profile.tensors[t];
   if (x.free_after == kAfterIteration) return kNever;
@@ -155,15 +229,18 @@ OpIndex ReplayFacts::AvailableUntil(const Profile& profile, TensorId t) const {
 }
 
 bool ReplayFacts::SoundAt(OpIndex w, TensorId t, OpIndex q) const {
-  return SoleWriter(t) == w && q <= remat_until[t];  // remat_until holds every other rule
+  const int32_t k = WritePosition(writers[t], w);
+  return k >= 0 && chain_begin[t][k] >= 0 && q <= chain_until[t][k];  // every other rule
 }
 
-double ReplayFacts::ReplayUs(const Profile& profile, const MachineModel* machine,
-                             TensorId t) const {
-  const OpIndex w = SoleWriter(t);
-  if (w < 0) return 0;
-  const Op& op = profile.ops[w];
-  return machine != nullptr ? OpUs(op, *machine) : op.duration_us;
+double ReplayFacts::ReplayUs(const Profile& profile, const MachineModel* machine, TensorId t,
+                             OpIndex w) const {
+  double us = 0;
+  for (OpIndex link : Chain(t, w)) {
+    const Op& op = profile.ops[link];
+    us += machine != nullptr ? OpUs(op, *machine) : op.duration_us;
+  }
+  return us;
 }
 
 std::vector<int64_t> InCoreBytesPerOp(const Profile& profile) {
@@ -240,7 +317,7 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel
   // Or short, and cheaper to rebuild than to move (Note [Intervals that matter]).
   auto cheap_to_rebuild = [&](const Candidate& c) {
     return short_recomputable && c.recomputable &&
-           facts.ReplayUs(profile, machine, c.tensor) < copies_us(c.tensor);
+           facts.ReplayUs(profile, machine, c.tensor, c.producer) < copies_us(c.tensor);
   };
   std::vector<Candidate> out;
   for (TensorId t = 0; t < tensor_count; ++t) {
@@ -254,8 +331,10 @@ std::vector<Candidate> FindCandidates(const Profile& profile, const MachineModel
       c.tensor = t;
       c.open = u[k];
       c.close = u[k + 1];
-      const OpIndex w = facts.SoleWriter(t);
-      if (w >= 0 && w <= c.open) {
+      // The value it holds since its last write before open: its only writer's, or a chain's
+      // (Note [Chains]).
+      const OpIndex w = facts.WriterAtOrBefore(t, c.open);
+      if (w >= 0 && (facts.SoleWriter(t) == w || !facts.Chain(t, w).empty())) {
         c.producer = w;
         c.recomputable = facts.SoundAt(w, t, c.close);
       }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/model/model.h"
 
 namespace pooch {
@@ -18,7 +19,7 @@ namespace pooch {
 // (Note [Idle intervals]).
 struct Candidate {
   TensorId tensor = 0;
-  OpIndex open = 0;   // the use after which it may leave (swap-out issued, or dropped)
+  OpIndex open = 0;  // the use after which it may leave (swap-out issued, or dropped)
   // The next use, which needs it back (in the next iteration when wraps); for a tail, the op
   // after which the program frees it.
   OpIndex close = 0;
@@ -28,10 +29,11 @@ struct Candidate {
   // Note [Tails]: the interval runs from the tensor's last use to the program's free of it, after
   // op `close` (Tensor::free_after); nothing needs it back (a replay that reads it, if any).
   bool tail = false;
-  // The op whose replay rebuilds the tensor's value in this interval (its only writer), or -1.
+  // The op whose replay rebuilds the tensor's value in this interval (its only writer), or the
+  // last link of the chain of writes that does (Note [Chains]; ReplayFacts::Chain), or -1.
   OpIndex producer = -1;
-  // Replaying `producer` right before `close` is sound (Note [Sound replays]). Whether every
-  // input is resident then depends on the plan and is checked by the simulator.
+  // Replaying `producer` (its chain) right before `close` is sound (Note [Sound replays]).
+  // Whether every input is resident then depends on the plan and is checked by the simulator.
   bool recomputable = false;
   // Offered for recomputation only: too short to hide its own copies, but recomputing it costs
   // less than moving its bytes out and back (Note [Intervals that matter]). Plans keep or
@@ -41,25 +43,39 @@ struct Candidate {
   friend bool operator==(const Candidate&, const Candidate&) = default;
 };
 
-// When replaying an op rebuilds a tensor (Note [Sound replays] in candidates.cc).
+// When replaying an op, or a chain of ops, rebuilds a tensor (Notes [Sound replays] and [Chains]
+// in candidates.cc).
 struct ReplayFacts {
   std::vector<std::vector<OpIndex>> writers;  // per tensor: the ops that write it, ascending
   // Per op w: the first op after w that writes one of w's inputs (kNever-like INT32_MAX if none);
   // a replay of w before op q reads unchanged inputs iff q <= stable_until[w].
   std::vector<OpIndex> stable_until;
-  // Per tensor: the last op before which replaying its only writer rebuilds it, that writer's
-  // inputs unchanged and still to be had (Note [Sound replays]); -1 when no replay can.
+  // Per tensor t, parallel to writers[t]: the position in writers[t] of the first link of the
+  // chain that ends at that write (Note [Chains]), or -1 when no chain of replayable links does.
+  std::vector<std::vector<int32_t>> chain_begin;
+  // Per tensor t, parallel to writers[t]: the last op before which replaying the chain that ends
+  // at that write rebuilds t, every link's other inputs unchanged and still to be had; -1: none.
+  std::vector<std::vector<OpIndex>> chain_until;
+  // Per tensor: chain_until of its last writer (the value it holds once written for the last
+  // time, the one a freed input of a replay is rebuilt to); -1 when no replay can.
   std::vector<OpIndex> remat_until;
 
   // The tensor's only writer in the iteration, or -1.
   OpIndex SoleWriter(TensorId t) const;
+  // The tensor's last writer in the iteration, or -1.
+  OpIndex LastWriter(TensorId t) const;
+  // The last op at or before `at` that writes t, or -1.
+  OpIndex WriterAtOrBefore(TensorId t, OpIndex at) const;
+  // The links of the chain that rebuilds what t holds after op w wrote it, first to last (w is
+  // last); empty when w does not write t or no chain does.
+  absl::Span<const OpIndex> Chain(TensorId t, OpIndex w) const;
   // The last op at which `t` can be had: while allocated, or by rebuilding it.
   OpIndex AvailableUntil(const Profile& profile, TensorId t) const;
-  // Replaying op w right before op q rebuilds t.
+  // Replaying the chain that ends at op w right before op q rebuilds t.
   bool SoundAt(OpIndex w, TensorId t, OpIndex q) const;
-  // The compute time one rebuild of t takes: its writer's OpUs (with a machine, else
-  // duration_us).
-  double ReplayUs(const Profile& profile, const MachineModel* machine, TensorId t) const;
+  // The compute time one rebuild of t by the chain that ends at w takes: the sum of its links'
+  // OpUs (with a machine, else duration_us).
+  double ReplayUs(const Profile& profile, const MachineModel* machine, TensorId t, OpIndex w) const;
 };
 ReplayFacts ComputeReplayFacts(const Profile& profile);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/model/model_json.h"
 #include "core/model/profile_testutil.h"
 #include "core/sim/sim.h"
 #include "gmock/gmock.h"
@@ -596,6 +597,86 @@ TEST(CandidatesTest, LabelPhasesByPeak) {
     }
   }
   EXPECT_GT(updates, 0);
+}
+
+// Note [Chains]: y is written whole by conv, has a bias added in place, then a ReLU in place;
+// `change` names the input of a link that op 4 writes ("" for none).
+struct BiasChain {
+  Profile profile;
+  TensorId in = 0, w = 0, b = 0, y = 0;
+};
+BiasChain MakeBiasChain(const std::string& change, bool conv_whole = true,
+                        bool bias_replayable = true) {
+  ProfileBuilder pb("bias-chain");
+  BiasChain c;
+  c.in = pb.Tensor("in", 64, /*persistent=*/true);
+  c.w = pb.Tensor("w", 64, /*persistent=*/true);
+  c.b = pb.Tensor("b", 64, /*persistent=*/true);
+  c.y = pb.Tensor("y", 1000);
+  const OpIndex conv = pb.Op("conv", OpKind::kConv, Phase::kForward, 10, {c.in, c.w}, {c.y});  // 0
+  if (conv_whole) pb.op(conv).overwrites = {c.y};
+  pb.Op("bias", OpKind::kAdd, Phase::kForward, 1, {c.b, c.y}, {c.y}, 0, bias_replayable);  // 1
+  pb.Op("relu_", OpKind::kActivation, Phase::kForward, 2, {c.y}, {c.y});                   // 2
+  pb.Op("next", OpKind::kOther, Phase::kForward, 1, {c.y}, {});                            // 3
+  const TensorId changed = change == "in" ? c.in : change == "b" ? c.b : -1;
+  if (changed >= 0) {
+    pb.Op("update", OpKind::kOther, Phase::kForward, 1, {changed}, {changed});  // 4
+  } else {
+    pb.Op("loss", OpKind::kLoss, Phase::kForward, 1, {}, {});  // 4
+  }
+  pb.Op("relu_.backward", OpKind::kActivation, Phase::kBackward, 2, {c.y}, {});  // 5
+  c.profile = pb.Finish();
+  return c;
+}
+
+TEST(CandidatesTest, MapWrittenWholeThenInPlaceIsRecomputableAsAChain) {
+  const BiasChain c = MakeBiasChain("");
+  ASSERT_TRUE(c.profile.Validate().ok()) << c.profile.Validate();
+  // Its only interval: after the chain's last link (relu_) and its read, to backward.
+  EXPECT_THAT(Matter(c.profile, 0, 1000), ElementsAre(Plain(c.y, 3, 5, 2, true)));
+  const ReplayFacts facts = ComputeReplayFacts(c.profile);
+  EXPECT_THAT(facts.Chain(c.y, 2), ElementsAre(0, 1, 2));  // conv, bias, relu_
+  EXPECT_THAT(facts.Chain(c.y, 1), ElementsAre(0, 1));
+  EXPECT_DOUBLE_EQ(facts.ReplayUs(c.profile, nullptr, c.y, 2), 13);  // the links' sum
+
+  // The simulator replays the chain before op 5: one replay, its links' time.
+  const MachineModel m = TestMachine(int64_t{1} << 30);
+  Simulator sim(c.profile, m, {.matter_only = false, .min_bytes = 1000});
+  Plan plan = KeepAllPlan(1);
+  plan.decisions[0] = Decision::kRecompute;
+  const SimResult& s = sim.Run(plan);
+  ASSERT_TRUE(s.feasible) << s.failure;
+  EXPECT_EQ(s.recomputed_ops, 1);
+  EXPECT_DOUBLE_EQ(s.recompute_us, 13);
+}
+
+TEST(CandidatesTest, ChainIsNotRecomputableWhenALinksInputChanges) {
+  for (const char* change : {"in", "b"}) {
+    SCOPED_TRACE(change);
+    const BiasChain c = MakeBiasChain(change);
+    ASSERT_TRUE(c.profile.Validate().ok()) << c.profile.Validate();
+    EXPECT_THAT(Matter(c.profile, 0, 1000), ElementsAre(Plain(c.y, 3, 5, 2, false)));
+    EXPECT_TRUE(ComputeReplayFacts(c.profile).SoundAt(2, c.y, 4));  // before the change
+    EXPECT_FALSE(ComputeReplayFacts(c.profile).SoundAt(2, c.y, 5));
+  }
+}
+
+TEST(CandidatesTest, ChainNeedsAWholeFirstWriteAndReplayableLinks) {
+  // conv may have written part of y only: no chain, as before chains (no producer).
+  const BiasChain part = MakeBiasChain("", /*conv_whole=*/false);
+  EXPECT_THAT(Matter(part.profile, 0, 1000), ElementsAre(Plain(part.y, 3, 5)));
+  EXPECT_TRUE(ComputeReplayFacts(part.profile).Chain(part.y, 2).empty());
+  const BiasChain opaque = MakeBiasChain("", true, /*bias_replayable=*/false);
+  EXPECT_THAT(Matter(opaque.profile, 0, 1000), ElementsAre(Plain(opaque.y, 3, 5)));
+  // A profile written with overwrites reads back the same.
+  const BiasChain c = MakeBiasChain("");
+  absl::StatusOr<Profile> back = ParseProfileJson(ProfileToJson(c.profile));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, c.profile);
+  // overwrites must name a tensor the op writes without reading it.
+  Profile bad = c.profile;
+  bad.ops[1].overwrites = {c.y};
+  EXPECT_FALSE(bad.Validate().ok());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // and a bad in-memory profile read the same.
 #include "core/model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -69,6 +70,13 @@ absl::Status Profile::Validate() const {
       return InvalidProfile(
           "ops[%d].unprofiled_inputs_until: op %d is not -1 or an op from this one on", i,
           op.unprofiled_inputs_until);
+    }
+    for (TensorId t : op.overwrites) {
+      if (std::find(op.writes.begin(), op.writes.end(), t) == op.writes.end() ||
+          std::find(op.reads.begin(), op.reads.end(), t) != op.reads.end()) {
+        return InvalidProfile("ops[%d].overwrites: tensor %d is not written without being read", i,
+                              t);
+      }
     }
     if (op.to_host_bytes < 0 || op.to_device_bytes < 0) {
       return InvalidProfile("ops[%d]: copied bytes must not be negative", i);

@@ -83,6 +83,10 @@ struct Op {
   double duration_us = 0;  // measured, or from the roofline model for zoo profiles
   std::vector<TensorId> reads;
   std::vector<TensorId> writes;
+  // The written tensors the op overwrites whole without reading them: a chain of writes that
+  // rebuilds a tensor starts at such a write (Note [Chains] in candidates.cc). Empty when not
+  // known: a tensor with one writer is rebuilt by that writer as before.
+  std::vector<TensorId> overwrites;
   int64_t workspace_bytes = 0;  // temporary memory held only while the op runs
   // False when the op's outputs cannot be recomputed by replaying it: its write set is not fully
   // known, or it has a side effect that replay cannot suppress (DESIGN.md, decision 5).

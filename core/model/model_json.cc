@@ -185,6 +185,7 @@ absl::Status ParseOp(const Json& j, size_t index, Op* op) {
   if (op->duration_us < 0) return InvalidField(r.Path("duration_us"), "must not be negative");
   POOCH_RETURN_IF_ERROR(r.Ids("reads", &op->reads));
   POOCH_RETURN_IF_ERROR(r.Ids("writes", &op->writes));
+  POOCH_RETURN_IF_ERROR(r.Ids("overwrites", &op->overwrites));
   POOCH_RETURN_IF_ERROR(r.Int("workspace_bytes", false, 0, kMaxBytes, &op->workspace_bytes));
   POOCH_RETURN_IF_ERROR(r.Bool("replayable", &op->replayable));
   POOCH_RETURN_IF_ERROR(
@@ -315,6 +316,7 @@ std::string ProfileToJson(const Profile& profile, int indent) {
                      {"writes", op.writes},
                      {"workspace_bytes", op.workspace_bytes},
                      {"replayable", op.replayable}});
+      if (!op.overwrites.empty()) ops.back()["overwrites"] = op.overwrites;
       if (op.unprofiled_inputs_until >= 0) {
         ops.back()["unprofiled_inputs_until"] = op.unprofiled_inputs_until;
       }

@@ -60,6 +60,7 @@ class ProfileBuilder {
     return static_cast<OpIndex>(p_.ops.size() - 1);
   }
   pooch::Tensor& tensor(TensorId id) { return p_.tensors[id]; }
+  pooch::Op& op(OpIndex i) { return p_.ops[i]; }
 
   // Lifetimes: persistent tensors exist throughout; others are allocated before their first use
   // and freed after their last.

@@ -1,6 +1,7 @@
 // recomputer.cc: the Recomputer (Note [Replay] in recomputer.h).
 #include "core/recompute/recomputer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -16,6 +17,36 @@ namespace {
 // Deeper chains than this are refused rather than followed (a plan never builds them: each link
 // is a dropped map whose producer reads another dropped map).
 constexpr int kMaxChain = 256;
+
+bool Overlaps(const pooch::AccessRange& r, pooch::DeviceAddress base, int64_t bytes) {
+  return r.address < base + static_cast<pooch::DeviceAddress>(bytes) &&
+         base < r.address + static_cast<pooch::DeviceAddress>(r.bytes);
+}
+
+// A recipe reading the allocation it writes (at `base`, `bytes` long).
+bool ReadsOutput(const std::vector<pooch::AccessRange>& inputs, pooch::DeviceAddress base,
+                 int64_t bytes) {
+  return std::any_of(inputs.begin(), inputs.end(),
+                     [&](const pooch::AccessRange& r) { return Overlaps(r, base, bytes); });
+}
+
+// What replaying a chain reads outside its own output: every link's inputs but the map itself
+// (Note [Chained recipes] in core/lineage/lineage.cc).
+std::vector<pooch::AccessRange> ChainInputs(const Lineage::Entry& e) {
+  std::vector<pooch::AccessRange> ranges;
+  for (const ReplayRecipe& link : e.chain) {
+    for (const pooch::AccessRange& in : link.inputs) {
+      if (!Overlaps(in, e.first().output, e.output_bytes)) ranges.push_back(in);
+    }
+  }
+  return ranges;
+}
+
+int64_t ChainWorkspace(const Lineage::Entry& e) {
+  int64_t bytes = 0;
+  for (const ReplayRecipe& link : e.chain) bytes = std::max(bytes, link.workspace_bytes);
+  return bytes;
+}
 
 }  // namespace
 
@@ -44,19 +75,23 @@ bool Recomputer::OfferLocked(ReplayRecipe recipe, double profiled_us) {
   const std::optional<pooch::AllocationInfo> out = manager_.Lookup(recipe.output);
   bool ok = out.has_value() && out->address == recipe.output && out->swappable &&
             recipe.output_bytes >= out->bytes && recipe.issue != nullptr;
+  // Note [Chained recipes]: a call that read the map it wrote is a link of the map's chain.
+  const bool link = ok && ReadsOutput(recipe.inputs, recipe.output, out->bytes);
   std::vector<Lineage::Allocation> inputs;
   for (const pooch::AccessRange& in : recipe.inputs) {
     if (!ok) break;
+    if (link && Overlaps(in, recipe.output, out->bytes)) continue;  // the chain's previous state
     std::optional<std::pair<pooch::DeviceAddress, int64_t>> a = AllocationOf(in.address);
     // An input outside pooch's memory cannot be watched; one inside the output would be lost.
     ok = a.has_value() && a->first != recipe.output;
     if (ok) inputs.push_back({a->first, a->second});
   }
+  if (ok && link) ok = !dtr_ && lineage_.Append(std::move(recipe), profiled_us, inputs);
   if (!ok) {
     ++stats_.refused;
     return false;
   }
-  FreeKeptLocked(lineage_.Add(std::move(recipe), profiled_us, inputs, out->bytes));
+  if (!link) FreeKeptLocked(lineage_.Add(std::move(recipe), profiled_us, inputs, out->bytes));
   entries_count_.store(static_cast<int>(lineage_.size()), std::memory_order_relaxed);
   ++stats_.recipes;
   return true;
@@ -66,7 +101,7 @@ bool Recomputer::Drop(pooch::DeviceAddress address) {
   pooch::MutexLock lock(&mu_);
   const Lineage::Entry* e = lineage_.Find(address);
   // A stale entry's recipe no longer rebuilds its data (InvalidateLocked).
-  if (e == nullptr || e->dropped || e->stale) return false;
+  if (e == nullptr || e->dropped || e->stale || e->open) return false;
   if (!DropInManagerLocked(address, "planned drop")) return false;
   ++stats_.drops;
   return true;
@@ -92,6 +127,7 @@ absl::Status Recomputer::BeforeProgramOp(uintptr_t stream,
   if (held != nullptr) held->clear();
   if (entries_count_.load(std::memory_order_relaxed) == 0) return absl::OkStatus();
   pooch::MutexLock lock(&mu_);
+  ForgetOpenLocked();
   // Note [DTR recipes]: the operands stay put while some of them are rebuilt; after the hold,
   // what the lineage knows of their drops cannot change.
   std::vector<pooch::AllocationId> hold;
@@ -156,6 +192,7 @@ bool Recomputer::OfferProduced(std::optional<ReplayRecipe> recipe, uintptr_t str
 absl::StatusOr<bool> Recomputer::BeforeFree(pooch::DeviceAddress address) {
   if (entries_count_.load(std::memory_order_relaxed) == 0) return false;
   pooch::MutexLock lock(&mu_);
+  ForgetOpenLocked();
   SyncDropsLocked();
   if (const Lineage::Entry* e = lineage_.Find(address); e != nullptr) {
     if (lineage_.HasReaders(address) && !e->kept) {
@@ -195,10 +232,37 @@ absl::Status Recomputer::ApplyLocked(uintptr_t stream, const Lineage::Needs& nee
   for (const std::vector<pooch::DeviceAddress>* list :
        {&needs.rebuild_for_write, &needs.forget, &needs.stale_kept}) {
     for (pooch::DeviceAddress output : *list) {
+      if (list == &needs.forget && OpenLocked(output, needs)) continue;
       if (absl::Status s = InvalidateLocked(stream, output, &rebuilt); !s.ok()) return s;
     }
   }
   return rebuilt ? WaitForStreamLocked(stream) : absl::OkStatus();
+}
+
+bool Recomputer::OpenLocked(pooch::DeviceAddress output, const Lineage::Needs& needs) {
+  if (dtr_) return false;  // dtr keeps one-call recipes (Note [Chained recipes])
+  const Lineage::Entry* e = lineage_.Find(output);
+  if (e == nullptr || e->dropped || e->kept || e->stale) return false;
+  // Forgotten for its map's write alone, not for a write to one of its inputs.
+  if (std::count(needs.forget.begin(), needs.forget.end(), output) !=
+      std::count(needs.written.begin(), needs.written.end(), output)) {
+    return false;
+  }
+  if (!e->open) {
+    lineage_.MarkOpen(output);
+    open_.push_back(output);
+  }
+  return true;
+}
+
+void Recomputer::ForgetOpenLocked() {
+  for (pooch::DeviceAddress output : open_) {
+    const Lineage::Entry* e = lineage_.Find(output);
+    if (e == nullptr || !e->open) continue;  // closed by its link, or gone
+    EraseLocked(output);
+    ++stats_.forgotten;
+  }
+  open_.clear();
 }
 
 absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t stream, int depth) {
@@ -208,16 +272,17 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
   if (e == nullptr || !e->dropped) return absl::OkStatus();
   if (depth > kMaxChain) {
     return absl::FailedPreconditionError(
-        absl::StrCat("pooch: recompute chain deeper than ", kMaxChain, " at ", e->recipe.name));
+        absl::StrCat("pooch: recompute chain deeper than ", kMaxChain, " at ", e->first().name));
   }
   if (e->stale) {
     return absl::InternalError(
-        absl::StrCat("pooch: ", e->recipe.name, " no longer rebuilds a map that was dropped"));
+        absl::StrCat("pooch: ", e->first().name, " no longer rebuilds a map that was dropped"));
   }
   // Note [DTR recipes]: the inputs stay put while the dropped ones among them are rebuilt.
+  std::vector<pooch::AccessRange> ranges = ChainInputs(*e);
   std::vector<pooch::AllocationId> held;
   if (dtr_) {
-    held = manager_.Hold(e->recipe.inputs);
+    held = manager_.Hold(ranges);
     SyncDropsLocked();
   }
   for (const Lineage::Allocation& input : e->inputs) {
@@ -229,26 +294,31 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
     }
     ++stats_.chained;
   }
-  absl::StatusOr<pooch::DeviceAddress> scratch = AllocateScratch(e->recipe.workspace_bytes);
+  const int64_t workspace_bytes = ChainWorkspace(*e);
+  absl::StatusOr<pooch::DeviceAddress> scratch = AllocateScratch(workspace_bytes);
   if (!scratch.ok()) {
     manager_.Release(held);
     return scratch.status();
   }
-  std::vector<pooch::AccessRange> ranges = e->recipe.inputs;
-  ranges.push_back({output, e->recipe.output_bytes, pooch::AccessRange::Mode::kWrite});
+  ranges.push_back({output, e->output_bytes, pooch::AccessRange::Mode::kWrite});
   if (*scratch != 0) {
-    ranges.push_back({*scratch, e->recipe.workspace_bytes, pooch::AccessRange::Mode::kWrite});
+    ranges.push_back({*scratch, workspace_bytes, pooch::AccessRange::Mode::kWrite});
   }
   absl::StatusOr<pooch::OpTicket> ticket = manager_.BeforeOp(stream, ranges);
   manager_.Release(held);  // pinned by the ticket now, or not needed any more
   if (!ticket.ok()) {
-    FreeScratch(*scratch, e->recipe.workspace_bytes);
+    FreeScratch(*scratch, workspace_bytes);
     return ticket.status();  // e.g. no room: the map stays dropped, its recipe kept
   }
-  const bool issued = e->recipe.issue(stream, reinterpret_cast<void*>(*scratch));
+  // Note [Chained recipes]: the links in order, all before the op that needs the map.
+  bool issued = true;
+  for (const ReplayRecipe& link : e->chain) {
+    issued = issued && link.issue(stream, reinterpret_cast<void*>(*scratch));
+  }
   absl::Status after = manager_.AfterOp(*std::move(ticket));
-  FreeScratch(*scratch, e->recipe.workspace_bytes);
-  const std::string name = e->recipe.name;
+  FreeScratch(*scratch, workspace_bytes);
+  const std::string name = e->first().name;
+  const int links = static_cast<int>(e->chain.size());
   const double profiled_us = e->profiled_us;
   const bool kept = e->kept;
   if (!issued) {
@@ -258,6 +328,7 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
         absl::StrCat("pooch: cannot replay ", name, " to rebuild a dropped feature map"));
   }
   ++stats_.replays;
+  stats_.links += links;
   stats_.replay_us += profiled_us;
   if (kept || dtr_) {
     // Resident again; a kept input is freed when no recipe reads it (Note [Kept inputs]); under
@@ -267,7 +338,7 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
     EraseLocked(output);
   }
   if (trace_ != nullptr) {
-    const pooch::TraceArg args[] = {{"call", name}, {"depth", depth}};
+    const pooch::TraceArg args[] = {{"call", name}, {"depth", depth}, {"links", links}};
     trace_->OnRuntime("recompute", args);
   }
   return after;
@@ -387,6 +458,7 @@ absl::Status Recomputer::WriteLineage(const std::string& path) const {
              {"refused", st.refused},
              {"drops", st.drops},
              {"replays", st.replays},
+             {"links", st.links},
              {"chained", st.chained},
              {"forgotten", st.forgotten},
              {"failures", st.failures},

@@ -19,7 +19,8 @@
 //     then the recipe is forgotten, used or not (its inputs or its map changed: kept, it could
 //     drop the map again and rebuild another; Note [Rebuilt then written] in
 //     core/lineage/lineage.cc), except a kept input's, which is marked stale: its data
-//     is right, and it is never dropped again;
+//     is right, and it is never dropped again, and except when the write to its map may be
+//     the next link of its chain (Note [Chained recipes] in core/lineage/lineage.cc);
 //   - a free of an output: its recipe goes. A free of an input: the same as a write, except
 //     when the freed memory has a recipe of its own (a transient the planner rebuilds through,
 //     like a batch-norm output that only a ReLU read): then the Recomputer keeps it (Note
@@ -128,7 +129,9 @@ class Recomputer {
   // [Kept inputs]) and the caller must not free it.
   absl::StatusOr<bool> BeforeFree(pooch::DeviceAddress address) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // A planned producer ran and built `recipe` (replacing any older recipe of the same output).
+  // A planned producer ran and built `recipe` (replacing any older recipe of the same output;
+  // a recipe that reads its output is appended to the output's open chain instead, Note
+  // [Chained recipes]).
   // `profiled_us`: the producer's profiled device time, counted as recompute time per replay.
   // Returns false (and keeps nothing) when an input is not memory pooch allocated.
   bool Offer(ReplayRecipe recipe, double profiled_us) ABSL_LOCKS_EXCLUDED(mu_);
@@ -151,6 +154,7 @@ class Recomputer {
     int64_t refused = 0;    // offered but not kept (an input outside pooch's memory)
     int64_t drops = 0;      // maps dropped (under dtr: by the manager's eviction)
     int64_t replays = 0;    // maps rebuilt
+    int64_t links = 0;      // calls their replays issued (a chain's links: Note [Chained recipes])
     int64_t chained = 0;    // of which rebuilt because a dropped map needed them
     int64_t forgotten = 0;  // recipes forgotten before use (input or output written, freed)
     int64_t failures = 0;   // replays that could not be issued (the op failed)
@@ -179,6 +183,13 @@ class Recomputer {
   // Frees kept inputs the lineage let go of (Lineage::Erase's result).
   void FreeKeptLocked(const std::vector<pooch::DeviceAddress>& addresses)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Note [Chained recipes] (core/lineage/lineage.cc): marks `output`'s entry open instead of
+  // forgetting it when `needs` forgets it for its map's write alone (never under dtr); true
+  // when it did (or it was open already).
+  bool OpenLocked(pooch::DeviceAddress output, const Lineage::Needs& needs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the entries still open: the call that wrote their map offered no link.
+  void ForgetOpenLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Carries out what the lineage says an access requires (Note [Replay]).
   absl::Status ApplyLocked(uintptr_t stream, const Lineage::Needs& needs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -222,7 +233,8 @@ class Recomputer {
   double measured_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // dtr: their outputs' bytes
   // lineage_.size(), kept after every change: lets BeforeProgramOp skip the lock when it is 0.
   std::atomic<int> entries_count_{0};
-  Lineage lineage_ ABSL_GUARDED_BY(mu_);  // the recipes, and what reads what
+  Lineage lineage_ ABSL_GUARDED_BY(mu_);                         // the recipes, and what reads what
+  std::vector<pooch::DeviceAddress> open_ ABSL_GUARDED_BY(mu_);  // entries marked open
   Stats stats_ ABSL_GUARDED_BY(mu_);
   pooch::EventHandle wait_event_ ABSL_GUARDED_BY(mu_) = 0;  // created on first use
 };

@@ -92,10 +92,95 @@ class RecomputeTest : public pooch::testing::ResidencyFixture {
     return Fill(address, kG, fill, mode);
   }
 
+  // Note [Chained recipes]: the recipe of an in-place link, out = out + in[0] (or out * 2 when
+  // `in` is 0), reading `out` too.
+  ReplayRecipe Link(DeviceAddress in, DeviceAddress out) {
+    ReplayRecipe r;
+    r.name = in != 0 ? "add_" : "double_";
+    r.output = out;
+    r.output_bytes = kG;
+    if (in != 0) r.inputs.push_back({in, kG, Mode::kRead});
+    r.inputs.push_back({out, kG, Mode::kRead});
+    FakeDevice* device = device_.get();
+    int* links = &links_;
+    r.issue = [device, in, out, links](uintptr_t stream, void*) {
+      ++*links;
+      std::vector<FakeDevice::Range> touched = {{out, kG}};
+      if (in != 0) touched.push_back({in, kG});
+      return device
+          ->Launch(stream, touched,
+                   [in, out](FakeDevice::Memory& m) {
+                     uint8_t add = 0;
+                     if (in != 0) m.Read(in, &add, 1).IgnoreError();
+                     std::vector<uint8_t> data(kG);
+                     m.Read(out, data.data(), kG).IgnoreError();
+                     for (uint8_t& v : data) v = in != 0 ? static_cast<uint8_t>(v + add) : v * 2;
+                     m.Write(out, data.data(), kG).IgnoreError();
+                   })
+          .ok();
+    };
+    return r;
+  }
+
+  // The program's in-place op, through the Recomputer as RunOp does it, then its link offered.
+  bool Extend(DeviceAddress in, DeviceAddress out) {
+    std::vector<AccessRange> ranges = {{out, kG, Mode::kReadWrite}};
+    if (in != 0) ranges.push_back({in, kG, Mode::kRead});
+    if (!recomputer_->BeforeProgramOp(stream_, ranges, true).ok()) return false;
+    ReplayRecipe r = Link(in, out);
+    if (!r.issue(stream_, nullptr)) return false;
+    --links_;  // the program's own call
+    return recomputer_->Offer(std::move(r), 1.0);
+  }
+
   std::unique_ptr<SmallAllocator> small_;
   std::unique_ptr<Recomputer> recomputer_;
   int replays_ = 0;
+  int links_ = 0;
 };
+
+TEST_F(RecomputeTest, AChainIsReplayedWholeAndInOrder) {
+  DeviceAddress in = *manager_->Allocate(kG), b = *manager_->Allocate(kG),
+                out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 3).ok());
+  ASSERT_TRUE(Fill(b, kG, 5).ok());
+  Produce(in, out);             // 4: written whole
+  ASSERT_TRUE(Extend(b, out));  // 9: a bias added in place
+  ASSERT_TRUE(Extend(0, out));  // 18: activated in place
+  ASSERT_TRUE(Holds(out, kG, 18));
+  ASSERT_TRUE(recomputer_->Drop(out));
+  ASSERT_TRUE(Touch(out, Mode::kRead).ok());
+  EXPECT_TRUE(Holds(out, kG, 18));  // in order: (3 + 1 + 5) * 2, not 4, 9 or (4 * 2) + 5
+  EXPECT_EQ(replays_, 1);
+  EXPECT_EQ(links_, 2);
+  EXPECT_EQ(recomputer_->stats().replays, 1);
+  EXPECT_EQ(recomputer_->stats().links, 3);
+  EXPECT_DOUBLE_EQ(recomputer_->stats().replay_us, 12);
+  for (DeviceAddress a : {in, b, out}) ASSERT_TRUE(manager_->Free(a).ok());
+}
+
+TEST_F(RecomputeTest, AChainIsForgottenWhenALinksInputChanges) {
+  DeviceAddress in = *manager_->Allocate(kG), b = *manager_->Allocate(kG),
+                out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 3).ok());
+  ASSERT_TRUE(Fill(b, kG, 5).ok());
+  Produce(in, out);
+  ASSERT_TRUE(Extend(b, out));
+  ASSERT_TRUE(Touch(b, Mode::kWrite, 7).ok());  // the chain would now make 11, not 9
+  EXPECT_FALSE(recomputer_->Drop(out));
+  EXPECT_TRUE(Holds(out, kG, 9));
+  // Nor is a chain extended by a write to its map that offers no link.
+  Produce(in, out);
+  ASSERT_TRUE(recomputer_->BeforeProgramOp(stream_, {{out, kG, Mode::kReadWrite}}, true).ok());
+  ASSERT_TRUE(Fill(out, kG, 1, Mode::kReadWrite).ok());
+  EXPECT_FALSE(recomputer_->Drop(out));      // open: its link may still come
+  ASSERT_TRUE(Touch(in, Mode::kRead).ok());  // the next op: none came
+  EXPECT_FALSE(recomputer_->Drop(out));
+  EXPECT_FALSE(recomputer_->Offer(Link(b, out), 1.0));  // a link of nothing
+  EXPECT_TRUE(Holds(out, kG, 1));
+  EXPECT_EQ(replays_ + links_, 0);
+  for (DeviceAddress a : {in, b, out}) ASSERT_TRUE(manager_->Free(a).ok());
+}
 
 TEST_F(RecomputeTest, DroppedMapIsRebuiltBeforeItIsRead) {
   DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);

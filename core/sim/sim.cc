@@ -59,7 +59,10 @@
 // there; one the profile freed before q (a ReLU's input that only the ReLU read) is rebuilt by an
 // earlier replay at q when that is sound (ReplayFacts::remat_until), and held that way; anything
 // else makes the plan infeasible. Replays at q run in producer order, one per producer (all
-// intervals p rebuilds at q come from one replay). Z is then resident until its next interval
+// intervals p rebuilds at q come from one replay). A map written by a chain of calls is rebuilt
+// by replaying the chain (Note [Chains] in core/model/candidates.cc): one replay whose producer
+// is the last link, taking the links' durations summed, needing every link's inputs but the map
+// itself, and the largest link workspace. Z is then resident until its next interval
 // that is not kept, or until the program frees it. A replay also needs p's workspace (freed when
 // it ends) and memory for those outputs of p that are not resident at q (freed after the last
 // replay before op q that reads them).
@@ -227,6 +230,7 @@ struct Simulator::Impl {
   std::vector<int64_t> static_base_;           // per op: the in-core iteration's bytes during op j
   std::vector<OpIndex> prev_conv_;             // last conv op index < j, or -1
   std::vector<CandidateId> by_producer_desc_;  // recomputable candidates, producer descending
+  std::vector<OpIndex> op_ids_;                // 0, 1, ...: LinksOf's one-op chains
 
   // --- Per run, reused.
   const SimOptions* options_ = nullptr;
@@ -280,6 +284,13 @@ struct Simulator::Impl {
   CandidateId HoleAt(TensorId tensor, OpIndex q) const;
   bool PrepareNeeds();
   bool ProcessReplay(OpIndex producer, OpIndex q, int32_t who);
+  bool NeedInput(TensorId in, OpIndex q, TensorId target, OpIndex link);
+  // The ops a replay of `producer` for `target` issues, in order: its chain (Note [Chains] in
+  // core/model/candidates.cc), or the producer alone.
+  absl::Span<const OpIndex> LinksOf(TensorId target, OpIndex producer) const {
+    const absl::Span<const OpIndex> chain = facts_.Chain(target, producer);
+    return chain.empty() ? absl::MakeConstSpan(op_ids_).subspan(producer, 1) : chain;
+  }
   bool ProcessReplayRequests();
   void BuildReplays();
   void BuildSwapInQueue(SwapInSchedule schedule);
@@ -313,6 +324,8 @@ Simulator::Impl::Impl(const Profile& profile, const MachineModel& machine, Candi
   candidates_ = FindCandidates(profile_, filter.matter_only ? &machine_ : nullptr, filter.min_bytes,
                                filter.long_only, filter.short_recomputable);
   facts_ = ComputeReplayFacts(profile_);
+  op_ids_.resize(op_count_);
+  for (OpIndex j = 0; j < op_count_; ++j) op_ids_[j] = j;
   of_tensor_.assign(profile_.tensors.size(), {});
   for (CandidateId c = 0; c < static_cast<CandidateId>(candidates_.size()); ++c) {
     const Candidate& k = candidates_[c];
@@ -494,32 +507,42 @@ bool Simulator::Impl::ProcessReplay(OpIndex producer, OpIndex q, int32_t who) {
   }
   processed_needs_.push_back(q);
   const TensorId target = who >= 0 ? candidates_[who].tensor : -who - 1;
-  for (TensorId in : profile_.ops[producer].reads) {
-    const CandidateId c = HoleAt(in, q);
-    if (c >= 0) {
-      if (decisions_[c] == Decision::kKeep) continue;
-      if (candidates_[c].wraps && q > candidates_[c].open) {
-        return Fail(q, absl::StrFormat("plan: cannot recompute %s before %s: input %s is "
-                                       "swapped out until the next iteration",
-                                       profile_.tensors[target].name, OpLabel(q),
-                                       profile_.tensors[in].name));
-      }
-      first_need_[c] = std::min(first_need_[c], q);
-      continue;
+  for (OpIndex link : LinksOf(target, producer)) {
+    for (TensorId in : profile_.ops[link].reads) {
+      if (in == target) continue;  // the chain's previous state (Note [Chains])
+      if (!NeedInput(in, q, target, link)) return false;
     }
-    const Tensor& t = profile_.tensors[in];
-    const bool live = (t.alloc_before == kBeforeIteration || t.alloc_before <= q) &&
-                      (t.free_after == kAfterIteration || t.free_after >= q);
-    if (live) continue;
-    if (facts_.remat_until[in] < q) {
-      return Fail(q, absl::StrFormat("plan: cannot recompute %s before %s: input %s of %s is "
-                                     "freed by then and cannot be replayed",
-                                     profile_.tensors[target].name, OpLabel(q), t.name,
-                                     profile_.ops[producer].name));
-    }
-    replay_requests_.push_back({facts_.SoleWriter(in), q, -in - 1});
-    std::push_heap(replay_requests_.begin(), replay_requests_.end());
   }
+  return true;
+}
+
+// One input `in` of `link` (of a replay that rebuilds `target`) needed at op q: made a need of
+// its interval, left to the profile, or requested as a replay of its own.
+bool Simulator::Impl::NeedInput(TensorId in, OpIndex q, TensorId target, OpIndex link) {
+  const CandidateId c = HoleAt(in, q);
+  if (c >= 0) {
+    if (decisions_[c] == Decision::kKeep) return true;
+    if (candidates_[c].wraps && q > candidates_[c].open) {
+      return Fail(
+          q, absl::StrFormat("plan: cannot recompute %s before %s: input %s is "
+                             "swapped out until the next iteration",
+                             profile_.tensors[target].name, OpLabel(q), profile_.tensors[in].name));
+    }
+    first_need_[c] = std::min(first_need_[c], q);
+    return true;
+  }
+  const Tensor& t = profile_.tensors[in];
+  const bool live = (t.alloc_before == kBeforeIteration || t.alloc_before <= q) &&
+                    (t.free_after == kAfterIteration || t.free_after >= q);
+  if (live) return true;
+  if (facts_.remat_until[in] < q) {
+    return Fail(q, absl::StrFormat("plan: cannot recompute %s before %s: input %s of %s is "
+                                   "freed by then and cannot be replayed",
+                                   profile_.tensors[target].name, OpLabel(q), t.name,
+                                   profile_.ops[link].name));
+  }
+  replay_requests_.push_back({facts_.LastWriter(in), q, -in - 1});
+  std::push_heap(replay_requests_.begin(), replay_requests_.end());
   return true;
 }
 
@@ -585,24 +608,30 @@ void Simulator::Impl::BuildReplays() {
     const int64_t group = ++reader_stamp_;
     for (size_t k = end; k-- > begin;) {
       Replay& r = replays_[k];
-      const Op& op = p.ops[r.producer];
-      r.transient_bytes = op.workspace_bytes;
-      r.free_after += op.workspace_bytes;
-      for (TensorId out : op.writes) {
-        bool materialised = false;
-        for (int32_t i = r.first; i < r.last; ++i) {
-          materialised |= candidates_[replay_maps_[i]].tensor == out;
+      const absl::Span<const OpIndex> links = LinksOf(r.label, r.producer);
+      int64_t workspace = 0;  // the links run one after the other
+      for (OpIndex link : links) workspace = std::max(workspace, p.ops[link].workspace_bytes);
+      r.transient_bytes = workspace;
+      r.free_after += workspace;
+      for (OpIndex link : links) {
+        for (TensorId out : p.ops[link].writes) {
+          bool materialised = false;
+          for (int32_t i = r.first; i < r.last; ++i) {
+            materialised |= candidates_[replay_maps_[i]].tensor == out;
+          }
+          if (materialised || ResidentAt(out, r.at)) continue;
+          r.transient_bytes += DeviceBytes(p.tensors[out]);
+          // Held until the last replay before the same op that reads it.
+          const size_t last_reader = reader_group_[out] == group ? last_reader_[out] : k;
+          replays_[last_reader].free_after += DeviceBytes(p.tensors[out]);
         }
-        if (materialised || ResidentAt(out, r.at)) continue;
-        r.transient_bytes += DeviceBytes(p.tensors[out]);
-        // Held until the last replay before the same op that reads it.
-        const size_t last_reader = reader_group_[out] == group ? last_reader_[out] : k;
-        replays_[last_reader].free_after += DeviceBytes(p.tensors[out]);
       }
-      for (TensorId in : op.reads) {
-        if (reader_group_[in] == group) continue;  // a later replay reads it already
-        reader_group_[in] = group;
-        last_reader_[in] = k;
+      for (OpIndex link : links) {
+        for (TensorId in : p.ops[link].reads) {
+          if (reader_group_[in] == group) continue;  // a later replay reads it already
+          reader_group_[in] = group;
+          last_reader_[in] = k;
+        }
       }
     }
     end = begin;
@@ -810,24 +839,29 @@ bool Simulator::Impl::IssueSwapIns(OpIndex j, double ready) {
 bool Simulator::Impl::RunReplays(OpIndex j) {
   while (next_replay_ < replays_.size() && replays_[next_replay_].at == j) {
     const Replay& r = replays_[next_replay_++];
-    const Op& producer = profile_.ops[r.producer];
     double start = compute_free_us_;
-    for (TensorId in : producer.reads) {
-      const CandidateId w = HoleAt(in, j);
-      if (w >= 0 && decisions_[w] == Decision::kSwap) start = std::max(start, swap_in_end_us_[w]);
+    double duration_us = 0;
+    for (OpIndex link : LinksOf(r.label, r.producer)) {
+      duration_us += profile_.ops[link].duration_us;
+      for (TensorId in : profile_.ops[link].reads) {
+        const CandidateId w = HoleAt(in, j);
+        if (w >= 0 && decisions_[w] == Decision::kSwap) {
+          start = std::max(start, swap_in_end_us_[w]);
+        }
+      }
     }
     int64_t bytes = r.transient_bytes;
     for (int32_t k = r.first; k < r.last; ++k) bytes += candidate_bytes_[replay_maps_[k]];
     if (!Allocate(bytes, &start, true, j, "recomputation", r.label)) {
       return false;
     }
-    const double end = start + producer.duration_us;
+    const double end = start + duration_us;
     compute_free_us_ = end;
     Advance(end);
     bytes_in_use_ -= r.free_after;
     Sample(end);
-    result_.compute_us += producer.duration_us;
-    result_.recompute_us += producer.duration_us;
+    result_.compute_us += duration_us;
+    result_.recompute_us += duration_us;
     ++result_.recomputed_ops;
     if (r.first == r.last) {
       Record(SimEvent::Kind::kRecompute, r.producer, -1, r.label, j, start, end);
