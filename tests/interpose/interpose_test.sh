@@ -45,6 +45,23 @@ incore_reference() {
   [ -n "$peak" ] && [ -n "$sum" ] || fail "in-core run: no peak or checksum"
 }
 
+# shared_reference FILE ARGS...: what incore_reference sets, from the in-core run of cnn_train
+# ($bin) ARGS that the policies case wrote to FILE (its first line "args ARGS"); fails on a file
+# of other arguments or older than $bin.
+shared_reference() {
+  file=$1
+  shift
+  [ -f "$file" ] || fail "no in-core reference $file (its ctest fixture, interpose_policies_reference_*)"
+  [ "$(head -n 1 "$file")" = "args $*" ] || fail "$file is the in-core run of $(head -n 1 "$file"), not of $*"
+  [ "$file" -nt "$bin" ] || fail "$file is older than $bin"
+  tail -n +2 "$file" >"$work/incore.out"
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$work/incore.out")
+  sum=$(awk '$1 == "params_checksum" { print $2 }' "$work/incore.out")
+  [ -n "$peak" ] && [ -n "$sum" ] || fail "in-core reference $file: no peak or checksum"
+}
+
 # same_checksum NAME: run NAME's params_checksum is the in-core one, with no hazard reported.
 same_checksum() {
   got=$(awk '$1 == "params_checksum" { print $2 }' "$work/$1.out")
@@ -729,7 +746,7 @@ print(sum(1 for t in p["tensors"] if t["id"] in swapped and t.get("swap_out_us",
 
 policies)
   # Every policy gives the in-core parameters (issue 5, point 1): args POOCH CNN_TRAIN MODEL
-  # PERCENT. The device is at PERCENT % of the in-core peak; each policy runs under
+  # PERCENT [REFERENCE]. The device is at PERCENT % of the in-core peak; each policy runs under
   # `pooch run --policy P` (the first iterations profiled, the plan carried out after) with the
   # hazard checker at error, and must end with the in-core params_checksum, bit for bit. A
   # policy whose plan does not fit runs under demand swapping and must match all the same.
@@ -737,14 +754,22 @@ policies)
   # dynamic models' iterations differ in what they hold).
   # dtr (issue 16's baseline) plans nothing: its dtr: line must show no failed replay and, at
   # 30 % and below, maps dropped and rebuilt by replay (check_dtr).
+  # The in-core run depends on the model alone, so a model's cases share one (their ctest
+  # fixture): PERCENT "reference" makes that run and writes it to REFERENCE, a case given
+  # REFERENCE reads it (shared_reference); without REFERENCE a case makes its own.
   need_simgpu
   pooch=$arg
   bin=$5
   model=${6:-tiny}
   percent=${7:-50}
+  reference=${8:-}
   dynamic=""
   case $model in
-    tiny) set -- --model tiny --batch 64 --iters 8 ;;
+    # 5 iterations (tiny-hostloss and tiny-habits too): the iteration found in the first two,
+    # the third profiled (Note [Swap-all profiling]), two under the plan, so that the plan is
+    # entered both from the profile and from a planned iteration. (resnet18, unet and densenet,
+    # two to four times dearer per iteration, run one under the plan.)
+    tiny) set -- --model tiny --batch 64 --iters 5 ;;
     # 4 iterations: two to find the iteration, one with every feature map swapped (the profile,
     # Note [Swap-all profiling]), one under the plan (CI time: 4 s per iteration).
     resnet18) set -- --model resnet18 --batch 8 --image 64 --classes 10 --iters 4 ;;
@@ -755,12 +780,12 @@ policies)
     unet) set -- --model unet --batch 16 --image 64 --iters 4 ;;
     densenet) set -- --model densenet --batch 16 --image 32 --iters 4 ;;
     # The loss read back to the host between forward and backward in every iteration.
-    tiny-hostloss) set -- --model tiny --batch 64 --iters 8 --host-loss ;;
+    tiny-hostloss) set -- --model tiny --batch 64 --iters 5 --host-loss ;;
     # Issue 37's habits of trainers written outside this project: every convolution's output
     # then added to in place by its bias (cudnnAddTensor), residual shortcuts added in place into
     # the main path's map (cudnnOpTensor), and the loss read back mid-iteration (tiny-habits);
     # unet's in-place skips with the bias additions (unet-bias).
-    tiny-habits) set -- --model tiny --batch 64 --iters 8 --conv-bias --inplace-skips --host-loss ;;
+    tiny-habits) set -- --model tiny --batch 64 --iters 5 --conv-bias --inplace-skips --host-loss ;;
     unet-bias) set -- --model unet --batch 16 --image 64 --iters 4 --conv-bias ;;
     # Issue 16's dynamic workloads: what runs changes from iteration to iteration, decided from
     # values computed on the device and read back mid-forward (docs/simgpu.md, cnn_train).
@@ -793,7 +818,14 @@ policies)
       ;;
     *) fail "unknown model $model" ;;
   esac
-  incore_reference "$@"
+  if [ "$percent" = reference ]; then
+    incore_reference "$@"
+    { echo "args $*" && cat "$work/incore.out"; } >"$reference.tmp" && mv "$reference.tmp" "$reference" ||
+      fail "cannot write $reference"
+    echo "ok: in-core reference of $model, checksum $sum, peak $peak"
+    exit 0
+  fi
+  if [ -n "$reference" ]; then shared_reference "$reference" "$@"; else incore_reference "$@"; fi
   if [ -n "$dynamic" ]; then
     # The choices must change across iterations, or nothing dynamic was tested.
     patterns=$(awk -v key="$dynamic" '$1 == "iter" { for (i = 2; i < NF; i++) if ($i == key) print $(i + 1) }' \
