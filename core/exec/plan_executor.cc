@@ -91,7 +91,10 @@ class PlanExecutor::Impl {
     const bool check_divergence = exact_accesses && FollowingLocked();
     for (const AccessRange& r : ranges) {
       if (const auto* live = ContainingLocked(r.address)) {
-        accesses.push_back({live->second.id, ModeOf(r.mode)});
+        // Note [Chains] (core/model/candidates.cc): a write of the whole allocation.
+        const bool whole = r.mode == AccessRange::Mode::kWrite && r.address == live->first &&
+                           r.bytes >= live->second.bytes;
+        accesses.push_back({live->second.id, ModeOf(r.mode), whole});
         if (feed_pilot && live->second.managed) pilot_touched.push_back(live->first);
         if (check_divergence && live->second.managed &&
             live->second.id < previous_iteration_first_id_) {

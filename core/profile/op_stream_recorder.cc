@@ -220,7 +220,7 @@ class OpStreamRecorder::ReferenceWalk {
     op.copy = k.copy;
     for (const Access& a : k.accesses) {
       NoteOutside(a.allocation);
-      op.accesses.push_back({a.allocation, a.mode});
+      op.accesses.push_back({a.allocation, a.mode, a.whole});
     }
     const int index = static_cast<int>(it_.ops.size());
     for (const Access& a : k.unmanaged) {

@@ -38,6 +38,7 @@ class OpStreamRecorder {
   struct Access {
     uint64_t allocation = 0;  // an id given to Alloc
     RecordedAccess::Mode mode = RecordedAccess::kRead;
+    bool whole = false;  // RecordedAccess::whole
   };
 
   explicit OpStreamRecorder(IterationTrackerOptions options);

@@ -223,7 +223,7 @@ class ProfileAssembly {
     const RecordedOp& rec = it_.ops[next_op_];
     Op& op = out_.profile.ops[next_op_];
     if (absl::Status s = CopyOpFields(rec, op); !s.ok()) return s;
-    std::vector<TensorId> reads, writes;
+    std::vector<TensorId> reads, writes, whole;
     for (size_t a = 0; a < rec.accesses.size(); ++a) {
       const RecordedAccess& acc = rec.accesses[a];
       const auto found = live_.find(acc.allocation);
@@ -235,6 +235,7 @@ class ProfileAssembly {
       }
       if (acc.mode != RecordedAccess::kWrite) AddOnce(reads, found->second);
       if (acc.mode != RecordedAccess::kRead) AddOnce(writes, found->second);
+      if (acc.mode == RecordedAccess::kWrite && acc.whole) AddOnce(whole, found->second);
     }
     for (TensorId t : reads) {
       if (written_[t]) {
@@ -246,6 +247,11 @@ class ProfileAssembly {
     for (TensorId t : writes) {
       op.writes.push_back(t);
       written_[t] = true;
+      // Overwritten whole and not read (no other access of the op read it).
+      if (std::find(whole.begin(), whole.end(), t) != whole.end() &&
+          std::find(reads.begin(), reads.end(), t) == reads.end()) {
+        op.overwrites.push_back(t);
+      }
     }
     ++next_op_;
     return absl::OkStatus();

@@ -30,6 +30,9 @@ struct RecordedAccess {
   enum Mode { kRead, kWrite, kReadWrite };
   uint64_t allocation = 0;
   Mode mode = kRead;
+  // A kWrite of the whole allocation (from its base, at least its size): the op overwrites it
+  // whole (Op::overwrites, Note [Chains] in core/model/candidates.cc).
+  bool whole = false;
 };
 
 // The bytes an op copies from device to host memory or from host to device memory, as the hook

@@ -408,6 +408,34 @@ TEST(ProfileBuilderTest, ReadOfUninitialisedAllocationIsDroppedAndNotReplayable)
   EXPECT_TRUE(b.profile.ops[1].replayable);
 }
 
+// Note [Chains] (core/model/candidates.cc): a write the recorder marks whole (from the
+// allocation's base, covering it) becomes Op::overwrites; a partial write, a read-write and a
+// whole write by an op that also reads the map do not, since the op's result depends on what the
+// map held before.
+TEST(ProfileBuilderTest, WholeWritesAreOverwritesAndPartialOnesAreNot) {
+  Recorder r;
+  const uint64_t x = r.Persistent(1 << 20);
+  const uint64_t t = r.Alloc(1 << 20);
+  const int whole = r.Op("cudnnConvolutionForward", 1, {x}, {t});
+  const int partial = r.Op("cudaMemsetAsync", 1, {}, {t});
+  r.Op("cudnnAddTensor", 1, {x}, {}, {t});
+  const int reads_too = r.Op("cudnnActivationForward", 1, {t}, {t});
+  r.Op("cudnnSoftmaxForward", 1, {t}, {});
+  r.iteration().ops[whole].accesses[1].whole = true;
+  r.iteration().ops[reads_too].accesses[1].whole = true;
+  const BuiltProfile b = Build(r.iteration());
+  const Profile& p = b.profile;
+  const TensorId tt = Of(b, t);
+  EXPECT_THAT(p.ops[whole].writes, ElementsAre(tt));
+  EXPECT_THAT(p.ops[whole].overwrites, ElementsAre(tt));
+  EXPECT_THAT(p.ops[partial].writes, ElementsAre(tt));
+  EXPECT_TRUE(p.ops[partial].overwrites.empty());
+  EXPECT_THAT(p.ops[2].writes, ElementsAre(tt));
+  EXPECT_TRUE(p.ops[2].overwrites.empty());
+  EXPECT_THAT(p.ops[reads_too].writes, ElementsAre(tt));
+  EXPECT_TRUE(p.ops[reads_too].overwrites.empty());
+}
+
 // Note [Program copies]: what an op copies between host and device memory reaches the profile.
 TEST(ProfileBuilderTest, HostCopiesReachTheProfile) {
   Recorder r;

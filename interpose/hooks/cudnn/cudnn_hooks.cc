@@ -42,12 +42,16 @@ void AddFilter(Ranges& r, cudnnFilterDescriptor_t desc, const void* p, Mode mode
 // A call that produces a feature map (its output `y`, overwritten when `fresh`): run as any op,
 // with its replay recipe offered when it can be replayed (Note [Replay],
 // core/recompute/recomputer.h).
+// `link`: its recipe replays it on top of y's previous state too, when it reads y.
 template <typename Forward, typename MakeRecipe>
 cudnnStatus_t RunProducer(cudnnHandle_t handle, const Ranges& r, const void* y, bool fresh,
-                          Forward&& forward, const MakeRecipe& make_recipe) {
+                          Forward&& forward, const MakeRecipe& make_recipe, bool link = false) {
   const ReplaySource replay(make_recipe);
+  // Note [Chained recipes] (core/lineage/lineage.cc): a call that does not overwrite y alone (it
+  // reads y, or adds to it) is replayable as a link of y's chain.
+  const bool replayable = ReplayableOutput(r, y, fresh) || (link && ReplayableLink(r, y));
   return RunOp<cudnnStatus_t>(HandleStream(handle), r, std::forward<Forward>(forward),
-                              {.replay = ReplayableOutput(r, y, fresh) ? &replay : nullptr});
+                              {.replay = replayable ? &replay : nullptr});
 }
 
 }  // namespace
@@ -132,9 +136,10 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
   Ranges r;
   AddTensor(r, aDesc, A, kR);
   AddTensor(r, cDesc, C, kRW);
-  return RunOp<cudnnStatus_t>(HandleStream(handle), r, [&] {
-    return real::cudnnAddTensor()(handle, alpha, aDesc, A, beta, cDesc, C);
-  });
+  return RunProducer(
+      handle, r, C, /*fresh=*/false,
+      [&] { return real::cudnnAddTensor()(handle, alpha, aDesc, A, beta, cDesc, C); },
+      [&] { return AddTensorRecipe(r, alpha, aDesc, A, beta, cDesc, C); }, /*link=*/true);
 }
 
 cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t opTensorDesc,
@@ -154,7 +159,8 @@ cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_
       },
       [&] {
         return OpTensorRecipe(r, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C);
-      });
+      },
+      /*link=*/true);
 }
 
 cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void* y,
@@ -188,7 +194,8 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle,
         return real::cudnnActivationForward()(handle, activationDesc, alpha, xDesc, x, beta, yDesc,
                                               y);
       },
-      [&] { return ActivationForwardRecipe(r, activationDesc, alpha, xDesc, x, beta, yDesc, y); });
+      [&] { return ActivationForwardRecipe(r, activationDesc, alpha, xDesc, x, beta, yDesc, y); },
+      /*link=*/true);
 }
 
 cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle,

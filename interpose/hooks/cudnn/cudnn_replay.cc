@@ -1,6 +1,7 @@
 // cudnn_replay.cc: copies of cuDNN descriptors and the replay recipes built from them.
 #include "interpose/hooks/cudnn/cudnn_replay.h"
 
+#include <algorithm>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -178,10 +179,11 @@ struct Scales {
   Scalar zero;
 };
 
-std::optional<Scales> ScalesOf(cudnnDataType_t type, const void* alpha, const void* beta) {
+std::optional<Scales> ScalesOf(cudnnDataType_t type, const void* alpha, const void* beta,
+                               bool any_beta = false) {
   const std::optional<Scalar> a = ScalarOf(type, alpha);
   const std::optional<Scalar> b = ScalarOf(type, beta);
-  if (!a || !b || !b->zero()) return std::nullopt;
+  if (!a || !b || (!any_beta && !b->zero())) return std::nullopt;
   return Scales{*a, *b};
 }
 
@@ -212,6 +214,11 @@ std::optional<ReplayRecipe> Base(const Ranges& r, const void* y, const char* nam
       recipe.inputs.push_back(a);
     } else if (a.address == recipe.output) {
       recipe.output_bytes = a.bytes;
+      // A call that reads its output (beta not zero) is a link of the output's chain, reading
+      // the chain's previous state (Note [Chained recipes] in core/lineage/lineage.cc).
+      if (a.mode == pooch::AccessRange::Mode::kReadWrite) {
+        recipe.inputs.push_back({a.address, a.bytes, pooch::AccessRange::Mode::kRead});
+      }
     }
   }
   if (recipe.output == 0 || recipe.output_bytes <= 0) return std::nullopt;
@@ -253,6 +260,14 @@ bool BetaIsZero(cudnnTensorDescriptor_t desc, const void* beta) {
   }
   const std::optional<Scalar> b = ScalarOf(type, beta);
   return b.has_value() && b->zero();
+}
+
+bool ReplayableLink(const Ranges& r, const void* y) {
+  if (y == nullptr) return false;
+  const auto out = reinterpret_cast<pooch::DeviceAddress>(y);
+  return std::any_of(r.get().begin(), r.get().end(), [&](const pooch::AccessRange& a) {
+    return a.address == out && a.mode != pooch::AccessRange::Mode::kRead;
+  });
 }
 
 bool ReplayableOutput(const Ranges& r, const void* y, bool beta_is_zero) {
@@ -386,7 +401,8 @@ std::optional<ReplayRecipe> OpTensorRecipe(const Ranges& r, cudnnOpTensorDescrip
   Owned<cudnnOpTensorDescriptor_t> od = CopyOpTensor(opDesc);
   if (!recipe || !ad || !bd || !cd || !od) return std::nullopt;
   const std::optional<Scalar> a1 = ScalarOf(cd->type, alpha1);
-  const std::optional<Scales> s = ScalesOf(cd->type, alpha2, beta);
+  // A beta that is not zero reads C: a link of C's chain (Base lists C as an input).
+  const std::optional<Scales> s = ScalesOf(cd->type, alpha2, beta, /*any_beta=*/true);
   if (!a1 || !s) return std::nullopt;
   recipe->issue = [od, a1 = *a1, ad = *ad, A, a2 = s->alpha, bd = *bd, B, b = s->zero, cd = *cd, C](
                       uintptr_t stream, void*) {
@@ -395,6 +411,25 @@ std::optional<ReplayRecipe> OpTensorRecipe(const Ranges& r, cudnnOpTensorDescrip
     return h != nullptr && op != nullptr &&
            op(h, od.get(), a1.get(), ad.desc.get(), A, a2.get(), bd.desc.get(), B, b.get(),
               cd.desc.get(), C) == kOk;
+  };
+  return recipe;
+}
+
+std::optional<ReplayRecipe> AddTensorRecipe(const Ranges& r, const void* alpha,
+                                            cudnnTensorDescriptor_t aDesc, const void* A,
+                                            const void* beta, cudnnTensorDescriptor_t cDesc,
+                                            void* C) {
+  std::optional<ReplayRecipe> recipe = Base(r, C, "cudnnAddTensor");
+  std::optional<TensorCopy> ad = CopyTensor(aDesc);
+  std::optional<TensorCopy> cd = CopyTensor(cDesc);
+  if (!recipe || !ad || !cd) return std::nullopt;
+  const std::optional<Scales> s = ScalesOf(cd->type, alpha, beta, /*any_beta=*/true);
+  if (!s) return std::nullopt;
+  recipe->issue = [a = s->alpha, ad = *ad, A, b = s->zero, cd = *cd, C](uintptr_t stream, void*) {
+    const cudnnHandle_t h = ReplayHandle(stream);
+    const auto add = real::cudnnAddTensor();
+    return h != nullptr && add != nullptr &&
+           add(h, a.get(), ad.desc.get(), A, b.get(), cd.desc.get(), C) == kOk;
   };
   return recipe;
 }

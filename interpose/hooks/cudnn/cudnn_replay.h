@@ -27,6 +27,9 @@ bool BetaIsZero(cudnnTensorDescriptor_t desc, const void* beta);
 // True when a call that overwrites `y` (BetaIsZero) can be replayed: no read range of `r`
 // overlaps it (an in-place call has overwritten its own input).
 bool ReplayableOutput(const Ranges& r, const void* y, bool beta_is_zero);
+// True when the call writes `y` at all: replayed after the calls that wrote `y` before it, it is
+// a link of y's chain (Note [Chained recipes] in core/lineage/lineage.cc), in place or not.
+bool ReplayableLink(const Ranges& r, const void* y);
 
 std::optional<ReplayRecipe> ConvolutionForwardRecipe(const Ranges& r, const void* alpha,
                                                      cudnnTensorDescriptor_t xDesc, const void* x,
@@ -64,6 +67,12 @@ std::optional<ReplayRecipe> PoolingForwardRecipe(const Ranges& r,
                                                  const void* alpha, cudnnTensorDescriptor_t xDesc,
                                                  const void* x, const void* beta,
                                                  cudnnTensorDescriptor_t yDesc, void* y);
+
+// C = alpha * A + beta * C: a link of C's chain when beta is not zero.
+std::optional<ReplayRecipe> AddTensorRecipe(const Ranges& r, const void* alpha,
+                                            cudnnTensorDescriptor_t aDesc, const void* A,
+                                            const void* beta, cudnnTensorDescriptor_t cDesc,
+                                            void* C);
 
 std::optional<ReplayRecipe> OpTensorRecipe(const Ranges& r, cudnnOpTensorDescriptor_t opDesc,
                                            const void* alpha1, cudnnTensorDescriptor_t aDesc,
