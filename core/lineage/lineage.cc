@@ -190,6 +190,7 @@ nlohmann::json Lineage::ToJson() const {
     recipes.push_back({{"output", Hex(e->recipe.output)},
                        {"output_bytes", e->output_bytes},
                        {"name", e->recipe.name != nullptr ? e->recipe.name : ""},
+                       {"kernel", e->recipe.kernel},
                        {"profiled_us", e->profiled_us},
                        {"dropped", e->dropped},
                        {"kept", e->kept},

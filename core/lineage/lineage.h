@@ -109,7 +109,7 @@ class Lineage {
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
 
-  // Every recipe, by output address: [{"output": "0x...", "output_bytes", "name",
+  // Every recipe, by output address: [{"output": "0x...", "output_bytes", "name", "kernel",
   // "profiled_us", "dropped", "kept", "inputs": [{"base": "0x...", "bytes"}]}].
   nlohmann::json ToJson() const;
 

@@ -258,6 +258,7 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
         absl::StrCat("pooch: cannot replay ", name, " to rebuild a dropped feature map"));
   }
   ++stats_.replays;
+  if (e->recipe.kernel) ++stats_.kernel_replays;
   stats_.replay_us += profiled_us;
   if (kept || dtr_) {
     // Resident again; a kept input is freed when no recipe reads it (Note [Kept inputs]); under
@@ -387,6 +388,7 @@ absl::Status Recomputer::WriteLineage(const std::string& path) const {
              {"refused", st.refused},
              {"drops", st.drops},
              {"replays", st.replays},
+             {"kernel_replays", st.kernel_replays},
              {"chained", st.chained},
              {"forgotten", st.forgotten},
              {"failures", st.failures},

@@ -65,6 +65,28 @@ ParamLookup FromDriver(CUresult e) {
   return e == CUDA_ERROR_INVALID_VALUE ? ParamLookup::kPastEnd : ParamLookup::kUnknown;
 }
 
+// The arguments at `params`, each at the offset `info` gives it.
+std::optional<ParamBuffer> CopyParams(void* const* params,
+                                      absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info) {
+  ParamBuffer buffer;
+  for (size_t i = 0; i < kMaxParams; ++i) {
+    size_t offset = 0, size = 0;
+    switch (info(i, &offset, &size)) {
+      case ParamLookup::kPastEnd:
+        return buffer;
+      case ParamLookup::kUnknown:
+        return std::nullopt;
+      case ParamLookup::kFound:
+        if (params == nullptr || params[i] == nullptr) return std::nullopt;
+        if (buffer.bytes.size() < offset + size) buffer.bytes.resize(offset + size);
+        std::memcpy(buffer.bytes.data() + offset, params[i], size);
+        buffer.offsets.push_back(offset);
+        break;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 const char* UnknownLayoutReason() { return t_why; }
@@ -155,6 +177,34 @@ std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager,
   if (buffer != nullptr && !sized) return Unknown("an argument buffer without its size");
   ScanWords(manager, buffer, size, &ranges);
   return ranges;
+}
+
+
+std::optional<ParamBuffer> RuntimeKernelParams(const void* func, void* const* args) {
+  const auto param_info = real::cudaFuncGetParamInfo();
+  if (param_info == nullptr) return std::nullopt;
+  return KeepingLastError([&] {
+    return CopyParams(args, [&](size_t i, size_t* offset, size_t* size) {
+      return FromRuntime(param_info(func, i, offset, size));
+    });
+  });
+}
+
+std::optional<ParamBuffer> KernelHandleParams(cudaKernel_t kernel, void* const* args) {
+  const auto param_info = real::cuKernelGetParamInfo();
+  if (param_info == nullptr) return std::nullopt;
+  return CopyParams(args, [&](size_t i, size_t* offset, size_t* size) {
+    return FromDriver(WithContext(
+        [&] { return param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size); }));
+  });
+}
+
+std::optional<ParamBuffer> DriverKernelParams(CUfunction f, void* const* kernel_params) {
+  const auto param_info = real::cuFuncGetParamInfo();
+  if (param_info == nullptr || kernel_params == nullptr) return std::nullopt;
+  return CopyParams(kernel_params, [&](size_t i, size_t* offset, size_t* size) {
+    return FromDriver(WithContext([&] { return param_info(f, i, offset, size); }));
+  });
 }
 
 }  // namespace pooch::interpose

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "absl/functional/function_ref.h"
+#include "interpose/hooks/launch/kernel_replay.h"
 #include "interpose/process/managed.h"
 #include "interpose/symbols/cuda_api.h"
 
@@ -43,6 +44,12 @@ std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
 // cuFuncGetParamInfo), or the buffer that CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE pass in `extra`.
 std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager, CUfunction f,
                                          void** kernel_params, void** extra);
+
+// The launch's arguments copied into a parameter buffer laid out by the same queries (for its
+// replay recipe, kernel_replay.h); nullopt when the layout is unknown or an argument is missing.
+std::optional<ParamBuffer> RuntimeKernelParams(const void* func, void* const* args);
+std::optional<ParamBuffer> KernelHandleParams(cudaKernel_t kernel, void* const* args);
+std::optional<ParamBuffer> DriverKernelParams(CUfunction f, void* const* kernel_params);
 
 // Why the calling thread's last call above that returned nullopt found no layout (for the
 // message that names an opaque kernel); "" before any.
