@@ -66,8 +66,8 @@ ParamLookup FromDriver(CUresult e) {
 }
 
 // The arguments at `params`, each at the offset `info` gives it.
-std::optional<ParamBuffer> CopyParams(void* const* params,
-                                      absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info) {
+std::optional<ParamBuffer> CopyParams(
+    void* const* params, absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info) {
   ParamBuffer buffer;
   for (size_t i = 0; i < kMaxParams; ++i) {
     size_t offset = 0, size = 0;
@@ -178,7 +178,6 @@ std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager,
   ScanWords(manager, buffer, size, &ranges);
   return ranges;
 }
-
 
 std::optional<ParamBuffer> RuntimeKernelParams(const void* func, void* const* args) {
   const auto param_info = real::cudaFuncGetParamInfo();

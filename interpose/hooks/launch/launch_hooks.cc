@@ -8,8 +8,9 @@
 // (kernel_args.h); a launch whose parameter sizes cannot be found is opaque, so everything is
 // made resident first (Note [Opaque calls] in interpose/process/opaque.h). A launch whose
 // kernel's verdict allows it is offered as a replay recipe (Note [Kernel recipes] in
-// kernel_replay.h), relaunched through the real entry point of its kind. The _ptsz forms run on the caller's per-thread stream (Note [Per-thread default
-// stream] in interpose/process/streams.h).
+// kernel_replay.h), relaunched through the real entry point of its kind. The _ptsz forms run on
+// the caller's per-thread stream (Note [Per-thread default stream] in
+// interpose/process/streams.h).
 //
 // Note [Kernel writes]
 // ~~~~~~~~~~~~~~~~~~~~
@@ -107,8 +108,9 @@ Ret Launch(const char* name, uintptr_t stream, const std::optional<Ranges>& rang
   };
   const ReplaySource replay(make_recipe);
   // Note [Kernel writes]: what its words point into is all it touches.
-  return RunOp<Ret>(stream, *ranges, std::forward<Forward>(forward),
-                    {.scanned = true, .replay = MayReplayKernel(verdict, Dtr()) ? &replay : nullptr});
+  return RunOp<Ret>(
+      stream, *ranges, std::forward<Forward>(forward),
+      {.scanned = true, .replay = MayReplayKernel(verdict, Dtr()) ? &replay : nullptr});
 }
 
 // Relaunches through the runtime's entry points, on pooch's stream.
@@ -150,14 +152,14 @@ Relaunch ExCRelaunch(const cudaLaunchConfig_t& config, const void* func) {
 
 Relaunch DriverRelaunch(CUfunction f, const unsigned grid[3], const unsigned block[3],
                         unsigned shared) {
-  return [=, g = std::array<unsigned, 3>{grid[0], grid[1], grid[2]},
-          b = std::array<unsigned, 3>{block[0], block[1], block[2]}](uintptr_t stream,
-                                                                     void** args) {
-    const auto launch = real::cuLaunchKernel();
-    return launch != nullptr && launch(f, g[0], g[1], g[2], b[0], b[1], b[2], shared,
-                                       reinterpret_cast<CUstream>(stream), args,
-                                       nullptr) == CUDA_SUCCESS;
-  };
+  return
+      [=, g = std::array<unsigned, 3>{grid[0], grid[1], grid[2]},
+       b = std::array<unsigned, 3>{block[0], block[1], block[2]}](uintptr_t stream, void** args) {
+        const auto launch = real::cuLaunchKernel();
+        return launch != nullptr &&
+               launch(f, g[0], g[1], g[2], b[0], b[1], b[2], shared,
+                      reinterpret_cast<CUstream>(stream), args, nullptr) == CUDA_SUCCESS;
+      };
 }
 
 Relaunch DriverExRelaunch(const CUlaunchConfig& config, CUfunction f) {
@@ -178,7 +180,9 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
   return Launch<cudaError_t>(
       KernelHandleName(kernel), StreamAsInteger(stream),
       KernelHandleRanges(Manager(), kernel, args), VerdictForKernel(kernel),
-      [&] { return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream); },
+      [&] {
+        return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream);
+      },
       [&] { return KernelHandleParams(kernel, args); },
       [&] { return KernelHandleRelaunch(kernel, gridDim, blockDim, sharedMem); });
 }
@@ -291,8 +295,7 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
       DriverKernelRanges(Manager(), f, kernelParams, extra), VerdictForFunction(f),
       [&] {
         return real::cuLaunchKernel_ptsz()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                                           blockDimZ, sharedMemBytes, hStream, kernelParams,
-                                           extra);
+                                           blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
       },
       [&] { return DriverKernelParams(f, kernelParams); },
       [&] { return DriverRelaunch(f, grid, block, sharedMemBytes); });
