@@ -107,6 +107,23 @@ check_dtr() {
   fi
 }
 
+# check_kernel_replays NAME: run NAME's recompute: line (when its plan recomputes) counts no
+# more kernel replays than replays; kernel_replays_total sums them over the runs, and
+# POOCH_LINEAGE_OUT's file (NAME.lineage) has the same count in its stats.
+kernel_replays_total=0
+check_kernel_replays() {
+  line=$(grep '^pooch: recompute:' "$work/$1.err") || return 0
+  kr=$(echo "$line" | awk '{ for (i = 1; i < NF; i++) if ($i == "kernel_replays") print $(i + 1) }')
+  replays=$(echo "$line" | awk '{ print $12 }')
+  [ -n "$kr" ] && [ "$kr" -le "${replays:-0}" ] || fail "$1: kernel_replays $kr of $replays: $line"
+  if [ -s "$work/$1.lineage" ]; then
+    in_file=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["stats"]["kernel_replays"])' "$work/$1.lineage") ||
+      fail "$1: the lineage file has no kernel_replays"
+    [ "$in_file" = "$kr" ] || fail "$1: lineage file kernel_replays $in_file, summary $kr"
+  fi
+  kernel_replays_total=$((kernel_replays_total + kr))
+}
+
 case $case_name in
 exports)
   names=$arg
@@ -743,6 +760,7 @@ policies)
   model=${6:-tiny}
   percent=${7:-50}
   dynamic=""
+  own_kernels=""
   case $model in
     tiny) set -- --model tiny --batch 64 --iters 8 ;;
     # 4 iterations: two to find the iteration, one with every feature map swapped (the profile,
@@ -762,6 +780,17 @@ policies)
     # unet's in-place skips with the bias additions (unet-bias).
     tiny-habits) set -- --model tiny --batch 64 --iters 8 --conv-bias --inplace-skips --host-loss ;;
     unet-bias) set -- --model unet --batch 16 --image 64 --iters 4 --conv-bias ;;
+    # Issue 36's kernel replays: tiny's ReLUs and residual additions are cnn_train's own kernels
+    # (--own-kernels), run by simgpu as their CPU twins (Note [CPU twins]). nvcc builds them for
+    # sm_80, sm_90 and sm_100, so the device is an h100-pcie5 (sm_90), whose SASS the analysis
+    # reads (Note [Verdicts at launch]); the plans that recompute must replay some of them
+    # (check_kernel_replays).
+    tiny-own)
+      set -- --model tiny --batch 64 --iters 8 --own-kernels
+      SIMGPU_PRESET=h100-pcie5
+      export SIMGPU_PRESET
+      own_kernels=1
+      ;;
     # Issue 16's dynamic workloads: what runs changes from iteration to iteration, decided from
     # values computed on the device and read back mid-forward (docs/simgpu.md, cnn_train).
     # They mark their iterations with NVTX ranges that pooch reads (POOCH_ITERATION_MARKER=nvtx),
@@ -815,6 +844,10 @@ policies)
   fi
   report=""
   for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal dtr; do
+    if [ -n "$own_kernels" ]; then
+      POOCH_LINEAGE_OUT=$work/$policy.lineage
+      export POOCH_LINEAGE_OUT
+    fi
     run "$policy" "$pooch" run --policy "$policy" -- "$bin" "$@"
     [ "$rc" -eq 0 ] || fail "$policy: exit $rc"
     same_checksum "$policy"
@@ -824,6 +857,7 @@ policies)
     else
       grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
       check_recompute "$policy"
+      [ -z "$own_kernels" ] || check_kernel_replays "$policy"
       report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
     fi
     if [ -n "${experts_bytes:-}" ]; then
@@ -866,6 +900,10 @@ policies)
     done
     grep -q '^pooch: pilot: mode on ' "$work/pooch.err" || fail "pooch: no pilot line"
     report="$report $(awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "accuracy") printf "%s,", $(i + 1) }' "$work/pilot-stump.err")"
+  fi
+  if [ -n "$own_kernels" ]; then
+    [ "$kernel_replays_total" -gt 0 ] || fail "no plan replayed a kernel"
+    report="$report kernel_replays:$kernel_replays_total"
   fi
   echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"
   ;;
