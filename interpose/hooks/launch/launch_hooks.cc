@@ -4,25 +4,31 @@
 // cudaKernel_t (crt/host_runtime.h), not cudaLaunchKernel, which libcudart reaches internally
 // without the PLT; PyTorch's addmm and NCCL use cudaLaunchKernelExC, Triton cuLaunchKernel,
 // cuBLAS cuLaunchKernelEx (FIELD-NOTES, "Interposing CUDA"). Each launch is one op: every managed
-// allocation a parameter word points into is made resident and counted as read and written
-// (kernel_args.h); a launch whose parameter sizes cannot be found is opaque, so everything is
-// made resident first (Note [Opaque calls] in interpose/process/opaque.h). Kernels are never
-// replayed. The _ptsz forms run on the caller's per-thread stream (Note [Per-thread default
-// stream] in interpose/process/streams.h).
+// allocation a parameter word points into is a use of it, in the mode the kernel's verdict gives
+// the word (Note [Kernel words] in kernel_args.h; read and written when the kernel is unknown);
+// a launch whose parameter sizes cannot be found is opaque, so everything is made resident first
+// (Note [Opaque calls] in interpose/process/opaque.h). Kernels are never replayed. The _ptsz
+// forms run on the caller's per-thread stream (Note [Per-thread default stream] in
+// interpose/process/streams.h).
 //
 // Note [Kernel writes]
 // ~~~~~~~~~~~~~~~~~~~~
-// A launch's scanned allocations are all it may read or write: the manager makes only those
-// resident, so a kernel that reached other memory (through a pointer stored in device memory)
-// would already read swapped-out bytes. The recipes of recomputation (Note [Replay] in
-// core/recompute/recomputer.h) rest on the same rule: a launch forgets the recipes whose inputs or
-// output its words point into, and no other. Forgetting every recipe at every launch, as for an
-// opaque call, would leave no recomputation under a framework whose elementwise ops are all
-// kernels (PyTorch's ReLU and residual additions between its convolutions). So do the kept host
-// copies of Note [Current host copies] (core/residency/residency_swap.cc): a launch makes stale
-// the copies of the allocations its words point into, and no other. Kernels that
-// follow pointers stored in device memory are outside this rule, for residency and
-// recomputation alike (docs/usage.md, "Kernel launches").
+// A launch's scanned uses (Note [Kernel words]) are all it may read or write: the manager makes
+// only those resident, so a kernel that reached other memory would already read swapped-out
+// bytes. For a kernel whose verdict is exact that is proven from its machine code (Note [Kernel
+// write sets] in core/kernels/analysis.h, on which the rule's soundness rests): memory it cannot
+// reach, such as an allocation a stale pointer in a struct passed by value points into, need not
+// be resident and counts as neither read nor written; the words it may write are the only ones
+// that count as written. For an unknown kernel the words are a guess: every allocation they
+// point into counts as read and written, and kernels that follow pointers stored in device memory
+// are outside the rule (docs/usage.md, "Kernel launches"). The recipes of recomputation (Note
+// [Replay] in core/recompute/recomputer.h) rest on the same rule: a launch forgets the recipes
+// whose inputs or output it may write, and no other. Forgetting every recipe at every launch, as
+// for an opaque call, would leave no recomputation under a framework whose elementwise ops are
+// all kernels (PyTorch's ReLU and residual additions between its convolutions). So do the kept
+// host copies of Note [Current host copies] (core/residency/residency_swap.cc): a launch makes
+// stale the copies of the allocations it may write, and no other; and the profile the planner
+// reads records each use in its mode.
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
@@ -30,6 +36,7 @@
 #include "core/base/mutex.h"
 #include "interpose/hooks/launch/kernel_args.h"
 #include "interpose/hooks/launch/kernel_names.h"
+#include "interpose/kernels/launch_verdicts.h"
 #include "interpose/process/managed.h"
 #include "interpose/process/opaque.h"
 #include "interpose/process/streams.h"
@@ -91,43 +98,44 @@ pooch::ResidencyManager* Manager() { return Process::Get().manager(); }
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                size_t sharedMem, cudaStream_t stream) {
-  return Launch<cudaError_t>(KernelHandleName(kernel), StreamAsInteger(stream),
-                             KernelHandleRanges(Manager(), kernel, args), [&] {
-                               return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args,
-                                                                 sharedMem, stream);
-                             });
+  return Launch<cudaError_t>(
+      KernelHandleName(kernel), StreamAsInteger(stream),
+      KernelHandleRanges(Manager(), kernel, args, VerdictForKernel(kernel)), [&] {
+        return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream);
+      });
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                     size_t sharedMem, cudaStream_t stream) {
-  return Launch<cudaError_t>(KernelHandleName(kernel), StreamAsInteger(PerThread(stream)),
-                             KernelHandleRanges(Manager(), kernel, args), [&] {
-                               return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim,
-                                                                      args, sharedMem, stream);
-                             });
+  return Launch<cudaError_t>(
+      KernelHandleName(kernel), StreamAsInteger(PerThread(stream)),
+      KernelHandleRanges(Manager(), kernel, args, VerdictForKernel(kernel)), [&] {
+        return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim, args, sharedMem, stream);
+      });
 }
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                              size_t sharedMem, cudaStream_t stream) {
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(stream),
-      RuntimeKernelRanges(Manager(), func, args),
+      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
       [&] { return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream); });
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                   size_t sharedMem, cudaStream_t stream) {
-  return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-                             RuntimeKernelRanges(Manager(), func, args), [&] {
-                               return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args,
-                                                                    sharedMem, stream);
-                             });
+  return Launch<cudaError_t>(
+      RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
+      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)), [&] {
+        return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args, sharedMem, stream);
+      });
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                         size_t sharedMem, cudaStream_t stream) {
   return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(stream),
-                             RuntimeKernelRanges(Manager(), func, args), [&] {
+                             RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
+                             [&] {
                                return real::cudaLaunchCooperativeKernel()(func, gridDim, blockDim,
                                                                           args, sharedMem, stream);
                              });
@@ -136,7 +144,8 @@ cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blo
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                              void** args, size_t sharedMem, cudaStream_t stream) {
   return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-                             RuntimeKernelRanges(Manager(), func, args), [&] {
+                             RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
+                             [&] {
                                return real::cudaLaunchCooperativeKernel_ptsz()(
                                    func, gridDim, blockDim, args, sharedMem, stream);
                              });
@@ -146,7 +155,7 @@ cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (config == nullptr) return real::cudaLaunchKernelExC()(config, func, args);
   return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(config->stream),
-                             RuntimeKernelRanges(Manager(), func, args),
+                             RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
                              [&] { return real::cudaLaunchKernelExC()(config, func, args); });
 }
 
@@ -154,7 +163,7 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const voi
                                      void** args) {
   if (config == nullptr) return real::cudaLaunchKernelExC_ptsz()(config, func, args);
   return Launch<cudaError_t>(RuntimeFunctionName(func), StreamAsInteger(PerThread(config->stream)),
-                             RuntimeKernelRanges(Manager(), func, args),
+                             RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
                              [&] { return real::cudaLaunchKernelExC_ptsz()(config, func, args); });
 }
 
@@ -162,41 +171,42 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void** kernelParams, void** extra) {
-  return Launch<CUresult>(DriverFunctionName(f), StreamAsInteger(hStream),
-                          DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
-                            return real::cuLaunchKernel()(
-                                f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                                sharedMemBytes, hStream, kernelParams, extra);
-                          });
+  return Launch<CUresult>(
+      DriverFunctionName(f), StreamAsInteger(hStream),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)), [&] {
+        return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                                      blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+      });
 }
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                              unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                              unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                              void** kernelParams, void** extra) {
-  return Launch<CUresult>(DriverFunctionName(f), StreamAsInteger(PerThread(hStream)),
-                          DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
-                            return real::cuLaunchKernel_ptsz()(
-                                f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                                sharedMemBytes, hStream, kernelParams, extra);
-                          });
+  return Launch<CUresult>(
+      DriverFunctionName(f), StreamAsInteger(PerThread(hStream)),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)), [&] {
+        return real::cuLaunchKernel_ptsz()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                                           blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+      });
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                           void** extra) {
   if (config == nullptr) return real::cuLaunchKernelEx()(config, f, kernelParams, extra);
-  return Launch<CUresult>(DriverFunctionName(f), StreamAsInteger(config->hStream),
-                          DriverKernelRanges(Manager(), f, kernelParams, extra),
-                          [&] { return real::cuLaunchKernelEx()(config, f, kernelParams, extra); });
+  return Launch<CUresult>(
+      DriverFunctionName(f), StreamAsInteger(config->hStream),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
+      [&] { return real::cuLaunchKernelEx()(config, f, kernelParams, extra); });
 }
 
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                                void** extra) {
   if (config == nullptr) return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
-  return Launch<CUresult>(DriverFunctionName(f), StreamAsInteger(PerThread(config->hStream)),
-                          DriverKernelRanges(Manager(), f, kernelParams, extra), [&] {
-                            return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
-                          });
+  return Launch<CUresult>(
+      DriverFunctionName(f), StreamAsInteger(PerThread(config->hStream)),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
+      [&] { return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra); });
 }
 
 }  // namespace pooch::interpose::intercept
