@@ -19,10 +19,24 @@
 #ifndef POOCH_INTERPOSE_KERNELS_LAUNCH_VERDICTS_H_
 #define POOCH_INTERPOSE_KERNELS_LAUNCH_VERDICTS_H_
 
+#include <string>
+
 #include "core/kernels/verdict.h"
 #include "interpose/symbols/cuda_api.h"
 
 namespace pooch::interpose {
+
+// From the configuration (POOCH_KERNEL_ANALYSIS, POOCH_KERNEL_ARCH, POOCH_KERNEL_CACHE).
+struct LaunchVerdictOptions {
+  bool enabled = false;   // false: every kernel is unknown, nothing is noted or run
+  std::string arch;       // "sm_90"; empty: the device's
+  std::string cache_dir;  // empty: verdicts are kept in memory only
+};
+
+// Set once at start-up (libpooch.cc); until then every kernel is unknown.
+void ConfigureLaunchVerdicts(const LaunchVerdictOptions& options);
+bool LaunchVerdictsEnabled();
+bool LaunchVerdictsConfigured();
 
 // The verdict of the kernel a launch handle runs, or nullptr when unknown. A non-null verdict
 // may still be inexact (KernelVerdict::Exact() false): then only its known half may be used.

@@ -414,6 +414,44 @@ graph_pool)
   echo "ok"
   ;;
 
+kernel_verdict)
+  # Note [Kernel words] (interpose/hooks/launch/kernel_args.h): swaps back in per run, read from
+  # the summary's swaps: line. The probe's kernels are sm_90 SASS: POOCH_KERNEL_ARCH says so
+  # whatever simgpu's preset.
+  need_simgpu
+  swaps_in() {
+    awk '$1 == "pooch:" && $2 == "swaps:" { for (i = 3; i < NF; i++) if ($i == "in") print $(i + 1) }' "$work/$1.err"
+  }
+  verdict_run() {  # NAME MODE [VAR=VALUE...]
+    name=$1 mode=$2
+    shift 2
+    run "$name" env LD_PRELOAD="$libpooch" SIMGPU_COMPUTE=timing POOCH_POLICY=demand \
+      POOCH_MEMORY_LIMIT=40MiB POOCH_KERNEL_ARCH=sm_90 POOCH_KERNEL_CACHE="$work/cache" "$@" \
+      "$arg" "$mode"
+    [ "$rc" -eq 0 ] || fail "$name: exit $rc: $(grep -v '^pooch: ' "$work/$name.err" | head -5)"
+    grep -q '^kernel_verdict ok$' "$work/$name.out" || fail "$name: no 'kernel_verdict ok'"
+    grep -q '^pooch: opaque: calls 0 ' "$work/$name.err" || fail "$name: the launch was opaque"
+  }
+  verdict_run exact exact
+  grep -q '^pooch: kernel analysis: module .* kernels in [0-9.]* s$' "$work/exact.err" ||
+    fail "exact: no module analysed: $(grep '^pooch: kernel' "$work/exact.err")"
+  [ "$(swaps_in exact)" = 0 ] || fail "exact: the stale word's allocation came back: $(grep 'swaps:' "$work/exact.err")"
+  ls "$work/cache/"*.json >/dev/null 2>&1 || fail "exact: no verdict file in POOCH_KERNEL_CACHE"
+  # The second run reads the verdicts from the cache, and concludes the same.
+  verdict_run cached exact
+  grep -q '^pooch: kernel analysis: module .* (cache)$' "$work/cached.err" ||
+    fail "cached: the verdicts were not read from the cache: $(grep '^pooch: kernel' "$work/cached.err")"
+  [ "$(swaps_in cached)" = 0 ] || fail "cached: the stale word's allocation came back"
+  # Without the analysis the same kernel counts as touching all its words point into.
+  verdict_run off exact POOCH_KERNEL_ANALYSIS=off
+  [ "$(swaps_in off)" -ge 1 ] || fail "off: the stale word's allocation stayed out: $(grep 'swaps:' "$work/off.err")"
+  grep -q '^pooch: kernel analysis' "$work/off.err" && fail "off: the analysis ran"
+  # An unknown kernel behaves as before the analysis.
+  verdict_run unknown unknown
+  [ "$(swaps_in unknown)" -ge 1 ] || fail "unknown: its word's allocation stayed out: $(grep 'swaps:' "$work/unknown.err")"
+  echo "ok"
+  ;;
+
 fresh_thread)
   # Note [Queries on a thread without a context] (interpose/hooks/kernel_args.cc): a launch from
   # a thread that has no current context yet is scanned like any other.

@@ -4,27 +4,32 @@
 // cudaKernel_t (crt/host_runtime.h), not cudaLaunchKernel, which libcudart reaches internally
 // without the PLT; PyTorch's addmm and NCCL use cudaLaunchKernelExC, Triton cuLaunchKernel,
 // cuBLAS cuLaunchKernelEx (FIELD-NOTES, "Interposing CUDA"). Each launch is one op: every managed
-// allocation a parameter word points into is made resident and counted as read and written
-// (kernel_args.h); a launch whose parameter sizes cannot be found is opaque, so everything is
-// made resident first (Note [Opaque calls] in interpose/process/opaque.h). A launch whose
-// kernel's verdict allows it is offered as a replay recipe (Note [Kernel recipes] in
-// kernel_replay.h), relaunched through the real entry point of its kind. The _ptsz forms run on
-// the caller's per-thread stream (Note [Per-thread default stream] in
-// interpose/process/streams.h).
+// allocation a parameter word points into is a use of it, in the mode the kernel's verdict gives
+// the word (Note [Kernel words] in kernel_args.h; read and written when the kernel is unknown);
+// a launch whose parameter sizes cannot be found is opaque, so everything is made resident first
+// (Note [Opaque calls] in interpose/process/opaque.h). A launch whose kernel's verdict allows it
+// is offered as a replay recipe (Note [Kernel recipes] in kernel_replay.h), relaunched through
+// the real entry point of its kind. The _ptsz forms run on the caller's per-thread stream (Note
+// [Per-thread default stream] in interpose/process/streams.h).
 //
 // Note [Kernel writes]
 // ~~~~~~~~~~~~~~~~~~~~
-// A launch's scanned allocations are all it may read or write: the manager makes only those
-// resident, so a kernel that reached other memory (through a pointer stored in device memory)
-// would already read swapped-out bytes. The recipes of recomputation (Note [Replay] in
-// core/recompute/recomputer.h) rest on the same rule: a launch forgets the recipes whose inputs or
-// output its words point into, and no other. Forgetting every recipe at every launch, as for an
-// opaque call, would leave no recomputation under a framework whose elementwise ops are all
-// kernels (PyTorch's ReLU and residual additions between its convolutions). So do the kept host
-// copies of Note [Current host copies] (core/residency/residency_swap.cc): a launch makes stale
-// the copies of the allocations its words point into, and no other. Kernels that
-// follow pointers stored in device memory are outside this rule, for residency and
-// recomputation alike (docs/usage.md, "Kernel launches").
+// A launch's scanned uses (Note [Kernel words]) are all it may read or write: the manager makes
+// only those resident, so a kernel that reached other memory would already read swapped-out
+// bytes. For a kernel whose verdict is exact that is proven from its machine code (Note [Kernel
+// write sets] in core/kernels/analysis.h, on which the rule's soundness rests): memory it cannot
+// reach, such as an allocation a stale pointer in a struct passed by value points into, need not
+// be resident and counts as neither read nor written; the words it may write are the only ones
+// that count as written. For an unknown kernel the words are a guess: every allocation they
+// point into counts as read and written, and kernels that follow pointers stored in device memory
+// are outside the rule (docs/usage.md, "Kernel launches"). The recipes of recomputation (Note
+// [Replay] in core/recompute/recomputer.h) rest on the same rule: a launch forgets the recipes
+// whose inputs or output it may write, and no other. Forgetting every recipe at every launch, as
+// for an opaque call, would leave no recomputation under a framework whose elementwise ops are
+// all kernels (PyTorch's ReLU and residual additions between its convolutions). So do the kept
+// host copies of Note [Current host copies] (core/residency/residency_swap.cc): a launch makes
+// stale the copies of the allocations it may write, and no other; and the profile the planner
+// reads records each use in its mode.
 #include <array>
 #include <optional>
 #include <string>
@@ -179,7 +184,8 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                size_t sharedMem, cudaStream_t stream) {
   return Launch<cudaError_t>(
       KernelHandleName(kernel), StreamAsInteger(stream),
-      KernelHandleRanges(Manager(), kernel, args), VerdictForKernel(kernel),
+      KernelHandleRanges(Manager(), kernel, args, VerdictForKernel(kernel)),
+      VerdictForKernel(kernel),
       [&] {
         return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -191,7 +197,8 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 bloc
                                     size_t sharedMem, cudaStream_t stream) {
   return Launch<cudaError_t>(
       KernelHandleName(kernel), StreamAsInteger(PerThread(stream)),
-      KernelHandleRanges(Manager(), kernel, args), VerdictForKernel(kernel),
+      KernelHandleRanges(Manager(), kernel, args, VerdictForKernel(kernel)),
+      VerdictForKernel(kernel),
       [&] {
         return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -203,7 +210,8 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
                              size_t sharedMem, cudaStream_t stream) {
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(stream),
-      RuntimeKernelRanges(Manager(), func, args), VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
+      VerdictForHostStub(func),
       [&] { return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream); },
       [&] { return RuntimeKernelParams(func, args); },
       [&] { return RuntimeRelaunch(func, gridDim, blockDim, sharedMem); });
@@ -213,7 +221,8 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                   size_t sharedMem, cudaStream_t stream) {
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-      RuntimeKernelRanges(Manager(), func, args), VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
+      VerdictForHostStub(func),
       [&] {
         return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -225,7 +234,8 @@ cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blo
                                         size_t sharedMem, cudaStream_t stream) {
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(stream),
-      RuntimeKernelRanges(Manager(), func, args), VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
+      VerdictForHostStub(func),
       [&] {
         return real::cudaLaunchCooperativeKernel()(func, gridDim, blockDim, args, sharedMem,
                                                    stream);
@@ -238,7 +248,8 @@ cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim
                                              void** args, size_t sharedMem, cudaStream_t stream) {
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-      RuntimeKernelRanges(Manager(), func, args), VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
+      VerdictForHostStub(func),
       [&] {
         return real::cudaLaunchCooperativeKernel_ptsz()(func, gridDim, blockDim, args, sharedMem,
                                                         stream);
@@ -252,8 +263,8 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
   if (config == nullptr) return real::cudaLaunchKernelExC()(config, func, args);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(config->stream),
-      RuntimeKernelRanges(Manager(), func, args), VerdictForHostStub(func),
-      [&] { return real::cudaLaunchKernelExC()(config, func, args); },
+      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
+      VerdictForHostStub(func), [&] { return real::cudaLaunchKernelExC()(config, func, args); },
       [&] { return RuntimeKernelParams(func, args); }, [&] { return ExCRelaunch(*config, func); });
 }
 
@@ -262,7 +273,8 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const voi
   if (config == nullptr) return real::cudaLaunchKernelExC_ptsz()(config, func, args);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(PerThread(config->stream)),
-      RuntimeKernelRanges(Manager(), func, args), VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
+      VerdictForHostStub(func),
       [&] { return real::cudaLaunchKernelExC_ptsz()(config, func, args); },
       [&] { return RuntimeKernelParams(func, args); }, [&] { return ExCRelaunch(*config, func); });
 }
@@ -275,7 +287,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
   const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(hStream),
-      DriverKernelRanges(Manager(), f, kernelParams, extra), VerdictForFunction(f),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
+      VerdictForFunction(f),
       [&] {
         return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                       blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
@@ -292,7 +305,8 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
   const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(PerThread(hStream)),
-      DriverKernelRanges(Manager(), f, kernelParams, extra), VerdictForFunction(f),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
+      VerdictForFunction(f),
       [&] {
         return real::cuLaunchKernel_ptsz()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                            blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
@@ -306,7 +320,8 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** ker
   if (config == nullptr) return real::cuLaunchKernelEx()(config, f, kernelParams, extra);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(config->hStream),
-      DriverKernelRanges(Manager(), f, kernelParams, extra), VerdictForFunction(f),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
+      VerdictForFunction(f),
       [&] { return real::cuLaunchKernelEx()(config, f, kernelParams, extra); },
       [&] { return DriverKernelParams(f, kernelParams); },
       [&] { return DriverExRelaunch(*config, f); });
@@ -317,7 +332,8 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void*
   if (config == nullptr) return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(PerThread(config->hStream)),
-      DriverKernelRanges(Manager(), f, kernelParams, extra), VerdictForFunction(f),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
+      VerdictForFunction(f),
       [&] { return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra); },
       [&] { return DriverKernelParams(f, kernelParams); },
       [&] { return DriverExRelaunch(*config, f); });
