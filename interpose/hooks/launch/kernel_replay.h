@@ -19,9 +19,13 @@
 // allocation. That is the rule the plan holds it to: the planner recomputes a tensor only
 // through its only writer in the whole iteration (Note [Sound replays] in
 // core/model/candidates.cc), so the bytes the kernel leaves alone were never written by anyone
-// and no one reads them. Under dtr recipes are kept without a plan, for any call that produced
-// an allocation, so a kernel that wrote a slice of a map another call wrote too would lose the
-// other part when its map was dropped: launches offer no recipe under dtr (MayReplayKernel).
+// and no one reads them. A word the kernel may write is read and written (Note [Kernel words] in
+// kernel_args.h); the profile counts that use as a write only when nothing has written the
+// allocation since it was made (Note [First writers] in core/profile/profile_builder.cc), which
+// is how a kernel becomes its output's only writer. Under dtr recipes are kept without a plan,
+// for any call that produced an allocation, so a kernel that wrote a slice of a map another call
+// wrote too would lose the other part when its map was dropped: launches offer no recipe under
+// dtr (MayReplayKernel).
 // The function handle is the program's; the recipe holds it as cuDNN's recipes hold their
 // pointers, for a module the program does not unload.
 //
