@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/base/units.h"
@@ -308,6 +309,38 @@ const Variable kVariables[] = {
        absl::StatusOr<PilotMode> m = ParseChoice(name, value, kPilotModes);
        if (!m.ok()) return m.status();
        c.pilot = *m;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_KERNEL_ANALYSIS", "on", "on, off",
+      "Read each launched kernel's machine code (nvdisasm, cuobjdump: PATH, CUDA_HOME or their "
+      "pip packages) the first time it launches, so that a kernel proven to reach only some of "
+      "its parameter words counts as touching only those (docs/usage.md, \"Kernel launches\"). "
+      "off: every kernel may read and write all that its words point into."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<bool> on = ParseBool(name, value);
+       if (!on.ok()) return on.status();
+       c.kernel_analysis = *on;
+       return absl::OkStatus();
+     }},
+    {{"POOCH_KERNEL_ARCH", "the device's", "sm_NN",
+      "The architecture whose SASS the kernel analysis reads in place of the device's: for "
+      "simulators (simgpu's v100 preset, which nvcc 13 cannot build for) and devices that run "
+      "PTX compiled at load time. The verdicts then rest on the same source compiled for that "
+      "architecture."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       int sm = 0;
+       if (!absl::StartsWith(value, "sm_") || !absl::SimpleAtoi(value.substr(3), &sm) || sm < 10) {
+         return InvalidValue(name, value, "expected sm_NN, such as sm_90");
+       }
+       c.kernel_arch = std::string(value);
+       return absl::OkStatus();
+     }},
+    {{"POOCH_KERNEL_CACHE", "$XDG_CACHE_HOME/pooch/kernels, else ~/.cache/pooch/kernels",
+      "folder, or off",
+      "Where the kernel analysis keeps its verdicts, one file per module and architecture, so "
+      "that a second run disassembles nothing. off: in memory only."},
+     [](absl::string_view, absl::string_view value, Config& c) -> absl::Status {
+       c.kernel_cache = std::string(value);
        return absl::OkStatus();
      }},
 };

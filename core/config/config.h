@@ -84,6 +84,12 @@ struct Config {
   // POOCH_PILOT: the pilot model of dynamic networks under a planner policy (Note [Pilot model]
   // in core/pilot/pilot.h).
   PilotMode pilot = PilotMode::kOn;
+  // POOCH_KERNEL_ANALYSIS, POOCH_KERNEL_ARCH, POOCH_KERNEL_CACHE: each launched kernel's write
+  // and read sets from its machine code (Note [Verdicts at launch] in
+  // interpose/kernels/launch_verdicts.h).
+  bool kernel_analysis = true;
+  std::string kernel_arch;   // "sm_90"; empty = the device's
+  std::string kernel_cache;  // a folder; empty = the default one; "off" = none
 };
 
 // One row of the table, for documentation and for tools that list the variables.

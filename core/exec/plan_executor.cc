@@ -338,15 +338,15 @@ class PlanExecutor::Impl {
     const Recomputer::Stats rs = recomputer_->stats();
     return absl::StrFormat(
         "recompute: planned_maps %d recipes %lld refused %lld drops %lld replays %lld "
-        "chained %lld forgotten %lld swapped_instead %lld failures %lld "
+        "chained %lld forgotten %lld swapped_instead %lld failures %lld kernel_replays %lld "
         "replay_ms %.3f (profiled time of the replayed calls) links %lld (the calls they issued: "
         "%.2f per replay, Note [Chained recipes])",
         actions_->recomputed, static_cast<long long>(rs.recipes),
         static_cast<long long>(rs.refused), static_cast<long long>(rs.drops),
         static_cast<long long>(rs.replays), static_cast<long long>(rs.chained),
         static_cast<long long>(rs.forgotten), static_cast<long long>(actions_->drop_fallbacks),
-        static_cast<long long>(rs.failures), rs.replay_us / 1000.0,
-        static_cast<long long>(rs.links),
+        static_cast<long long>(rs.failures), static_cast<long long>(rs.kernel_replays),
+        rs.replay_us / 1000.0, static_cast<long long>(rs.links),
         rs.replays > 0 ? static_cast<double>(rs.links) / static_cast<double>(rs.replays) : 0.0);
   }
 

@@ -80,6 +80,12 @@ absl::StatusOr<std::vector<KernelVerdict>> AnalyzeCubinBytes(const std::string& 
   return out;
 }
 
+bool WriteAll(const std::string& path, const uint8_t* data, size_t size) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  return static_cast<bool>(f);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<KernelVerdict>> AnalyzeCubinFile(const std::string& path) {
@@ -107,6 +113,13 @@ absl::StatusOr<std::vector<KernelVerdict>> AnalyzeFile(const std::string& path,
   std::vector<std::string> argv{*cuobjdump, "-xelf", "all", resolved};
   if (!arch.empty()) argv.insert(argv.begin() + 1, {"-arch", arch});
   absl::StatusOr<std::string> listing = RunTool(argv, dir.path());
+  // cuobjdump refuses an architecture it no longer supports (sm_70 for CUDA 13's), whose SASS
+  // nvdisasm cannot read either.
+  if (!listing.ok() && !arch.empty() &&
+      absl::StrContains(listing.status().message(), "is not defined for option")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuobjdump and nvdisasm do not know ", arch));
+  }
   if (!listing.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": no cubins extracted (", listing.status().message(), ")"));
@@ -114,13 +127,32 @@ absl::StatusOr<std::vector<KernelVerdict>> AnalyzeFile(const std::string& path,
   std::vector<KernelVerdict> out;
   for (const std::string& name : ListDir(dir.path())) {
     if (!absl::EndsWith(name, ".cubin")) continue;
-    absl::StatusOr<std::vector<KernelVerdict>> part = AnalyzeCubinFile(dir.path() + "/" + name);
+    absl::StatusOr<std::string> cubin = ReadFile(dir.path() + "/" + name);
+    if (!cubin.ok()) return cubin.status();
+    absl::StatusOr<CubinInfo> info = ReadCubinInfo(*cubin);
+    if (info.ok() && !arch.empty() && absl::StrCat("sm_", info->sm) != arch) continue;
+    absl::StatusOr<std::vector<KernelVerdict>> part =
+        AnalyzeCubinBytes(dir.path() + "/" + name, *cubin);
     if (!part.ok()) return part.status();
     for (KernelVerdict& v : *part) {
       if (arch.empty() || v.arch == arch) out.push_back(std::move(v));
     }
   }
   return out;
+}
+
+absl::StatusOr<std::vector<KernelVerdict>> AnalyzeModuleImage(const ModuleImage& image,
+                                                              const std::string& arch) {
+  if (image.kind == ModuleImage::Kind::kOther) return std::vector<KernelVerdict>{};
+  TempDir dir;
+  if (dir.path().empty()) return absl::InternalError("cannot create a temporary folder");
+  const std::string path = dir.path() + (image.kind == ModuleImage::Kind::kCubin
+                                             ? "/module.cubin"
+                                             : "/module.fatbin");
+  if (!WriteAll(path, image.data, image.size)) {
+    return absl::InternalError(absl::StrCat("cannot write ", path));
+  }
+  return AnalyzeFile(path, arch);
 }
 
 }  // namespace pooch::kernels

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/kernels/module_image.h"
 #include "core/kernels/verdict.h"
 
 namespace pooch::kernels {
@@ -17,9 +18,14 @@ absl::StatusOr<std::vector<KernelVerdict>> AnalyzeCubinFile(const std::string& p
 
 // Every kernel of `path` (a cubin, a fat binary, or an ELF file holding fat binaries) whose
 // architecture is `arch` ("sm_90"; empty: all). Cubins are extracted into a temporary folder,
-// removed afterwards.
+// removed afterwards. FailedPrecondition when the tools do not know `arch`.
 absl::StatusOr<std::vector<KernelVerdict>> AnalyzeFile(const std::string& path,
                                                        const std::string& arch);
+
+// Every kernel for `arch` of a module image in memory (a fat binary or a cubin), written to a
+// temporary file for the tools. An empty list when it holds no cubin for `arch`.
+absl::StatusOr<std::vector<KernelVerdict>> AnalyzeModuleImage(const ModuleImage& image,
+                                                              const std::string& arch);
 
 }  // namespace pooch::kernels
 

@@ -1,8 +1,13 @@
 #include "core/kernels/tools.h"
 
+#include <fcntl.h>
 #include <glob.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+
+extern char** environ;
 
 namespace pooch::kernels {
 namespace {
@@ -41,7 +48,14 @@ std::vector<std::string> Glob(const std::string& pattern) {
   return out;
 }
 
+std::vector<std::string>& ProcessPrefixes() {
+  static auto* prefixes = new std::vector<std::string>;
+  return *prefixes;
+}
+
 }  // namespace
+
+void AddToolPrefix(const std::string& prefix) { ProcessPrefixes().push_back(prefix); }
 
 absl::StatusOr<std::string> FindTool(const std::string& name,
                                      const std::vector<std::string>& extra_prefixes) {
@@ -61,6 +75,7 @@ absl::StatusOr<std::string> FindTool(const std::string& name,
     prefixes.push_back(here + "/../cuda-tools");
   }
   prefixes.insert(prefixes.end(), extra_prefixes.begin(), extra_prefixes.end());
+  prefixes.insert(prefixes.end(), ProcessPrefixes().begin(), ProcessPrefixes().end());
   for (const std::string& prefix : prefixes) {
     for (const std::string& d : Glob(prefix + "/lib/python3*/site-packages/nvidia/cu*/bin")) {
       dirs.push_back(d);
@@ -81,37 +96,46 @@ absl::StatusOr<std::string> RunTool(const std::vector<std::string>& argv, const 
   int err_fd = mkstemp(err_path);
   if (err_fd < 0) return absl::InternalError("cannot create a temporary file");
   int out_pipe[2];
-  if (pipe(out_pipe) != 0) {
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
     close(err_fd);
     unlink(err_path);
     return absl::InternalError("cannot create a pipe");
   }
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_pipe[1], 1);
-    dup2(err_fd, 2);
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+  // Note [Tools without pooch]: the tool runs without LD_PRELOAD, through posix_spawn.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.push_back(*e);
   }
+  env.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
   close(out_pipe[1]);
   std::string out;
   char buf[1 << 16];
-  for (ssize_t n; (n = read(out_pipe[0], buf, sizeof buf)) > 0;) out.append(buf, n);
+  if (spawned == 0) {
+    for (ssize_t n; (n = read(out_pipe[0], buf, sizeof buf)) > 0;) out.append(buf, n);
+  }
   close(out_pipe[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
+  if (spawned == 0) {
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
   close(err_fd);
   std::ifstream err_file(err_path);
   std::string first_line;
   std::getline(err_file, first_line);
   unlink(err_path);
-  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (spawned != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return absl::InternalError(
         absl::StrCat(argv[0], " failed", first_line.empty() ? "" : ": " + first_line));
   }

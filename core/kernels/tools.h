@@ -20,8 +20,21 @@ namespace pooch::kernels {
 absl::StatusOr<std::string> FindTool(const std::string& name,
                                      const std::vector<std::string>& prefixes = {});
 
+// Adds a folder that FindTool looks in for a pip package, after every other place, for the
+// whole process (libpooch.so adds build/cuda-tools beside itself: the program it is preloaded
+// into may be any, python among them). Call before any FindTool on another thread.
+void AddToolPrefix(const std::string& prefix);
+
 // Runs `argv` (argv[0] a path) in folder `cwd` (empty: this process's) and returns its standard
 // output; an error with the first line of its standard error when it exits non-zero.
+//
+// Note [Tools without pooch]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// libpooch.so runs the tools from inside the program it is preloaded into, at a kernel's first
+// launch: the child gets the program's environment less LD_PRELOAD (a tool under pooch would
+// start a second pooch, and under simgpu a second simulated device), and it is started with
+// posix_spawn, not fork, because the program is multithreaded and a forked child of such a
+// program may only call async-signal-safe functions before exec.
 absl::StatusOr<std::string> RunTool(const std::vector<std::string>& argv,
                                     const std::string& cwd = "");
 

@@ -67,6 +67,25 @@ std::string KernelVerdict::ReasonClass() const {
   return "replayable";
 }
 
+KernelVerdict MergeVerdicts(const std::vector<const KernelVerdict*>& verdicts) {
+  KernelVerdict out;
+  if (verdicts.empty()) return out;
+  out.name = verdicts.front()->name;
+  out.arch = verdicts.front()->arch;
+  for (const KernelVerdict* v : verdicts) {
+    out.writes.insert(v->writes.begin(), v->writes.end());
+    out.reads.insert(v->reads.begin(), v->reads.end());
+    out.atomic_writes.insert(v->atomic_writes.begin(), v->atomic_writes.end());
+    out.uses_atomics |= v->uses_atomics;
+    out.reads_clock |= v->reads_clock;
+    for (const std::string& r : v->write_reasons) out.AddUnknown(true, r);
+    for (const std::string& r : v->read_reasons) out.AddUnknown(false, r);
+    if (!v->writes_known && v->write_reasons.empty()) out.AddUnknown(true, "unknown");
+    if (!v->reads_known && v->read_reasons.empty()) out.AddUnknown(false, "unknown");
+  }
+  return out;
+}
+
 std::string Summarize(const std::vector<KernelVerdict>& verdicts) {
   int exact = 0, writes_unknown = 0, replayable = 0;
   std::map<std::string, int> reasons;

@@ -40,6 +40,11 @@ struct KernelVerdict {
   void AddUnknown(bool writes, std::string reason);
 };
 
+// One verdict that covers every one of `verdicts` (the same name in several modules, when a
+// launch does not say which): the union of their sets, a half unknown if it is in any, atomics
+// or a clock if any has them. The name and arch are the first's.
+KernelVerdict MergeVerdicts(const std::vector<const KernelVerdict*>& verdicts);
+
 // One line over many kernels: "N kernels: E exact (writes and reads known), U writes unknown,
 // R replayable; reasons: <reason> K, ..." with the reasons (ReasonClass) most frequent first.
 std::string Summarize(const std::vector<KernelVerdict>& verdicts);

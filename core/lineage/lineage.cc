@@ -231,6 +231,8 @@ nlohmann::json Lineage::ToJson() const {
                        {"name", chain[0]},
                        {"links", e->chain.size()},
                        {"chain", std::move(chain)},
+                       {"kernel", std::any_of(e->chain.begin(), e->chain.end(),
+                                              [](const ReplayRecipe& link) { return link.kernel; })},
                        {"profiled_us", e->profiled_us},
                        {"dropped", e->dropped},
                        {"kept", e->kept},

@@ -129,8 +129,9 @@ class Lineage {
   bool empty() const { return entries_.empty(); }
 
   // Every recipe, by output address: [{"output": "0x...", "output_bytes", "name" (the first
-  // link's), "links" (the chain's length), "chain" (the links' names), "profiled_us", "dropped",
-  // "kept", "inputs": [{"base": "0x...", "bytes"}]}].
+  // link's), "links" (the chain's length), "chain" (the links' names), "kernel" (whether a link
+  // is a kernel launch), "profiled_us", "dropped", "kept", "inputs": [{"base": "0x...",
+  // "bytes"}]}].
   nlohmann::json ToJson() const;
 
  private:

@@ -27,6 +27,9 @@ namespace pooch {
 
 struct ReplayRecipe {
   const char* name = nullptr;  // the API call, for the summary, the trace and messages
+  // A kernel launch's recipe (interpose/hooks/launch/kernel_replay.h; `name` is the kernel's):
+  // its replays are counted apart (Recomputer::Stats::kernel_replays).
+  bool kernel = false;
   pooch::DeviceAddress output = 0;
   int64_t output_bytes = 0;
   std::vector<pooch::AccessRange> inputs;  // what the call reads (mode kRead)

@@ -21,11 +21,32 @@
 // one persistent tensor "other" that no op touches, so it has no idle interval to plan.
 // An allocation id may be reused after a free: each kAlloc starts a new tensor.
 //
-// A read of an allocated-in-iteration tensor before any op wrote it (uninitialised memory, or a
-// kReadWrite the interposer reported for an output with beta = 0) is dropped from the op's reads:
-// no op of the iteration produced that data, so there is no dependency to schedule, and
-// Profile::Validate rejects such reads. The op is then marked non-replayable: a replay would read
-// whatever the buffer holds at replay time, which need not be what it read the first time.
+// A read of an allocated-in-iteration tensor before any op wrote it (uninitialised memory) is
+// dropped from the op's reads: no op of the iteration produced that data, so there is no
+// dependency to schedule, and Profile::Validate rejects such reads. The op is then marked
+// non-replayable: a replay would read whatever the buffer holds at replay time, which need not be
+// what it read the first time. A read and write of such a tensor is a write (Note [First
+// writers]).
+//
+// Note [First writers]
+// ~~~~~~~~~~~~~~~~~~~~
+// A kReadWrite access to an allocated-in-iteration tensor that no op has written since its
+// allocation counts as a write only: it starts the tensor's value as a kWrite does, reads
+// nothing and leaves the op replayable. Residency must keep read and write for such an access (a
+// kernel whose verdict says it may write a word is read and written, Note [Kernel words] in
+// interpose/hooks/launch/kernel_args.h, since it may write part of a map that held data), and a
+// cuBLAS call with a non-zero beta reports one for the output it blends into. But the bytes it
+// could read here were never defined by the program: a fresh allocation's contents are
+// indeterminate. The
+// rule assumes that a program does not read the bytes of a fresh allocation that its first
+// writer left unwritten, nor lets that writer's result depend on them; the recipes of cuDNN and
+// cuBLAS calls already assume the same of an output's padding. Under it, replaying the first
+// writer into a fresh map rebuilds every byte anyone reads, whatever the map held, so when it is
+// also the tensor's only writer (Note [Sound replays] in core/model/candidates.cc) the planner
+// may recompute the tensor through it; without the rule no kernel would ever be a map's only
+// writer, since every word a kernel writes is read and written. A kReadWrite of a tensor already
+// written stays a read (an in-place update), and a kRead of a fresh tensor an uninitialised read.
+// The rule takes the recorded writes as all the writes, as the only-writer rule does.
 //
 // Note [Mapped bytes]
 // ~~~~~~~~~~~~~~~~~~~
@@ -233,9 +254,12 @@ class ProfileAssembly {
             "in the iteration (or was freed)",
             next_op_, a, acc.allocation);
       }
-      if (acc.mode != RecordedAccess::kWrite) AddOnce(reads, found->second);
-      if (acc.mode != RecordedAccess::kRead) AddOnce(writes, found->second);
-      if (acc.mode == RecordedAccess::kWrite && acc.whole) AddOnce(whole, found->second);
+      const TensorId t = found->second;
+      // Note [First writers]: a read and write of a fresh tensor starts its value.
+      const bool starts = acc.mode == RecordedAccess::kReadWrite && !written_[t];
+      if (acc.mode != RecordedAccess::kWrite && !starts) AddOnce(reads, t);
+      if (acc.mode != RecordedAccess::kRead) AddOnce(writes, t);
+      if (acc.mode == RecordedAccess::kWrite && acc.whole) AddOnce(whole, t);
     }
     for (TensorId t : reads) {
       if (written_[t]) {

@@ -399,11 +399,12 @@ TEST(ProfileBuilderTest, FreeBeforeFirstOpAndReusedAllocationId) {
 TEST(ProfileBuilderTest, ReadOfUninitialisedAllocationIsDroppedAndNotReplayable) {
   Recorder r;
   const uint64_t t = r.Alloc(1 << 20);
-  r.Op("cudnnAddTensor", 1, {}, {}, {t});  // read-write of a fresh allocation
-  r.Op("cudnnActivationForward", 1, {t}, {t});
+  const uint64_t u = r.Alloc(1 << 20);
+  r.Op("cudnnAddTensor", 1, {t}, {u});  // reads a fresh allocation
+  r.Op("cudnnActivationForward", 1, {u}, {t});
   const BuiltProfile b = Build(r.iteration());
   EXPECT_TRUE(b.profile.ops[0].reads.empty());
-  EXPECT_THAT(b.profile.ops[0].writes, ElementsAre(Of(b, t)));
+  EXPECT_THAT(b.profile.ops[0].writes, ElementsAre(Of(b, u)));
   EXPECT_FALSE(b.profile.ops[0].replayable);
   EXPECT_TRUE(b.profile.ops[1].replayable);
 }
@@ -434,6 +435,44 @@ TEST(ProfileBuilderTest, WholeWritesAreOverwritesAndPartialOnesAreNot) {
   EXPECT_TRUE(p.ops[2].overwrites.empty());
   EXPECT_THAT(p.ops[reads_too].writes, ElementsAre(tt));
   EXPECT_TRUE(p.ops[reads_too].overwrites.empty());
+}
+
+// Note [First writers]: a read and write of a fresh allocation starts its value (a kernel's
+// written word, a blending GEMM's output); of a written one it is an in-place update; a plain
+// read of a fresh one stays an uninitialised read, in the same op too.
+TEST(ProfileBuilderTest, ReadWriteOfFreshAllocationStartsItsValue) {
+  Recorder r;
+  const uint64_t x = r.Persistent(1 << 20);
+  const uint64_t y = r.Alloc(1 << 20);
+  const uint64_t z = r.Alloc(1 << 20);
+  const uint64_t w = r.Alloc(1 << 20);
+  r.Op("relu_kernel", 1, {x}, {}, {y});  // 0: first writer of y
+  r.Op("bias_kernel", 1, {}, {}, {y});   // 1: in place
+  r.Op("add_kernel", 1, {z}, {}, {z});   // 2: reads z as well as writing it
+  r.Op("copy_kernel", 1, {x}, {}, {w});  // 3: first writer of w
+  r.Op("other", 100, {x}, {});           // 4
+  r.Op("use", 1, {y, z, w}, {});         // 5
+  const BuiltProfile b = Build(r.iteration());
+  const Profile& p = b.profile;
+  EXPECT_THAT(p.ops[0].reads, ElementsAre(Of(b, x)));
+  EXPECT_THAT(p.ops[0].writes, ElementsAre(Of(b, y)));
+  EXPECT_TRUE(p.ops[0].replayable);
+  EXPECT_THAT(p.ops[1].reads, ElementsAre(Of(b, y)));
+  EXPECT_THAT(p.ops[1].writes, ElementsAre(Of(b, y)));
+  EXPECT_TRUE(p.ops[2].reads.empty());
+  EXPECT_THAT(p.ops[2].writes, ElementsAre(Of(b, z)));
+  EXPECT_FALSE(p.ops[2].replayable);
+  EXPECT_TRUE(p.ops[3].replayable);
+  // w's only writer is op 3, which read what is still there: its interval is recomputable; y
+  // has two writers and is not.
+  const std::vector<Candidate> cands = FindCandidates(p);
+  const Candidate* cw = Find(cands, Of(b, w), 3);
+  ASSERT_NE(cw, nullptr);
+  EXPECT_EQ(cw->producer, 3);
+  EXPECT_TRUE(cw->recomputable);
+  const Candidate* cy = Find(cands, Of(b, y), 1);
+  ASSERT_NE(cy, nullptr);
+  EXPECT_FALSE(cy->recomputable);
 }
 
 // Note [Program copies]: what an op copies between host and device memory reaches the profile.

@@ -319,6 +319,8 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
   FreeScratch(*scratch, workspace_bytes);
   const std::string name = e->first().name;
   const int links = static_cast<int>(e->chain.size());
+  const int kernel_links = static_cast<int>(std::count_if(
+      e->chain.begin(), e->chain.end(), [](const ReplayRecipe& link) { return link.kernel; }));
   const double profiled_us = e->profiled_us;
   const bool kept = e->kept;
   if (!issued) {
@@ -329,6 +331,7 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
   }
   ++stats_.replays;
   stats_.links += links;
+  stats_.kernel_replays += kernel_links;
   stats_.replay_us += profiled_us;
   if (kept || dtr_) {
     // Resident again; a kept input is freed when no recipe reads it (Note [Kept inputs]); under
@@ -459,6 +462,7 @@ absl::Status Recomputer::WriteLineage(const std::string& path) const {
              {"drops", st.drops},
              {"replays", st.replays},
              {"links", st.links},
+             {"kernel_replays", st.kernel_replays},
              {"chained", st.chained},
              {"forgotten", st.forgotten},
              {"failures", st.failures},

@@ -159,6 +159,7 @@ class Recomputer {
     int64_t forgotten = 0;  // recipes forgotten before use (input or output written, freed)
     int64_t failures = 0;   // replays that could not be issued (the op failed)
     double replay_us = 0;   // profiled (under dtr: measured) device time of the replayed calls
+    int64_t kernel_replays = 0;  // of the links replayed, kernel launches (ReplayRecipe::kernel)
   };
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -109,6 +109,7 @@ constexpr Figure<Recomputer::Stats, ResidencyStats> kDtr[] = {
     {"forgotten #", &Recomputer::Stats::forgotten},
     {"failures #", &Recomputer::Stats::failures},
     {"swapped #", &ResidencyStats::demand_swap_outs},
+    {"kernel_replays #", &Recomputer::Stats::kernel_replays},
     {"replay_ms # (measured time of the replayed calls)", &Recomputer::Stats::replay_us},
 };
 

@@ -122,11 +122,12 @@ TEST(SummaryLinesTest, Dtr) {
   r.forgotten = 5;
   r.failures = 6;
   r.replay_us = 7890.5;
+  r.kernel_replays = 2;
   EXPECT_EQ(DtrLine(r, NumberedResidencyStats()),
             absl::StrFormat("dtr: recipes %lld refused %lld drops %lld replays %lld chained %lld "
-                            "forgotten %lld failures %lld swapped %lld replay_ms %.3f (measured "
-                            "time of the replayed calls)",
-                            1LL, 2LL, 23LL, 3LL, 4LL, 5LL, 6LL, 24LL, 7890.5 / 1000.0));
+                            "forgotten %lld failures %lld swapped %lld kernel_replays %lld "
+                            "replay_ms %.3f (measured time of the replayed calls)",
+                            1LL, 2LL, 23LL, 3LL, 4LL, 5LL, 6LL, 24LL, 2LL, 7890.5 / 1000.0));
 }
 
 TEST(SummaryLinesTest, Small) {

@@ -50,6 +50,14 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
 // under __CUDART_API_PER_THREAD_DEFAULT_STREAM / CUDA_API_PER_THREAD_DEFAULT_STREAM: each has
 // its base function's signature (Note [Per-thread default stream] in interpose/process/streams.h).
 extern "C" {
+// nvcc's registration of a program's fat binaries and kernels (crt/host_runtime.h, for nvcc),
+// and the stub's handle look-up (crt/device_functions.h).
+void** __cudaRegisterFatBinary(void* fatCubin);
+void __cudaUnregisterFatBinary(void** fatCubinHandle);
+void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun,
+                            const char* deviceName, int thread_limit, uint3* tid, uint3* bid,
+                            dim3* bDim, dim3* gDim, int* wSize);
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun);
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                size_t sharedMem, cudaStream_t stream);
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,

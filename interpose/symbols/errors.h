@@ -132,6 +132,14 @@ template <>
 inline cublasStatus_t NotInitialized<cublasStatus_t>() {
   return CUBLAS_STATUS_NOT_INITIALIZED;
 }
+// The runtime's registration entry points (__cudaRegisterFatBinary: a null handle; the others
+// return nothing).
+template <>
+inline void** NotInitialized<void**>() {
+  return nullptr;
+}
+template <>
+inline void NotInitialized<void>() {}
 
 template <typename T>
 T StatusTo(const absl::Status& status);

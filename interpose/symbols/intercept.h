@@ -29,8 +29,22 @@ constexpr bool IsLookup(FunctionId id) {
          id == FunctionId::cudaGetDriverEntryPointByVersion;
 }
 
+// Module registration and loading are always intercepted too: they only note where each
+// kernel's code is (Note [Verdicts at launch] in interpose/kernels/launch_verdicts.h), and the
+// runtime registers fat binaries before pooch starts (libraries initialised before libpooch.so)
+// and loads them nested, under the first launch's hook.
+constexpr bool IsRegistration(FunctionId id) {
+  return id == FunctionId::__cudaRegisterFatBinary ||
+         id == FunctionId::__cudaUnregisterFatBinary ||
+         id == FunctionId::__cudaRegisterFunction || id == FunctionId::__cudaGetKernel ||
+         id == FunctionId::cuModuleLoadData || id == FunctionId::cuModuleLoadDataEx ||
+         id == FunctionId::cuModuleLoadFatBinary || id == FunctionId::cuModuleGetFunction ||
+         id == FunctionId::cuLibraryLoadData || id == FunctionId::cuLibraryGetKernel;
+}
+
 inline bool ShouldIntercept(FunctionId id, const HookScope& scope) {
-  return IsLookup(id) || (scope.top() && g_managed.load(std::memory_order_acquire));
+  return IsLookup(id) || IsRegistration(id) ||
+         (scope.top() && g_managed.load(std::memory_order_acquire));
 }
 
 namespace intercept {

@@ -9,6 +9,8 @@
 #include <system_error>
 #include <vector>
 
+#include "kernels/own_kernels.h"
+
 namespace cnn_train {
 namespace {
 
@@ -64,6 +66,7 @@ const char* UsageText() {
          "                 [--top-k K] [--vary-batch] [--nvtx] [--host-loss]\n"
          "                 [--force-choices 'gates G' | 'experts E1,E2,...' [;...]]\n"
          "                 [--nvtx-period P] [--conv-bias] [--inplace-skips] [--width W]\n"
+         "                 [--own-kernels]\n"
          "Trains a CNN on synthetic data with cuDNN and cuBLAS. Prints one line per iteration,\n"
          "  iter N loss L ms T img_per_s R [image S] [gates G] [experts E1,E2,...]\n"
          "then peak_device_bytes B and params_checksum H (FNV-1a of the parameters, hex).\n"
@@ -85,6 +88,8 @@ const char* UsageText() {
          "output); --inplace-skips adds residual shortcuts into the main path's map in place\n"
          "(cudnnOpTensor with the output as an input); --width W sets unet's first level's\n"
          "channels (default 16). Not for skipnet or moe.\n"
+         "--own-kernels runs the forward ReLU, bias and residual additions as cnn_train's own\n"
+         "CUDA kernels (sm_80, sm_90, sm_100) instead of cuDNN calls, with the same results.\n"
          "Exit status: 0 ok, 2 bad arguments, 3 out of device memory, 4 other CUDA/cuDNN/cuBLAS "
          "error.\n";
 }
@@ -116,13 +121,17 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       options.inplace_skips = true;
       continue;
     }
+    if (arg == "--own-kernels") {
+      options.own_kernels = true;
+      continue;
+    }
     if (!arg.starts_with("--")) return "unexpected argument '" + std::string(arg) + "'";
     std::string_view name = arg;
     std::string_view value;
     const size_t eq = arg.find('=');
     if (eq != std::string_view::npos) name = arg.substr(0, eq);
     if (name == "--vary-batch" || name == "--nvtx" || name == "--host-loss" ||
-        name == "--conv-bias" || name == "--inplace-skips") {
+        name == "--conv-bias" || name == "--inplace-skips" || name == "--own-kernels") {
       return std::string(name) + " takes no value";
     }
     bool known = false;
@@ -216,6 +225,9 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
     return "--conv-bias, --inplace-skips and --width are not for --model " + options.model;
   }
   if (options.width != 0 && options.model != "unet") return "--width needs --model unet";
+  if (options.own_kernels && !OwnKernelsBuilt()) {
+    return "--own-kernels: cnn_train was built without nvcc";
+  }
   if (options.top_k > options.experts) {
     return "--top-k " + std::to_string(options.top_k) + " is more than --experts " +
            std::to_string(options.experts);

@@ -42,6 +42,8 @@ struct Options {
   // path's map), --width N (unet's first level, default 16).
   bool conv_bias = false;
   bool inplace_skips = false;
+  // --own-kernels: Context::own_kernels (layer.h).
+  bool own_kernels = false;
   int width = 0;
   // --force-choices: what a dynamic model runs (Model::ForceChoices), for
   // scripts/bench_dynamic.sh's oracles: one choice for every iteration (each iteration's choice

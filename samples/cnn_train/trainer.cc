@@ -144,6 +144,7 @@ class Trainer {
     CUBLAS_CHECK(cublasSetPointerMode(ctx_.cublas, CUBLAS_POINTER_MODE_HOST));
     ctx_.memory = &memory_;
     ctx_.workspace = &workspace_;
+    ctx_.own_kernels = options.own_kernels;
     // One model per image side (--vary-image), all on the first one's parameters: the layers'
     // shapes follow the image, their parameters do not.
     const DynamicOptions dynamic{options.experts, options.top_k};

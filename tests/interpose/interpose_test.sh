@@ -124,6 +124,23 @@ check_dtr() {
   fi
 }
 
+# check_kernel_replays NAME: run NAME's recompute: line (when its plan recomputes) counts no
+# more kernel replays than replays; kernel_replays_total sums them over the runs, and
+# POOCH_LINEAGE_OUT's file (NAME.lineage) has the same count in its stats.
+kernel_replays_total=0
+check_kernel_replays() {
+  line=$(grep '^pooch: recompute:' "$work/$1.err") || return 0
+  kr=$(echo "$line" | awk '{ for (i = 1; i < NF; i++) if ($i == "kernel_replays") print $(i + 1) }')
+  replays=$(echo "$line" | awk '{ print $12 }')
+  [ -n "$kr" ] && [ "$kr" -le "${replays:-0}" ] || fail "$1: kernel_replays $kr of $replays: $line"
+  if [ -s "$work/$1.lineage" ]; then
+    in_file=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["stats"]["kernel_replays"])' "$work/$1.lineage") ||
+      fail "$1: the lineage file has no kernel_replays"
+    [ "$in_file" = "$kr" ] || fail "$1: lineage file kernel_replays $in_file, summary $kr"
+  fi
+  kernel_replays_total=$((kernel_replays_total + kr))
+}
+
 case $case_name in
 exports)
   names=$arg
@@ -411,6 +428,44 @@ graph_pool)
   [ "$(grep -c '^pooch: cudaStreamBeginCapture: CUDA graph capture is not supported under pooch' \
       "$work/graph_pool.err")" -eq 1 ] || fail "graph_pool: want one pooch: line for the capture"
   grep -q '^simgpu:' "$work/graph_pool.err" && fail "graph_pool: a pool call reached simgpu"
+  echo "ok"
+  ;;
+
+kernel_verdict)
+  # Note [Kernel words] (interpose/hooks/launch/kernel_args.h): swaps back in per run, read from
+  # the summary's swaps: line. The probe's kernels are sm_90 SASS: POOCH_KERNEL_ARCH says so
+  # whatever simgpu's preset.
+  need_simgpu
+  swaps_in() {
+    awk '$1 == "pooch:" && $2 == "swaps:" { for (i = 3; i < NF; i++) if ($i == "in") print $(i + 1) }' "$work/$1.err"
+  }
+  verdict_run() {  # NAME MODE [VAR=VALUE...]
+    name=$1 mode=$2
+    shift 2
+    run "$name" env LD_PRELOAD="$libpooch" SIMGPU_COMPUTE=timing POOCH_POLICY=demand \
+      POOCH_MEMORY_LIMIT=40MiB POOCH_KERNEL_ARCH=sm_90 POOCH_KERNEL_CACHE="$work/cache" "$@" \
+      "$arg" "$mode"
+    [ "$rc" -eq 0 ] || fail "$name: exit $rc: $(grep -v '^pooch: ' "$work/$name.err" | head -5)"
+    grep -q '^kernel_verdict ok$' "$work/$name.out" || fail "$name: no 'kernel_verdict ok'"
+    grep -q '^pooch: opaque: calls 0 ' "$work/$name.err" || fail "$name: the launch was opaque"
+  }
+  verdict_run exact exact
+  grep -q '^pooch: kernel analysis: module .* kernels in [0-9.]* s$' "$work/exact.err" ||
+    fail "exact: no module analysed: $(grep '^pooch: kernel' "$work/exact.err")"
+  [ "$(swaps_in exact)" = 0 ] || fail "exact: the stale word's allocation came back: $(grep 'swaps:' "$work/exact.err")"
+  ls "$work/cache/"*.json >/dev/null 2>&1 || fail "exact: no verdict file in POOCH_KERNEL_CACHE"
+  # The second run reads the verdicts from the cache, and concludes the same.
+  verdict_run cached exact
+  grep -q '^pooch: kernel analysis: module .* (cache)$' "$work/cached.err" ||
+    fail "cached: the verdicts were not read from the cache: $(grep '^pooch: kernel' "$work/cached.err")"
+  [ "$(swaps_in cached)" = 0 ] || fail "cached: the stale word's allocation came back"
+  # Without the analysis the same kernel counts as touching all its words point into.
+  verdict_run off exact POOCH_KERNEL_ANALYSIS=off
+  [ "$(swaps_in off)" -ge 1 ] || fail "off: the stale word's allocation stayed out: $(grep 'swaps:' "$work/off.err")"
+  grep -q '^pooch: kernel analysis' "$work/off.err" && fail "off: the analysis ran"
+  # An unknown kernel behaves as before the analysis.
+  verdict_run unknown unknown
+  [ "$(swaps_in unknown)" -ge 1 ] || fail "unknown: its word's allocation stayed out: $(grep 'swaps:' "$work/unknown.err")"
   echo "ok"
   ;;
 
@@ -764,6 +819,7 @@ policies)
   percent=${7:-50}
   reference=${8:-}
   dynamic=""
+  own_kernels=""
   case $model in
     # 5 iterations (tiny-hostloss and tiny-habits too): the iteration found in the first two,
     # the third profiled (Note [Swap-all profiling]), two under the plan, so that the plan is
@@ -787,6 +843,17 @@ policies)
     # unet's in-place skips with the bias additions (unet-bias).
     tiny-habits) set -- --model tiny --batch 64 --iters 5 --conv-bias --inplace-skips --host-loss ;;
     unet-bias) set -- --model unet --batch 16 --image 64 --iters 4 --conv-bias ;;
+    # Issue 36's kernel replays: tiny's ReLUs and residual additions are cnn_train's own kernels
+    # (--own-kernels), run by simgpu as their CPU twins (Note [CPU twins]). nvcc builds them for
+    # sm_80, sm_90 and sm_100, so the device is an h100-pcie5 (sm_90), whose SASS the analysis
+    # reads (Note [Verdicts at launch]); the plans that recompute must replay some of them
+    # (check_kernel_replays).
+    tiny-own)
+      set -- --model tiny --batch 64 --iters 8 --own-kernels
+      SIMGPU_PRESET=h100-pcie5
+      export SIMGPU_PRESET
+      own_kernels=1
+      ;;
     # Issue 16's dynamic workloads: what runs changes from iteration to iteration, decided from
     # values computed on the device and read back mid-forward (docs/simgpu.md, cnn_train).
     # They mark their iterations with NVTX ranges that pooch reads (POOCH_ITERATION_MARKER=nvtx),
@@ -847,6 +914,10 @@ policies)
   fi
   report=""
   for policy in in-core swap-all-nosched swap-all swap-opt pooch superneurons checkpoint optimal dtr; do
+    if [ -n "$own_kernels" ]; then
+      POOCH_LINEAGE_OUT=$work/$policy.lineage
+      export POOCH_LINEAGE_OUT
+    fi
     run "$policy" "$pooch" run --policy "$policy" -- "$bin" "$@"
     [ "$rc" -eq 0 ] || fail "$policy: exit $rc"
     same_checksum "$policy"
@@ -856,6 +927,7 @@ policies)
     else
       grep -q '^pooch: plan: ' "$work/$policy.err" || fail "$policy: no plan line"
       check_recompute "$policy"
+      [ -z "$own_kernels" ] || check_kernel_replays "$policy"
       report="$report $policy:$(awk '$2 == "plan:" { print ($5 == "failed:" ? "no-plan" : $6 "/" $8 "/" $10) }' "$work/$policy.err")"
     fi
     if [ -n "${experts_bytes:-}" ]; then
@@ -898,6 +970,10 @@ policies)
     done
     grep -q '^pooch: pilot: mode on ' "$work/pooch.err" || fail "pooch: no pilot line"
     report="$report $(awk '$2 == "pilot:" { for (i = 1; i < NF; i++) if ($i == "accuracy") printf "%s,", $(i + 1) }' "$work/pilot-stump.err")"
+  fi
+  if [ -n "$own_kernels" ]; then
+    [ "$kernel_replays_total" -gt 0 ] || fail "no plan replayed a kernel"
+    report="$report kernel_replays:$kernel_replays_total"
   fi
   echo "ok: $model at $percent % ($SIMGPU_MEMORY bytes), checksum $sum; keep/swap/recompute:$report"
   ;;

@@ -65,12 +65,44 @@ ParamLookup FromDriver(CUresult e) {
   return e == CUDA_ERROR_INVALID_VALUE ? ParamLookup::kPastEnd : ParamLookup::kUnknown;
 }
 
+// The arguments at `params`, each at the offset `info` gives it.
+std::optional<ParamBuffer> CopyParams(
+    void* const* params, absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info) {
+  ParamBuffer buffer;
+  for (size_t i = 0; i < kMaxParams; ++i) {
+    size_t offset = 0, size = 0;
+    switch (info(i, &offset, &size)) {
+      case ParamLookup::kPastEnd:
+        return buffer;
+      case ParamLookup::kUnknown:
+        return std::nullopt;
+      case ParamLookup::kFound:
+        if (params == nullptr || params[i] == nullptr) return std::nullopt;
+        if (buffer.bytes.size() < offset + size) buffer.bytes.resize(offset + size);
+        std::memcpy(buffer.bytes.data() + offset, params[i], size);
+        buffer.offsets.push_back(offset);
+        break;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 const char* UnknownLayoutReason() { return t_why; }
 
-void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes,
-               Ranges* out) {
+std::optional<pooch::AccessRange::Mode> WordMode(const pooch::kernels::KernelVerdict* verdict,
+                                                 size_t offset) {
+  using Mode = pooch::AccessRange::Mode;
+  if (verdict == nullptr || !verdict->writes_known) return Mode::kReadWrite;
+  const int word = static_cast<int>(offset);
+  if (verdict->writes.count(word) > 0) return Mode::kReadWrite;
+  if (!verdict->reads_known || verdict->reads.count(word) > 0) return Mode::kRead;
+  return std::nullopt;
+}
+
+void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes, Ranges* out,
+               const pooch::kernels::KernelVerdict* verdict, size_t offset) {
   if (manager == nullptr || data == nullptr) return;
   const char* p = static_cast<const char*>(data);
   for (size_t off = 0; off + sizeof(uint64_t) <= bytes; off += sizeof(uint64_t)) {
@@ -79,14 +111,18 @@ void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t 
     if (word == 0) continue;
     // Note [Words into freed memory] (core/residency/residency.cc): freed memory still held
     // counts too, so that its release waits for the kernel.
-    if (manager->Holds(static_cast<uintptr_t>(word))) {
-      out->Add(static_cast<uintptr_t>(word), 1, pooch::AccessRange::Mode::kReadWrite);
+    if (!manager->Holds(static_cast<uintptr_t>(word))) continue;
+    // Note [Kernel words]. A parameter is 8-byte aligned when it may hold a pointer, so its
+    // words are the buffer's 8-byte words.
+    if (const auto mode = WordMode(verdict, offset + off)) {
+      out->Add(static_cast<uintptr_t>(word), 1, *mode);
     }
   }
 }
 
 std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* const* params,
-                                 absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info) {
+                                 absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info,
+                                 const pooch::kernels::KernelVerdict* verdict) {
   Ranges ranges;
   t_code = 0;
   for (size_t i = 0; i < kMaxParams; ++i) {
@@ -100,7 +136,7 @@ std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* c
         if (params == nullptr || params[i] == nullptr) {
           return Unknown("parameter %zu has a size but no argument pointer", i);
         }
-        ScanWords(manager, params[i], size, &ranges);
+        ScanWords(manager, params[i], size, &ranges, verdict, offset);
         break;
     }
   }
@@ -109,37 +145,49 @@ std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* c
 }
 
 std::optional<Ranges> RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* func,
-                                          void** args) {
+                                          void** args,
+                                          const pooch::kernels::KernelVerdict* verdict) {
   if (manager == nullptr) return Ranges{};
   const auto param_info = real::cudaFuncGetParamInfo();
   if (param_info == nullptr) return Unknown("the runtime has no cudaFuncGetParamInfo");
   return KeepingLastError([&] {
-    return ScanParams(manager, args, [&](size_t i, size_t* offset, size_t* size) {
-      return FromRuntime(param_info(func, i, offset, size));
-    });
+    return ScanParams(
+        manager, args,
+        [&](size_t i, size_t* offset, size_t* size) {
+          return FromRuntime(param_info(func, i, offset, size));
+        },
+        verdict);
   });
 }
 
 std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
-                                         cudaKernel_t kernel, void** args) {
+                                         cudaKernel_t kernel, void** args,
+                                         const pooch::kernels::KernelVerdict* verdict) {
   if (manager == nullptr) return Ranges{};
   const auto param_info = real::cuKernelGetParamInfo();
   if (param_info == nullptr) return Unknown("the driver has no cuKernelGetParamInfo");
-  return ScanParams(manager, args, [&](size_t i, size_t* offset, size_t* size) {
-    return FromDriver(WithContext(
-        [&] { return param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size); }));
-  });
+  return ScanParams(
+      manager, args,
+      [&](size_t i, size_t* offset, size_t* size) {
+        return FromDriver(WithContext(
+            [&] { return param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size); }));
+      },
+      verdict);
 }
 
 std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager, CUfunction f,
-                                         void** kernel_params, void** extra) {
+                                         void** kernel_params, void** extra,
+                                         const pooch::kernels::KernelVerdict* verdict) {
   if (manager == nullptr) return Ranges{};
   if (kernel_params != nullptr || extra == nullptr) {
     const auto param_info = real::cuFuncGetParamInfo();
     if (param_info == nullptr) return Unknown("the driver has no cuFuncGetParamInfo");
-    return ScanParams(manager, kernel_params, [&](size_t i, size_t* offset, size_t* size) {
-      return FromDriver(WithContext([&] { return param_info(f, i, offset, size); }));
-    });
+    return ScanParams(
+        manager, kernel_params,
+        [&](size_t i, size_t* offset, size_t* size) {
+          return FromDriver(WithContext([&] { return param_info(f, i, offset, size); }));
+        },
+        verdict);
   }
   Ranges ranges;
   const void* buffer = nullptr;
@@ -153,8 +201,35 @@ std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager,
     }
   }
   if (buffer != nullptr && !sized) return Unknown("an argument buffer without its size");
-  ScanWords(manager, buffer, size, &ranges);
+  ScanWords(manager, buffer, size, &ranges, verdict);
   return ranges;
+}
+
+std::optional<ParamBuffer> RuntimeKernelParams(const void* func, void* const* args) {
+  const auto param_info = real::cudaFuncGetParamInfo();
+  if (param_info == nullptr) return std::nullopt;
+  return KeepingLastError([&] {
+    return CopyParams(args, [&](size_t i, size_t* offset, size_t* size) {
+      return FromRuntime(param_info(func, i, offset, size));
+    });
+  });
+}
+
+std::optional<ParamBuffer> KernelHandleParams(cudaKernel_t kernel, void* const* args) {
+  const auto param_info = real::cuKernelGetParamInfo();
+  if (param_info == nullptr) return std::nullopt;
+  return CopyParams(args, [&](size_t i, size_t* offset, size_t* size) {
+    return FromDriver(WithContext(
+        [&] { return param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size); }));
+  });
+}
+
+std::optional<ParamBuffer> DriverKernelParams(CUfunction f, void* const* kernel_params) {
+  const auto param_info = real::cuFuncGetParamInfo();
+  if (param_info == nullptr || kernel_params == nullptr) return std::nullopt;
+  return CopyParams(kernel_params, [&](size_t i, size_t* offset, size_t* size) {
+    return FromDriver(WithContext([&] { return param_info(f, i, offset, size); }));
+  });
 }
 
 }  // namespace pooch::interpose

@@ -1,5 +1,20 @@
 // kernel_args.h: the device memory a kernel launch may touch, found in its argument bytes.
 //
+// Note [Kernel words]
+// ~~~~~~~~~~~~~~~~~~~
+// A word that points into a managed allocation is a use of it in the mode the kernel's verdict
+// (interpose/kernels/launch_verdicts.h; Note [Kernel write sets] in core/kernels/analysis.h)
+// gives the word's byte offset in the parameter buffer (WordMode):
+//   no verdict, or its writes unknown    read and written (as before the analysis)
+//   writes known, reads unknown          written words read and written, the others read
+//   exact (writes and reads known)       written words read and written, read-only words read,
+//                                        the others no use at all
+// A written word stays read too: "may write" is not "overwrites", so the bytes the kernel does
+// not write must be there (resident, recomputed, swapped in) as before. A word the exact kernel
+// neither reads nor writes (a stale pointer in a struct passed by value, a pointer the kernel
+// only compares) makes nothing resident and invalidates nothing (Note [Kernel writes] in
+// launch_hooks.cc).
+//
 // A kernel's parameters are opaque; their sizes come from cudaFuncGetParamInfo /
 // cuFuncGetParamInfo / cuKernelGetParamInfo (CUDA 12.4+). Every 8-byte-aligned word of every
 // parameter that points into one of the manager's allocations counts as a use of that allocation
@@ -15,6 +30,8 @@
 #include <optional>
 
 #include "absl/functional/function_ref.h"
+#include "core/kernels/verdict.h"
+#include "interpose/hooks/launch/kernel_replay.h"
 #include "interpose/process/managed.h"
 #include "interpose/symbols/cuda_api.h"
 
@@ -27,30 +44,48 @@ enum class ParamLookup {
   kUnknown,  // the layout cannot be found (no such query, an error other than invalid-value)
 };
 
-// The words of `params[i]` (sizes from `info`) that point into `manager`'s allocations; nullopt
-// when the layout is unknown, or when the kernel has parameters but `params` is null.
+// The words of `params[i]` (sizes from `info`) that point into `manager`'s allocations, each in
+// its mode under `verdict` (null: unknown); nullopt when the layout is unknown, or when the
+// kernel has parameters but `params` is null.
 std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* const* params,
-                                 absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info);
+                                 absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info,
+                                 const pooch::kernels::KernelVerdict* verdict = nullptr);
 
 // cudaLaunchKernel(func, ..., args, ...) and friends: sizes from the real cudaFuncGetParamInfo.
 std::optional<Ranges> RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* func,
-                                          void** args);
+                                          void** args,
+                                          const pooch::kernels::KernelVerdict* verdict = nullptr);
 // __cudaLaunchKernel(kernel, ..., args, ...): sizes from the real cuKernelGetParamInfo
 // (cudaKernel_t and CUkernel are the same handle).
 std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
-                                         cudaKernel_t kernel, void** args);
+                                         cudaKernel_t kernel, void** args,
+                                         const pooch::kernels::KernelVerdict* verdict = nullptr);
 // cuLaunchKernel(f, ..., kernelParams, extra): kernelParams (sizes from the real
 // cuFuncGetParamInfo), or the buffer that CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE pass in `extra`.
 std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager, CUfunction f,
-                                         void** kernel_params, void** extra);
+                                         void** kernel_params, void** extra,
+                                         const pooch::kernels::KernelVerdict* verdict = nullptr);
+
+// The launch's arguments copied into a parameter buffer laid out by the same queries (for its
+// replay recipe, kernel_replay.h); nullopt when the layout is unknown or an argument is missing.
+std::optional<ParamBuffer> RuntimeKernelParams(const void* func, void* const* args);
+std::optional<ParamBuffer> KernelHandleParams(cudaKernel_t kernel, void* const* args);
+std::optional<ParamBuffer> DriverKernelParams(CUfunction f, void* const* kernel_params);
 
 // Why the calling thread's last call above that returned nullopt found no layout (for the
 // message that names an opaque kernel); "" before any.
 const char* UnknownLayoutReason();
 
+// Note [Kernel words]: how the kernel of `verdict` (null: unknown) uses the word at byte
+// `offset` of its parameter buffer; nullopt: not at all.
+std::optional<pooch::AccessRange::Mode> WordMode(const pooch::kernels::KernelVerdict* verdict,
+                                                 size_t offset);
+
 // The 8-byte-aligned words of the `bytes` bytes at `data` that point into one of `manager`'s
-// allocations, added to `out` (a trailing partial word is not a pointer).
-void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes, Ranges* out);
+// allocations, added to `out` in their WordMode (`data` starts at byte `offset` of the parameter
+// buffer; a trailing partial word is not a pointer).
+void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes, Ranges* out,
+               const pooch::kernels::KernelVerdict* verdict = nullptr, size_t offset = 0);
 
 }  // namespace pooch::interpose
 

@@ -117,6 +117,46 @@ TEST_F(KernelArgsTest, ScanParamsKnowsAKernelWithoutParameters) {
   EXPECT_TRUE(r->get().empty());
 }
 
+// Note [Kernel words]: a verdict decides each word's mode by its offset in the parameter buffer.
+TEST_F(KernelArgsTest, AnExactVerdictKeepsOnlyTheWordsTheKernelMayReach) {
+  // k_scale(ScaleArgs{out, in, stale, n}) at offset 8 after an int: writes out, reads in.
+  pooch::kernels::KernelVerdict exact;
+  exact.writes = {8};
+  exact.reads = {16};
+  uintptr_t args[3] = {b_ + 64, a_, b_ + 128};  // out, in, stale
+  int n = 3;
+  void* params[] = {&n, args};
+  const FakeLayout layout{{4, 24}};  // the struct at offset 8
+  std::optional<Ranges> r = ScanParams(manager_.get(), params, layout, &exact);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->get().size(), 2u);  // the stale word is no use at all
+  EXPECT_EQ(r->get()[0].address, b_ + 64);
+  EXPECT_EQ(r->get()[0].mode, pooch::AccessRange::Mode::kReadWrite);  // may write: not overwrite
+  EXPECT_EQ(r->get()[1].address, a_);
+  EXPECT_EQ(r->get()[1].mode, pooch::AccessRange::Mode::kRead);
+  // Reads unknown: the written word read and written, every other word read.
+  pooch::kernels::KernelVerdict writes_only = exact;
+  writes_only.AddUnknown(false, "loads through memory");
+  r = ScanParams(manager_.get(), params, layout, &writes_only);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->get().size(), 3u);
+  EXPECT_EQ(r->get()[0].mode, pooch::AccessRange::Mode::kReadWrite);
+  EXPECT_EQ(r->get()[1].mode, pooch::AccessRange::Mode::kRead);
+  EXPECT_EQ(r->get()[2].mode, pooch::AccessRange::Mode::kRead);
+  // Writes unknown, or no verdict: every word read and written, as before the analysis.
+  pooch::kernels::KernelVerdict unknown;
+  unknown.AddUnknown(true, "address from memory");
+  for (const pooch::kernels::KernelVerdict* v :
+       {&unknown, static_cast<pooch::kernels::KernelVerdict*>(nullptr)}) {
+    r = ScanParams(manager_.get(), params, layout, v);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->get().size(), 3u);
+    for (const pooch::AccessRange& range : r->get()) {
+      EXPECT_EQ(range.mode, pooch::AccessRange::Mode::kReadWrite);
+    }
+  }
+}
+
 // Note [Opaque calls]: an unknown layout is never read as "touches nothing".
 TEST_F(KernelArgsTest, ScanParamsUnknownLayoutIsOpaque) {
   uintptr_t x = a_;

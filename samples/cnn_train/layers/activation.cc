@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "checks.h"
+#include "kernels/own_kernels.h"
 #include "layers/layer.h"
 
 namespace cnn_train {
@@ -25,6 +26,10 @@ class Relu final : public Layer {
   bool backward_reads_inputs() const override { return false; }
 
   void Forward(Context& ctx, const ForwardArgs& args) override {
+    if (ctx.own_kernels) {
+      CUDA_CHECK(LaunchReluForward(args.y, args.x[0], args.batch * out_.count()));
+      return;
+    }
     const TensorDesc& d = DescFor(args.batch);
     const float one = 1.0f;
     const float zero = 0.0f;

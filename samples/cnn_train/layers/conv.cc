@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "checks.h"
+#include "kernels/own_kernels.h"
 #include "layers/conv_core.h"
 #include "layers/layer.h"
 
@@ -42,7 +43,11 @@ class Conv final : public Layer {
     CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn, &one, s.x.get(), args.x[0], core_.filter(),
                                         params_[0].value, core_.conv(), s.fwd, workspace,
                                         s.fwd_bytes, &zero, s.y.get(), args.y));
-    if (bias_) {
+    if (bias_ && ctx.own_kernels) {
+      const int64_t spatial = static_cast<int64_t>(out_.h) * out_.w;
+      CUDA_CHECK(LaunchBiasAdd(args.y, params_[1].value, args.batch * out_.count(), out_.c,
+                               spatial));
+    } else if (bias_) {
       CUDNN_CHECK(cudnnAddTensor(ctx.cudnn, &one, bias_desc_->get(), params_[1].value, &one,
                                  s.y.get(), args.y));
     }

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "checks.h"
+#include "kernels/own_kernels.h"
 #include "layers/conv_core.h"
 #include "layers/layer.h"
 
@@ -54,6 +55,12 @@ class ConvTranspose final : public Layer {
     CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, &one, core_.filter(), params_[0].value,
                                              s.y.get(), args.x[0], core_.conv(), s.data, workspace,
                                              s.data_bytes, &zero, s.x.get(), args.y));
+    if (ctx.own_kernels) {
+      const int64_t spatial = static_cast<int64_t>(out_.h) * out_.w;
+      CUDA_CHECK(LaunchBiasAdd(args.y, params_[1].value, args.batch * out_.count(), out_.c,
+                               spatial));
+      return;
+    }
     CUDNN_CHECK(cudnnAddTensor(ctx.cudnn, &one, bias_desc_.get(), params_[1].value, &one, s.x.get(),
                                args.y));
   }

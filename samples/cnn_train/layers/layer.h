@@ -1,5 +1,5 @@
 // The layers cnn_train builds its networks from. Each layer computes its forward and backward
-// pass with cuDNN or cuBLAS calls only (no kernels of its own), so that the program runs
+// pass with cuDNN or cuBLAS calls only (no kernels of its own, unless --own-kernels), so that the program runs
 // unchanged on a real GPU and on simgpu, and pooch sees nothing but library calls.
 //
 // Tensors are fp32 NCHW. Shapes are fixed per sample at construction; the batch size is an
@@ -43,6 +43,9 @@ struct Context {
   DeviceMemory* memory = nullptr;
   Workspace* workspace = nullptr;
   const float* ones = nullptr;  // device vector of at least `batch` ones (bias gradients)
+  // --own-kernels: forward ReLU, bias and residual additions run cnn_train's own kernels
+  // (kernels/own_kernels.h) instead of cuDNN calls, with the same bits.
+  bool own_kernels = false;
 };
 
 // The convolution workspace: one buffer shared by all convolutions, grown with cudaMalloc when

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "checks.h"
+#include "kernels/own_kernels.h"
 #include "layers/layer.h"
 
 namespace cnn_train {
@@ -32,6 +33,10 @@ class Linear final : public Layer {
     const float zero = 0.0f;
     CUBLAS_CHECK(cublasSgemm(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m_, args.batch, k_, &one,
                              params_[0].value, k_, args.x[0], k_, &zero, args.y, m_));
+    if (ctx.own_kernels) {
+      CUDA_CHECK(LaunchBiasAdd(args.y, params_[1].value, int64_t{args.batch} * m_, m_, 1));
+      return;
+    }
     CUDNN_CHECK(cudnnAddTensor(ctx.cudnn, &one, bias_desc_.get(), params_[1].value, &one,
                                DescFor(args.batch).get(), args.y));
   }

@@ -124,14 +124,17 @@ class Device {
   // buffer, each with the index of the parameter it lies in: a word that points into live device
   // memory makes the kernel read and write that whole allocation, each allocation counted once in
   // the roofline's bytes; a word of a parameter made only of device addresses that points at
-  // freed or unmapped memory is an illegal address. No body runs, whatever SIMGPU_COMPUTE says
-  // (Note [Kernel ops] in device_kernel.cc).
+  // freed or unmapped memory is an illegal address (Note [Kernel ops] in device_kernel.cc). The
+  // kernel itself never runs; in math mode `twin`, the CPU function the program brings in its
+  // place (Note [CPU twins] in driver/libcuda/cuda_twins.h), runs once the op is issued, as a
+  // Launch body does; in timing mode it does not.
   struct KernelWord {
     static constexpr uint32_t kNoParam = ~uint32_t{0};  // spans parameters, or layout unknown
     uint64_t value;
     uint32_t param;
   };
-  Err LaunchKernel(const char* op, void* stream, const KernelWord* words, size_t n);
+  Err LaunchKernel(const char* op, void* stream, const KernelWord* words, size_t n,
+                   const std::function<void()>& twin = {});
 
   // --- Streams and events. Handles are opaque pointers; nullptr/0x1 = legacy, 0x2 = per-thread.
   Err StreamCreate(bool non_blocking, void** out);
@@ -204,6 +207,9 @@ class Device {
    private:
     std::lock_guard<std::mutex> lock_;
   };
+
+  // LaunchKernel's op, checked, timed and recorded, under mu_.
+  Err IssueKernel(const char* op, void* stream, const KernelWord* words, size_t n);
 
   // REQUIRES: mu_ held.
   // Advances the calling thread's clock by the cost of `call` (and of `pinned_bytes` of pinned

@@ -1,4 +1,5 @@
-// Kernel ops: device code from fat binaries, which simgpu times but never runs.
+// Kernel ops: device code from fat binaries, which simgpu times but never runs (a CPU twin the
+// program brings runs in its place in math mode: Note [CPU twins] in driver/libcuda/cuda_twins.h).
 //
 // Note [Kernel ops]
 // ~~~~~~~~~~~~~~~~~
@@ -50,8 +51,15 @@
 
 namespace simgpu {
 
-Err Device::LaunchKernel(const char* op, void* stream, const KernelWord* words, size_t n) {
+Err Device::LaunchKernel(const char* op, void* stream, const KernelWord* words, size_t n,
+                         const std::function<void()>& twin) {
   if (n > 0 && words == nullptr) return Err::kInvalidValue;
+  if (Err e = IssueKernel(op, stream, words, n); e != Err::kOk) return e;
+  if (config_.compute == ComputeMode::kMath && twin) twin();
+  return Err::kOk;
+}
+
+Err Device::IssueKernel(const char* op, void* stream, const KernelWord* words, size_t n) {
   CallLock lock(*this, HostCall::kLaunch);
   if (sticky_ != Err::kOk) return sticky_;
   StreamClock* s = ResolveStreamLocked(stream);

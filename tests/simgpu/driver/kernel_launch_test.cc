@@ -20,6 +20,8 @@
 #include "tests/simgpu/driver/kernels_test.h"
 
 extern "C" const void* KernelPtxOnly();  // kernels_ptx_only_test.cu
+extern "C" const void* KernelTwin();     // kernels_twin_test.cu
+extern "C" cudaError_t LaunchTwinChevrons(float* dst, const float* src, float scale, int n);
 
 namespace {
 
@@ -287,6 +289,104 @@ TEST(KernelLaunch, MathModeRefusesKernels) {
   ExpectPassed(o);
   EXPECT_EQ(CountLines(o.err), 1) << o.err;
   EXPECT_NE(o.err.find("SIMGPU_COMPUTE=timing"), std::string::npos) << o.err;
+}
+
+// k_twin's CPU twin (Note [CPU twins]), exported by the test program (ENABLE_EXPORTS).
+int g_twin_calls = 0;
+
+extern "C" __attribute__((visibility("default"))) void simgpu_twin__Z6k_twinPfPKffi(
+    const unsigned grid[3], const unsigned block[3], unsigned dynamic_shared, void** args) {
+  ++g_twin_calls;
+  float* dst = *static_cast<float**>(args[0]);
+  const float* src = *static_cast<const float**>(args[1]);
+  float scale = *static_cast<float*>(args[2]);
+  int n = *static_cast<int*>(args[3]);
+  uint64_t threads = uint64_t{grid[0]} * grid[1] * grid[2] * block[0] * block[1] * block[2];
+  for (uint64_t i = 0; i < threads && i < static_cast<uint64_t>(n); ++i) dst[i] = src[i] * scale;
+  if (dynamic_shared != 0) dst[0] = -1;  // no launch below asks for any
+}
+
+TEST(KernelLaunch, MathModeRunsACpuTwinOnEveryLaunchPath) {
+  Outcome o = RunIsolated({}, [] {
+    constexpr int kN = 1000;
+    float *a, *b;
+    CUDA_OK(Malloc(&a, kN * sizeof(float)));
+    CUDA_OK(Malloc(&b, kN * sizeof(float)));
+    std::vector<float> host(kN);
+    for (int i = 0; i < kN; ++i) host[i] = static_cast<float>(i);
+    CUDA_OK(cudaMemcpy(b, host.data(), kN * sizeof(float), cudaMemcpyHostToDevice));
+    auto expect_scaled = [&](float scale) {
+      std::vector<float> got(kN);
+      if (cudaMemcpy(got.data(), a, kN * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
+        return std::string("copy back failed");
+      }
+      for (int i = 0; i < kN; ++i) {
+        if (got[i] != host[i] * scale) return "a[" + std::to_string(i) + "] wrong";
+      }
+      return std::string();
+    };
+    CUDA_OK(LaunchTwinChevrons(a, b, 2.0f, kN));
+    CHECK_EQ_OR_RETURN(expect_scaled(2.0f), "");
+    float scale = 3.0f;
+    int n = kN;
+    void* args[] = {&a, &b, &scale, &n};
+    CUDA_OK(cudaLaunchKernel(KernelTwin(), 4, 256, args, 0, 0));
+    CHECK_EQ_OR_RETURN(expect_scaled(3.0f), "");
+    // The driver's buffer form gives the twin the same arguments.
+    cudaFunction_t f = nullptr;
+    CUDA_OK(cudaGetFuncBySymbol(&f, KernelTwin()));
+    struct {
+      float* dst;
+      const float* src;
+      float scale;
+      int n;
+    } buf{a, b, 4.0f, kN};
+    size_t buf_size = sizeof buf;
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &buf_size,
+                     CU_LAUNCH_PARAM_END};
+    CU_OK(cuLaunchKernel(reinterpret_cast<CUfunction>(f), 4, 1, 1, 256, 1, 1, 0, nullptr, nullptr,
+                         extra));
+    CHECK_EQ_OR_RETURN(expect_scaled(4.0f), "");
+    CHECK_EQ_OR_RETURN(g_twin_calls, 3);
+    // A kernel without a twin is still refused.
+    CHECK_EQ_OR_RETURN(Name(LaunchCopyChevrons(a, b, 1, nullptr)), Name(cudaErrorNotSupported));
+    return std::string();
+  });
+  ExpectPassed(o);
+  EXPECT_EQ(CountLines(o.err), 1) << o.err;
+  EXPECT_NE(o.err.find("_Z6k_copyPfPKfi"), std::string::npos) << o.err;
+}
+
+TEST(KernelLaunch, TwinLaunchesAreTimedAndCheckedAsKernels) {
+  // Timing mode: the roofline of the allocations, and the twin never runs.
+  ExpectPassed(RunIsolated(kTiming, [] {
+    float *a, *b;
+    const double s = 32 * kMiB;
+    CUDA_OK(Malloc(&a, s));
+    CUDA_OK(Malloc(&b, s));
+    CHECK_TIME(TimeMs(nullptr, [&] { return LaunchTwinChevrons(a, b, 2.0f, 1024); }), 2 * s);
+    CHECK_EQ_OR_RETURN(g_twin_calls, 0);
+    return std::string();
+  }));
+  // Math mode: a twin launch races as any kernel op does.
+  Outcome o = RunIsolated({}, [] {
+    float *a, *b;
+    CUDA_OK(Malloc(&a, 4096));
+    CUDA_OK(Malloc(&b, 4096));
+    cudaStream_t s1, s2;
+    CUDA_OK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    float scale = 1.0f;
+    int n = 16;
+    void* args[] = {&a, &b, &scale, &n};
+    CUDA_OK(cudaLaunchKernel(KernelTwin(), 1, 32, args, 0, s1));
+    CHECK_EQ_OR_RETURN(Name(cudaLaunchKernel(KernelTwin(), 1, 32, args, 0, s2)),
+                       Name(cudaErrorIllegalState));
+    CHECK_EQ_OR_RETURN(g_twin_calls, 1);
+    return std::string();
+  });
+  ExpectPassed(o);
+  EXPECT_NE(o.err.find("_Z6k_twinPfPKffi"), std::string::npos) << o.err;
 }
 
 TEST(KernelLaunch, ShapesAGpuRejects) {

@@ -5,16 +5,21 @@
 // function's limit), then becomes a kernel op on its stream (Note [Kernel ops] in
 // device/device_kernel.cc): the parameter buffer, laid out from the cubin's parameter info, is
 // what the device scans for pointers. A kernel never runs on the CPU: in math mode
-// (SIMGPU_COMPUTE=math, the default) every launch fails with CUDA_ERROR_NOT_SUPPORTED.
+// (SIMGPU_COMPUTE=math, the default) a launch runs the kernel's CPU twin if the program brings
+// one (Note [CPU twins] in cuda_twins.h) and fails with CUDA_ERROR_NOT_SUPPORTED otherwise.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <vector>
 
+#include "tests/simgpu/driver/libcuda/cuda_twins.h"
 #include "tests/simgpu/driver/libcuda/driver_common.h"
 #include "tests/simgpu/driver/modules/cuda_modules.h"
 
 using simgpu::Device;
+using simgpu::driver::CpuTwin;
+using simgpu::driver::FindTwin;
 using simgpu::driver::BlockLimits;
 using simgpu::driver::FindFunction;
 using simgpu::driver::Function;
@@ -123,18 +128,28 @@ CUresult Launch(const char* api, CUfunction func, const Shape& shape, CUstream s
   Function* f = FindFunction(func);
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (CUresult r = CheckShape(api, *f, shape); r != CUDA_SUCCESS) return r;
-  if (simgpu::ComputeEnabled()) {
+  CpuTwin twin = simgpu::ComputeEnabled() ? FindTwin(*f) : nullptr;
+  if (simgpu::ComputeEnabled() && (twin == nullptr || f->info == nullptr)) {
     if (!f->warned.exchange(true)) {
       std::fprintf(stderr,
                    "simgpu: %s: %s is device code, which simgpu cannot run on the CPU; use "
-                   "SIMGPU_COMPUTE=timing\n",
+                   "SIMGPU_COMPUTE=timing or bring its CPU twin (docs/simgpu.md)\n",
                    api, f->name);
     }
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   std::vector<uint8_t> buf;
   if (CUresult r = BuildParams(api, *f, kernel_params, extra, &buf); r != CUDA_SUCCESS) return r;
-  return ToCU(Device::Get().LaunchKernel(f->name, stream, Words(*f, buf).data(), buf.size() / 8));
+  std::function<void()> body;
+  if (twin != nullptr) {
+    body = [&] {
+      std::vector<void*> args;
+      for (const auto& p : f->info->params) args.push_back(buf.data() + p.offset);
+      twin(shape.grid, shape.block, shape.shared, args.data());
+    };
+  }
+  return ToCU(
+      Device::Get().LaunchKernel(f->name, stream, Words(*f, buf).data(), buf.size() / 8, body));
 }
 
 // Launch attributes whose effect simgpu models as none (hints, placement, cluster shape,

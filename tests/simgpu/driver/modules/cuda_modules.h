@@ -36,6 +36,8 @@ struct Function {
   std::atomic<int> max_dynamic_shared;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
   std::atomic<int> carveout{-1};        // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
   std::atomic<bool> warned{false};      // printed its one "cannot run" line
+  std::atomic<void*> twin{nullptr};     // its CPU twin (Note [CPU twins] in libcuda/cuda_twins.h)
+  std::atomic<bool> twin_looked_up{false};
 };
 
 // The live Function behind a CUfunction or CUkernel handle, or nullptr.

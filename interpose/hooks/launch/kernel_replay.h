@@ -1,0 +1,78 @@
+// kernel_replay.h: kernel launches as replay recipes (replay_recipe.h; Note [Replay] in
+// core/recompute/recomputer.h), from what the analysis of the kernel's machine code concludes
+// (Note [Verdicts at launch] in interpose/kernels/launch_verdicts.h).
+//
+// Note [Kernel recipes]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A launch is a recipe when relaunching it with a copy of its parameter buffer, on pooch's
+// stream, rebuilds its output bit for bit and writes nothing else:
+//   - its verdict is exact and replayable (KernelVerdict::Replayable: writes and reads known, no
+//     atomics, no clock, no word both read and written);
+//   - the non-null words it may write hold one address, the base of one of pooch's allocations:
+//     the output. A kernel may write anywhere its written word plus integer arithmetic reaches,
+//     so two written targets could not be bounded apart, and a target that is not pooch's memory
+//     would be written again behind the program's back. (Null written words are kept: the same
+//     parameters give the same branches, so a replay skips them as the launch did.)
+//   - every non-null word it may read lies outside the output; the Recomputer watches their
+//     allocations (Recomputer::Offer refuses a word outside pooch's memory: it cannot be watched).
+// The analysis bounds no extent, so the recipe takes the kernel to write its whole output
+// allocation. That is the rule the plan holds it to: the planner recomputes a tensor only
+// through its only writer in the whole iteration (Note [Sound replays] in
+// core/model/candidates.cc), so the bytes the kernel leaves alone were never written by anyone
+// and no one reads them. A word the kernel may write is read and written (Note [Kernel words] in
+// kernel_args.h); the profile counts that use as a write only when nothing has written the
+// allocation since it was made (Note [First writers] in core/profile/profile_builder.cc), which
+// is how a kernel becomes its output's only writer. Under dtr recipes are kept without a plan,
+// for any call that produced an allocation, so a kernel that wrote a slice of a map another call
+// wrote too would lose the other part when its map was dropped: launches offer no recipe under
+// dtr (MayReplayKernel).
+// The function handle is the program's; the recipe holds it as cuDNN's recipes hold their
+// pointers, for a module the program does not unload.
+//
+// Thread safety: thread-safe (the builder holds no state); recipes' issue functions are
+// serialised by the caller (the Recomputer's lock).
+#ifndef POOCH_INTERPOSE_HOOKS_LAUNCH_KERNEL_REPLAY_H_
+#define POOCH_INTERPOSE_HOOKS_LAUNCH_KERNEL_REPLAY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "core/kernels/verdict.h"
+#include "core/lineage/replay_recipe.h"
+#include "core/residency/residency.h"
+
+namespace pooch::interpose {
+
+// A launch's arguments copied into a parameter buffer laid out as the kernel's parameter info
+// says (the offsets the verdict's words are given in).
+struct ParamBuffer {
+  std::vector<uint8_t> bytes;
+  std::vector<size_t> offsets;  // of each parameter, by ordinal
+};
+
+// Issues the launch again on `stream` with `args` (one pointer per parameter, as
+// cudaLaunchKernel takes them); true when the real entry point accepted it.
+using Relaunch = std::function<bool(uintptr_t stream, void** args)>;
+
+// The allocation of pooch's that holds an address (ResidencyManager::Lookup), or nullopt.
+using AllocationLookup =
+    absl::FunctionRef<std::optional<pooch::AllocationInfo>(pooch::DeviceAddress)>;
+
+// Cheap, at every launch (the profile's replay_capable flag): whether the launch may have a
+// recipe. `dtr`: the recomputer keeps recipes without a plan (Note [Kernel recipes]).
+bool MayReplayKernel(const pooch::kernels::KernelVerdict* verdict, bool dtr);
+
+// The recipe of the launch of `name` (a permanent string) whose arguments are `params`, under
+// Note [Kernel recipes]'s rules; nullopt when they do not hold.
+std::optional<ReplayRecipe> KernelRecipe(const char* name,
+                                         const pooch::kernels::KernelVerdict& verdict,
+                                         ParamBuffer params, AllocationLookup lookup,
+                                         Relaunch relaunch);
+
+}  // namespace pooch::interpose
+
+#endif  // POOCH_INTERPOSE_HOOKS_LAUNCH_KERNEL_REPLAY_H_
