@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/cubin_analysis.h"
 #include "core/kernels/cubin_info.h"
 #include "core/kernels/sass.h"
 #include "core/kernels/tools.h"
+#include "core/kernels/verdict_cache.h"
 #include "gtest/gtest.h"
 
 namespace pooch::kernels {
@@ -108,6 +110,39 @@ TEST_P(AnalysisOnArch, EachKernelGetsItsVerdict) {
     EXPECT_EQ(v.Replayable(), e.replayable) << v.Why();
     EXPECT_NE(v.Why().find(e.why_contains), std::string::npos) << v.Why();
   }
+}
+
+// Note [One kernel at a time]: each kernel disassembled alone (with its callees, as k_noinline's
+// store_twice) gets the verdict the whole cubin's text gives it, every field; and so it does when
+// the symbol table is not used (the whole text again). On sm_90 only: each nvdisasm start costs
+// about a second.
+TEST(AnalysisOnCubin, OneKernelAloneGetsTheWholeCubinsVerdict) {
+#ifndef POOCH_KERNELS_TEST_CUBINS
+  FAIL() << "no test cubins: the build found no nvcc (core/kernels/CMakeLists.txt)";
+#else
+  AddToolPrefix(std::string(POOCH_SOURCE_DIR) + "/build/cuda-tools");
+  const std::string cubin =
+      std::string(POOCH_KERNELS_TEST_CUBINS) + "/analysis_kernels.sm_90.cubin";
+  absl::StatusOr<std::vector<KernelVerdict> > whole = AnalyzeFile(cubin, "sm_90");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  ASSERT_EQ(whole->size(), std::size(kExpected));
+  absl::StatusOr<CubinInfo> info = ReadCubinInfo(ReadFile(cubin));
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_GE(info->functions.size(), whole->size() + 1);  // the kernels and store_twice
+  CubinInfo no_symbols = *info;
+  no_symbols.functions.clear();
+  for (const KernelVerdict& w : *whole) {
+    SCOPED_TRACE(w.name);
+    for (const CubinInfo* i : {&*info, &no_symbols}) {
+      if (i == &no_symbols && w.name != "k_noinline") continue;
+      absl::StatusOr<KernelVerdict> alone = AnalyzeCubinKernel(cubin, *i, w.name);
+      ASSERT_TRUE(alone.ok()) << alone.status().message();
+      EXPECT_EQ(VerdictToCacheJson(*alone).dump(), VerdictToCacheJson(w).dump());
+    }
+  }
+  EXPECT_EQ(AnalyzeCubinKernel(cubin, *info, "no_such_kernel").status().code(),
+            absl::StatusCode::kNotFound);
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, AnalysisOnArch, ::testing::Values("sm_80", "sm_90", "sm_100"));

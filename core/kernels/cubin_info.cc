@@ -60,6 +60,25 @@ bool ReadRecords(absl::string_view s, CubinKernel* k) {
   return i == s.size();
 }
 
+// Appends the STT_FUNC symbols of symbol table `symtab` (its names in section sh_link) to
+// `out`; false when the table or its names run past the file.
+bool ReadFunctions(absl::string_view bytes, const Elf64_Shdr& symtab, const Elf64_Shdr& strtab,
+                   std::vector<CubinFunction>* out) {
+  if (symtab.sh_entsize != sizeof(Elf64_Sym) || symtab.sh_offset + symtab.sh_size > bytes.size() ||
+      strtab.sh_offset + strtab.sh_size > bytes.size()) {
+    return false;
+  }
+  const size_t count = symtab.sh_size / sizeof(Elf64_Sym);
+  for (size_t i = 0; i < count; ++i) {
+    const auto sym = Read<Elf64_Sym>(bytes.data() + symtab.sh_offset + i * sizeof(Elf64_Sym));
+    if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_name >= strtab.sh_size) continue;
+    const char* name = bytes.data() + strtab.sh_offset + sym.st_name;
+    out->push_back(
+        {std::string(name, strnlen(name, strtab.sh_size - sym.st_name)), static_cast<int>(i)});
+  }
+  return true;
+}
+
 }  // namespace
 
 bool IsElf(absl::string_view bytes) { return absl::StartsWith(bytes, ELFMAG); }
@@ -90,6 +109,13 @@ absl::StatusOr<CubinInfo> ReadCubinInfo(absl::string_view bytes) {
   for (int n = 0; n < eh.e_shnum; ++n) {
     const Elf64_Shdr sh = section(n);
     if (sh.sh_name >= names.sh_size) continue;
+    if (sh.sh_type == SHT_SYMTAB) {
+      if (sh.sh_link >= eh.e_shnum ||
+          !ReadFunctions(bytes, sh, section(sh.sh_link), &info.functions)) {
+        return absl::InvalidArgumentError("cubin symbol table out of bounds");
+      }
+      continue;
+    }
     const char* name = bytes.data() + names.sh_offset + sh.sh_name;
     const absl::string_view sname(name, strnlen(name, names.sh_size - sh.sh_name));
     if (!absl::StartsWith(sname, ".nv.info.")) continue;

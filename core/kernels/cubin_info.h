@@ -25,9 +25,16 @@ struct CubinKernel {
   std::vector<CubinParam> params;
 };
 
+// A function symbol of the ELF symbol table: its index is what `nvdisasm -fun` takes.
+struct CubinFunction {
+  std::string name;
+  int index = 0;
+};
+
 struct CubinInfo {
   int sm = 0;  // 90 for sm_90
   std::vector<CubinKernel> kernels;
+  std::vector<CubinFunction> functions;  // STT_FUNC symbols, kernels and device functions
 };
 
 // Whether `bytes` start like an ELF file.

@@ -4,10 +4,10 @@
 // Note [Kernel verdict cache]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // One file per (module bytes, architecture, analysis version), named by a 128-bit hash of the
-// three: DIR/<32 hex digits>.json, holding the key's parts again and every kernel's verdict (an
-// empty list when the module has no SASS for the architecture, so that is not asked again
-// either). The bytes decide, not a path or a time: an edited kernel is a new module and a new
-// file. DIR is POOCH_KERNEL_CACHE, else $XDG_CACHE_HOME/pooch/kernels, else
+// three: DIR/<32 hex digits>.json, holding the key's parts again and the verdicts of the
+// module's kernels analysed so far (libpooch.so analyses a kernel at its first launch and merges
+// it into what the file holds on disk). The bytes decide, not a path or a time: an edited
+// kernel is a new module and a new file. DIR is POOCH_KERNEL_CACHE, else $XDG_CACHE_HOME/pooch/kernels, else
 // $HOME/.cache/pooch/kernels; POOCH_KERNEL_CACHE=off keeps verdicts in memory only. A file is
 // written whole under a temporary name and renamed into place, so several processes filling the
 // same cache at once each read either nothing or a whole file (the last rename wins, with the

@@ -1,18 +1,25 @@
 #include "interpose/kernels/launch_verdicts.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/log.h"
 #include "core/base/mutex.h"
 #include "core/kernels/cubin_analysis.h"
+#include "core/kernels/cubin_info.h"
 #include "core/kernels/tools.h"
 #include "core/kernels/verdict_cache.h"
 #include "interpose/kernels/module_registry.h"
@@ -23,11 +30,34 @@ namespace {
 
 using pooch::kernels::KernelVerdict;
 
-// The verdicts of one module's kernels for the architecture, by name.
-struct ModuleVerdicts {
-  bool analysed = false;
-  absl::flat_hash_map<std::string, KernelVerdict> by_name;
+// A cubin extracted from a module, kept as a file for the process's life.
+struct ExtractedCubin {
+  std::string path;
+  pooch::kernels::CubinInfo info;
 };
+
+// The verdicts of one module's kernels for the architecture, by name: those on disk and those
+// analysed so far (Note [One kernel at a time] in core/kernels/cubin_analysis.h).
+struct ModuleVerdicts {
+  std::string key;         // the disk cache's
+  bool extracted = false;  // cubins holds what the module has for the architecture
+  std::vector<ExtractedCubin> cubins;
+  absl::flat_hash_map<std::string, KernelVerdict> by_name;
+  absl::flat_hash_set<std::string> failed;  // analysed and found unknown-worthy: not again
+};
+
+// Files written for the tools, removed at exit.
+std::vector<std::string>* TempPaths() {
+  static auto* paths = new std::vector<std::string>;
+  return paths;
+}
+
+void RemoveTempPaths() {
+  // Files first, then their folders (pushed before them).
+  for (auto it = TempPaths()->rbegin(); it != TempPaths()->rend(); ++it) {
+    if (unlink(it->c_str()) != 0) rmdir(it->c_str());
+  }
+}
 
 class LaunchVerdicts {
  public:
@@ -91,12 +121,24 @@ class LaunchVerdicts {
   const KernelVerdict* InModule(int module, const std::string& name) {
     MutexLock lock(&analysis_mu_);
     std::unique_ptr<ModuleVerdicts>& slot = modules_[module];
-    if (slot == nullptr) slot = Analyse(module);
+    if (slot == nullptr) slot = LoadModule(module);
+    if (slot == nullptr) return nullptr;
     auto it = slot->by_name.find(name);
+    if (it == slot->by_name.end() && !slot->failed.contains(name)) {
+      Analyse(module, slot.get(), name);
+      it = slot->by_name.find(name);
+    }
     return it == slot->by_name.end() ? nullptr : &it->second;
   }
 
-  std::unique_ptr<ModuleVerdicts> Analyse(int module) ABSL_EXCLUSIVE_LOCKS_REQUIRED(analysis_mu_);
+  // The module's entry with what the disk cache holds; nullptr when it cannot be analysed.
+  std::unique_ptr<ModuleVerdicts> LoadModule(int module)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(analysis_mu_);
+  // Analyses kernel `name` of `module` into `m` (or marks it failed).
+  void Analyse(int module, ModuleVerdicts* m, const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(analysis_mu_);
+  bool Extract(int module, ModuleVerdicts* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(analysis_mu_);
+  void StoreMerged(ModuleVerdicts* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(analysis_mu_);
   const std::string& Arch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(analysis_mu_);
   bool ToolsFound() ABSL_EXCLUSIVE_LOCKS_REQUIRED(analysis_mu_);
 
@@ -115,6 +157,7 @@ class LaunchVerdicts {
   std::string arch_ ABSL_GUARDED_BY(analysis_mu_);
   int tools_ ABSL_GUARDED_BY(analysis_mu_) = -1;  // -1 not looked for, 0 missing, 1 found
   bool cache_error_said_ ABSL_GUARDED_BY(analysis_mu_) = false;
+  std::string temp_dir_ ABSL_GUARDED_BY(analysis_mu_);  // the extracted cubins' folder
 };
 
 LaunchVerdicts& TheVerdicts() {
@@ -173,51 +216,110 @@ bool LaunchVerdicts::ToolsFound() {
   return tools_ == 1;
 }
 
-std::unique_ptr<ModuleVerdicts> LaunchVerdicts::Analyse(int module) {
-  auto out = std::make_unique<ModuleVerdicts>();
+std::unique_ptr<ModuleVerdicts> LaunchVerdicts::LoadModule(int module) {
   const pooch::kernels::ModuleImage image = ModuleRegistry::Get().Image(module);
   if (image.kind == pooch::kernels::ModuleImage::Kind::kOther || Arch().empty() || tools_ == 0) {
-    return out;
+    return nullptr;
   }
-  const auto start = std::chrono::steady_clock::now();
-  const std::string key = pooch::kernels::VerdictCacheKey(image.data, image.size, arch_);
-  std::optional<std::vector<KernelVerdict>> verdicts;
-  if (cache_ != nullptr) verdicts = cache_->Load(key, arch_);
-  const bool cached = verdicts.has_value();
-  if (!cached) {
-    if (!ToolsFound()) return out;
-    absl::StatusOr<std::vector<KernelVerdict>> analysed =
-        pooch::kernels::AnalyzeModuleImage(image, arch_);
-    if (analysed.status().code() == absl::StatusCode::kFailedPrecondition) {
-      // The tools cannot read this architecture: no module can be analysed.
-      Log(Severity::kInfo, "kernel analysis off: %s (POOCH_KERNEL_ARCH names another)",
-          std::string(analysed.status().message()).c_str());
-      tools_ = 0;
-      return out;
-    }
-    if (!analysed.ok()) {
-      Log(Severity::kInfo,
-          "kernel analysis: module %d (%zu bytes) failed: %s; its kernels are "
-          "unknown",
-          module, image.size, std::string(analysed.status().message()).c_str());
-      return out;
-    }
-    verdicts = std::move(*analysed);
-    if (cache_ != nullptr) {
-      if (absl::Status s = cache_->Store(key, arch_, *verdicts); !s.ok() && !cache_error_said_) {
-        cache_error_said_ = true;
-        LogLine("kernel cache: %s; verdicts are kept in memory only",
-                std::string(s.message()).c_str());
-      }
-    }
+  auto out = std::make_unique<ModuleVerdicts>();
+  out->key = pooch::kernels::VerdictCacheKey(image.data, image.size, arch_);
+  if (cache_ == nullptr) return out;
+  if (std::optional<std::vector<KernelVerdict>> cached = cache_->Load(out->key, arch_)) {
+    for (KernelVerdict& v : *cached) out->by_name.emplace(v.name, std::move(v));
+    Log(Severity::kInfo, "kernel analysis: module %d (%zu bytes, %s): %zu kernels from the cache",
+        module, image.size, arch_.c_str(), out->by_name.size());
   }
-  out->analysed = true;
-  for (KernelVerdict& v : *verdicts) out->by_name.emplace(v.name, std::move(v));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  Log(Severity::kInfo, "kernel analysis: module %d (%zu bytes, %s): %zu kernels in %.3f s%s",
-      module, image.size, arch_.c_str(), out->by_name.size(), seconds, cached ? " (cache)" : "");
   return out;
+}
+
+bool LaunchVerdicts::Extract(int module, ModuleVerdicts* m) {
+  if (m->extracted) return true;
+  if (temp_dir_.empty()) {
+    char tmpl[] = "/tmp/pooch-kernels-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return false;
+    temp_dir_ = tmpl;
+    TempPaths()->push_back(temp_dir_);
+    atexit(RemoveTempPaths);
+  }
+  const std::string dir = absl::StrCat(temp_dir_, "/m", module);
+  if (mkdir(dir.c_str(), 0700) != 0) return false;
+  TempPaths()->push_back(dir);
+  const pooch::kernels::ModuleImage image = ModuleRegistry::Get().Image(module);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<std::string>> cubins =
+      pooch::kernels::ExtractModuleCubins(image, arch_, dir);
+  for (const char* name : {"module.cubin", "module.fatbin"}) {
+    TempPaths()->push_back(absl::StrCat(dir, "/", name));
+  }
+  if (cubins.status().code() == absl::StatusCode::kFailedPrecondition) {
+    // The tools cannot read this architecture: no module can be analysed.
+    Log(Severity::kInfo, "kernel analysis off: %s (POOCH_KERNEL_ARCH names another)",
+        std::string(cubins.status().message()).c_str());
+    tools_ = 0;
+    return false;
+  }
+  if (!cubins.ok()) {
+    Log(Severity::kInfo,
+        "kernel analysis: module %d (%zu bytes) failed: %s; its kernels are unknown", module,
+        image.size, std::string(cubins.status().message()).c_str());
+    return false;
+  }
+  for (const std::string& path : *cubins) {
+    TempPaths()->push_back(path);
+    std::ifstream f(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (absl::StatusOr<pooch::kernels::CubinInfo> info = pooch::kernels::ReadCubinInfo(bytes);
+        info.ok()) {
+      m->cubins.push_back({path, std::move(*info)});
+    }
+  }
+  m->extracted = true;
+  Log(Severity::kInfo, "kernel analysis: module %d (%zu bytes, %s): %zu cubins extracted in %.3f s",
+      module, image.size, arch_.c_str(), m->cubins.size(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return true;
+}
+
+void LaunchVerdicts::Analyse(int module, ModuleVerdicts* m, const std::string& name) {
+  m->failed.insert(name);  // unless found below
+  if (!ToolsFound() || !Extract(module, m)) return;
+  const auto start = std::chrono::steady_clock::now();
+  for (const ExtractedCubin& cubin : m->cubins) {
+    absl::StatusOr<KernelVerdict> v =
+        pooch::kernels::AnalyzeCubinKernel(cubin.path, cubin.info, name);
+    if (v.status().code() == absl::StatusCode::kNotFound) continue;
+    if (!v.ok()) {
+      Log(Severity::kInfo, "kernel analysis: %s in module %d failed: %s; it is unknown",
+          name.c_str(), module, std::string(v.status().message()).c_str());
+      return;
+    }
+    m->failed.erase(name);
+    m->by_name.emplace(name, std::move(*v));
+    Log(Severity::kInfo, "kernel analysis: %s (module %d, %s) in %.3f s", name.c_str(), module,
+        arch_.c_str(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    StoreMerged(m);
+    return;
+  }
+}
+
+// Note [Kernel verdict cache]: the module's file gains each kernel as it is analysed. What
+// another process stored meanwhile is read again and kept, so that the last rename loses
+// nothing either wrote before it read; two processes renaming at the same instant may still lose
+// one's kernels, which the next run analyses again.
+void LaunchVerdicts::StoreMerged(ModuleVerdicts* m) {
+  if (cache_ == nullptr) return;
+  std::vector<KernelVerdict> all;
+  if (std::optional<std::vector<KernelVerdict>> on_disk = cache_->Load(m->key, arch_)) {
+    for (KernelVerdict& v : *on_disk) {
+      if (!m->by_name.contains(v.name)) all.push_back(std::move(v));
+    }
+  }
+  for (const auto& [name, v] : m->by_name) all.push_back(v);
+  if (absl::Status s = cache_->Store(m->key, arch_, all); !s.ok() && !cache_error_said_) {
+    cache_error_said_ = true;
+    LogLine("kernel cache: %s; verdicts are kept in memory only", std::string(s.message()).c_str());
+  }
 }
 
 const char* KernelName(CUkernel kernel) {

@@ -5,9 +5,11 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~
 // The first launch of a kernel finds the module it came from (module_registry.h: the fat
 // binaries and cubins the program registered or loaded, kept by pointer), extracts the cubin for
-// the device's architecture (or POOCH_KERNEL_ARCH's), runs nvdisasm and the analysis over the
-// whole module, and keeps every verdict of that module for the process's life, on disk too
-// (verdict_disk_cache.h); every later launch of the handle is one hash look-up. A kernel is
+// the device's architecture (or POOCH_KERNEL_ARCH's) once per module into a temporary folder
+// kept until exit, runs nvdisasm and the analysis over that kernel and its callees only (Note
+// [One kernel at a time] in core/kernels/cubin_analysis.h), and keeps its verdict for the
+// process's life, on disk too (verdict_cache.h: the module's file gains kernels as they are
+// analysed); every later launch of the handle is one hash look-up. A kernel is
 // unknown (nullptr) when the analysis is off (POOCH_KERNEL_ANALYSIS=off), when nvdisasm or
 // cuobjdump cannot be found (said once), when its module is not known or has no SASS for the
 // architecture (PTX JIT), or when the module fails to analyse; an unknown kernel's launch is

@@ -450,14 +450,16 @@ kernel_verdict)
     grep -q '^pooch: opaque: calls 0 ' "$work/$name.err" || fail "$name: the launch was opaque"
   }
   verdict_run exact exact
-  grep -q '^pooch: kernel analysis: module .* kernels in [0-9.]* s$' "$work/exact.err" ||
-    fail "exact: no module analysed: $(grep '^pooch: kernel' "$work/exact.err")"
+  grep -q '^pooch: kernel analysis: _Z7k_scale9ScaleArgs (module .*) in [0-9.]* s$' "$work/exact.err" ||
+    fail "exact: the kernel was not analysed: $(grep '^pooch: kernel' "$work/exact.err")"
   [ "$(swaps_in exact)" = 0 ] || fail "exact: the stale word's allocation came back: $(grep 'swaps:' "$work/exact.err")"
   ls "$work/cache/"*.json >/dev/null 2>&1 || fail "exact: no verdict file in POOCH_KERNEL_CACHE"
   # The second run reads the verdicts from the cache, and concludes the same.
   verdict_run cached exact
-  grep -q '^pooch: kernel analysis: module .* (cache)$' "$work/cached.err" ||
+  grep -q '^pooch: kernel analysis: module .* kernels from the cache$' "$work/cached.err" ||
     fail "cached: the verdicts were not read from the cache: $(grep '^pooch: kernel' "$work/cached.err")"
+  grep -q '^pooch: kernel analysis: .* in [0-9.]* s$' "$work/cached.err" &&
+    fail "cached: analysed again: $(grep '^pooch: kernel' "$work/cached.err")"
   [ "$(swaps_in cached)" = 0 ] || fail "cached: the stale word's allocation came back"
   # Without the analysis the same kernel counts as touching all its words point into.
   verdict_run off exact POOCH_KERNEL_ANALYSIS=off
