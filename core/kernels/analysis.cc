@@ -351,6 +351,14 @@ bool ReadsClock(const Instruction& ins) {
   return false;
 }
 
+// The call whose return site is block `block`, or null.
+const CallSite* CallReturningTo(const KernelCfg& cfg, int block) {
+  for (const CallSite& call : cfg.calls) {
+    if (call.return_block == block) return &call;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool ParamLayout::MayHoldPointer(int word) const {
@@ -398,11 +406,21 @@ KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
     RegisterState s = in[b];
     Transfer t(program, layout, &s, nullptr);
     for (int i = cfg.blocks[b].first; i <= cfg.blocks[b].last; ++i) t.Run(program.instructions[i]);
-    for (int succ : cfg.blocks[b].successors) {
-      if (in[succ].JoinFrom(s) && !queued[succ]) {
+    auto flow = [&](int succ, const RegisterState& out) {
+      if (in[succ].JoinFrom(out) && !queued[succ]) {
         queued[succ] = true;
         work.push_back(succ);
       }
+    };
+    const bool returns = Classify(program.instructions[cfg.blocks[b].last].Base()) ==
+                         OpClass::kReturn;
+    for (int succ : cfg.blocks[b].successors) {
+      const CallSite* call = returns ? CallReturningTo(cfg, succ) : nullptr;
+      flow(succ, call ? s.Keeping(call->callee_writes) : s);
+    }
+    // Note [Kernel write sets]: what the callee does not write keeps the call site's value.
+    for (const CallSite& call : cfg.calls) {
+      if (call.call_block == b) flow(call.return_block, s.Keeping(~call.callee_writes));
     }
   }
   // One more pass with the fixpoint's states records what each instruction does.

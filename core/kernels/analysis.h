@@ -27,7 +27,12 @@
 //     memory) makes the writes unknown: the pointer escapes, and what later reads it back is
 //     beyond the analysis;
 //   - direct calls are followed context-insensitively: the callee starts from the join of its
-//     call sites' states and every return flows to every return site.
+//     call sites' states and every return flows to every return site, but only with the
+//     registers the code reachable from the callee up to its returns names (as destinations
+//     DestinationWidth wide); the others keep the call site's value, since a return goes back
+//     to the instruction after the call that entered the callee (nvcc passes that address in a
+//     register: `MOV R20, 0x..; CALL.REL.NOINC f` ... `RET.REL.NODEC R20`). A callee that
+//     reaches no return (nvcc's `@P0 CALL.REL.NOINC` to an EXIT) gives no such edge.
 // Assumption: the program forms addresses by pointer arithmetic (C++'s rules): an integer made
 // from a pointer by anything but addition (a product, a shift, a mask) is not added back to
 // another parameter's pointer to reach a different allocation; of a sum of two words' values

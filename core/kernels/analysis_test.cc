@@ -88,6 +88,8 @@ const Expected kExpected[] = {
     {"k_generic", {}, false, {}, false, "(ST.E)"},
     {"k_cp_async", {0x0}, true, {0x8}, true, ""},
     {"k_escape", {}, false, {}, false, "a pointer escapes to global memory"},
+    {"k_grid_stride", {0x0}, true, {0x8}, true, "writes 0x0; reads 0x8"},
+    {"k_divide_in_loop", {0x0}, true, {0x0, 0x8}, false, "reads what it writes"},
 };
 
 class AnalysisOnArch : public ::testing::TestWithParam<const char*> {};
@@ -247,6 +249,52 @@ TEST(AnalysisOnText, AStoreUnderTheLoadsGuardSeesTheLoadedPointer) {
         /*0020*/                   EXIT ;
 )");
   EXPECT_FALSE(opposite.writes_known);
+}
+
+TEST(AnalysisOnText, AFunnelShiftWritesOneRegister) {
+  // SHF.L.U64.HI writes R5 alone: R6, the pointer's low half, keeps its word.
+  const KernelVerdict v = OnText(R"(
+        /*0000*/                   LDC.64 R6, c[0x0][0x218] ;
+        /*0010*/                   SHF.L.U64.HI R5, R8, 0x2, R9 ;
+        /*0020*/                   STG.E desc[UR4][R6.64], RZ ;
+        /*0030*/                   EXIT ;
+)");
+  EXPECT_TRUE(v.Exact()) << v.Why();
+  EXPECT_EQ(v.writes, std::set<int>{0x8});
+}
+
+// Two calls of f; the first with word 0x8's pointer live in R2:R3 across it, the second with
+// integers there. `callee` is f's body.
+KernelVerdict TwoCallsOf(const std::string& callee) {
+  return OnText(R"(
+        /*0000*/                   LDC.64 R2, c[0x0][0x218] ;
+        /*0010*/                   MOV R20, 0x30 ;
+        /*0020*/                   CALL.REL.NOINC `(f) ;
+        /*0030*/                   STG.E desc[UR4][R2.64], RZ ;
+        /*0040*/                   MOV R2, RZ ;
+        /*0050*/                   MOV R20, 0x70 ;
+        /*0060*/                   CALL.REL.NOINC `(f) ;
+        /*0070*/                   EXIT ;
+f:
+)" + callee + R"(
+        /*00a0*/                   RET.REL.NODEC R20 `(k) ;
+)");
+}
+
+TEST(AnalysisOnText, ACallKeepsWhatItsCalleeDoesNotWrite) {
+  // Note [Kernel write sets]: R2:R3 keep the first call site's value, not the join with the
+  // second's integers.
+  const KernelVerdict v = TwoCallsOf("        /*0080*/                   IMAD.MOV.U32 R4, RZ, RZ, 0x1 ;");
+  EXPECT_TRUE(v.Exact()) << v.Why();
+  EXPECT_EQ(v.writes, std::set<int>{0x8});
+  // A register the callee writes comes from its returns: an integer here (R3 through the
+  // 64-bit destination R2:R3, a loaded value in the other).
+  for (const char* write : {"        /*0080*/                   IMAD.WIDE.U32 R2, R8, R9, RZ ;",
+                            "        /*0080*/                   LDG.E.64 R2, desc[UR4][R8.64] ;",
+                            "        /*0080*/               @P0 IADD3 R2, P1, R9, 0x4, RZ ;"}) {
+    const KernelVerdict w = TwoCallsOf(write);
+    EXPECT_FALSE(w.writes_known) << write;
+  }
 }
 
 TEST(AnalysisOnText, AScalarParameterHoldsNoPointer) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_format.h"
@@ -74,6 +75,44 @@ class Explorer {
                                                ins.offset, ins.opcode));
   }
 
+  // The registers that the code reachable from `callee` up to its returns may write: every
+  // register it names, the first one (the destination) as wide as DestinationWidth says, all of
+  // them after an MMA. Null when no return is reachable.
+  std::optional<std::bitset<kRegisterCount>> CalleeWrites(int callee) {
+    std::bitset<kRegisterCount> writes;
+    bool returns = false;
+    const size_t unfollowed = cfg_->unfollowed.size();  // Successors records them once more
+    std::set<int> seen;
+    std::vector<int> work{callee};
+    while (!work.empty()) {
+      const int i = work.back();
+      work.pop_back();
+      if (!seen.insert(i).second) continue;
+      const Instruction& ins = p_.instructions[i];
+      const OpClass cls = Classify(ins.Base());
+      if (cls == OpClass::kMma) writes.set();
+      int width = DestinationWidth(ins.opcode, cls);
+      for (const std::string& o : ins.operands) {
+        const Operand op = ParseOperand(o);
+        if (op.kind != Operand::Kind::kRegister || op.reg < 0) continue;
+        for (int r = op.reg; r < std::min(op.reg + width, kRegisterCount); ++r) writes.set(r);
+        width = 1;
+      }
+      const bool next_ok = i + 1 < static_cast<int>(p_.instructions.size()) &&
+                           p_.instructions[i + 1].section == ins.section;
+      if (cls == OpClass::kReturn) {
+        returns = true;
+        if (Guarded(ins) && next_ok) work.push_back(i + 1);
+        continue;
+      }
+      for (int s : Successors(i)) work.push_back(s);
+      if (cls == OpClass::kCall && next_ok) work.push_back(i + 1);  // after a nested call
+    }
+    cfg_->unfollowed.resize(unfollowed);
+    if (!returns) return std::nullopt;
+    return writes;
+  }
+
   // The reachable instructions and their successors; repeats while calls add return sites.
   std::map<int, std::vector<int>> Explore(int entry) {
     std::map<int, std::vector<int>> succ;
@@ -140,6 +179,17 @@ KernelCfg BuildCfg(const SassProgram& program, int entry) {
   }
   for (Block& b : cfg.blocks) {
     for (int s : succ[b.last]) b.successors.push_back(block_of.at(s));
+  }
+  for (size_t b = 0; b < cfg.blocks.size(); ++b) {
+    const int last = cfg.blocks[b].last;
+    const Instruction& ins = program.instructions[last];
+    auto callee = program.labels.find(ins.target);
+    if (Classify(ins.Base()) != OpClass::kCall || ins.target.empty() ||
+        callee == program.labels.end() || !block_of.count(last + 1)) {
+      continue;  // not a followed call, or its callee never returns
+    }
+    const auto writes = explorer.CalleeWrites(callee->second);
+    if (writes) cfg.calls.push_back({static_cast<int>(b), block_of.at(last + 1), *writes});
   }
   return cfg;
 }

@@ -89,8 +89,10 @@ int DestinationWidth(absl::string_view opcode, OpClass cls) {
   if (absl::StartsWith(base, "D") || base == "CS2R" || base == "UCS2R") width = 2;
   for (size_t i = 1; i < parts.size(); ++i) {
     absl::string_view m = parts[i];
-    // 64-bit results; a funnel shift (SHF.R.U64) writes one register, more is harmless.
-    if (m == "64" || m == "WIDE" || m == "F64" || m == "S64" || m == "U64") {
+    // 64-bit results. A funnel shift (SHF.L.U64.HI) writes one register: marking its
+    // neighbour an integer too would lose (or, were it stored, hide) a pointer's other half.
+    const bool funnel = base == "SHF" || base == "USHF";
+    if (m == "64" || m == "WIDE" || m == "F64" || ((m == "S64" || m == "U64") && !funnel)) {
       width = std::max(width, 2);
     }
     if (m == "128" || m == "x2" || m == "2") width = std::max(width, m == "128" ? 4 : 2);

@@ -64,6 +64,16 @@ void RegisterState::ForgetGuards(int predicate) {
   }
 }
 
+RegisterState RegisterState::Keeping(const std::bitset<kRegisterCount>& keep) const {
+  RegisterState out = *this;
+  for (int r = 0; r < kRegisterCount; ++r) {
+    if (keep[r]) continue;
+    out.value_[r] = Provenance();
+    out.guard_[r] = 0;
+  }
+  return out;
+}
+
 bool RegisterState::JoinFrom(const RegisterState& other) {
   if (!other.reached_) return false;
   if (!reached_) {

@@ -4,6 +4,7 @@
 #define POOCH_CORE_KERNELS_REGISTER_STATE_H_
 
 #include <array>
+#include <bitset>
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
@@ -41,6 +42,8 @@ class RegisterState {
   void Set(int reg, Provenance value, int guard);
   // Forgets the guarded values of guards that test `predicate` (0: all of them).
   void ForgetGuards(int predicate);
+  // This state with every register outside `keep` not yet reached (bottom, no guarded value).
+  RegisterState Keeping(const std::bitset<kRegisterCount>& keep) const;
   // Joins `other` into this; true when something changed.
   bool JoinFrom(const RegisterState& other);
 

@@ -94,9 +94,10 @@ TEST(VerdictDiskCacheTest, CorruptFileIsIgnoredAndRewritten) {
   TempFolder tmp;
   VerdictDiskCache cache(tmp.path());
   const std::string key = "0123456789abcdef0123456789abcdef";
-  for (const char* bad : {"{not json", "[]", "{\"key\": \"x\"}",
-                          "{\"key\": \"0123456789abcdef0123456789abcdef\", \"arch\": \"sm_90\", "
-                          "\"version\": 1, \"kernels\": [{\"name\": 3}]}"}) {
+  for (const std::string& bad :
+       {std::string("{not json"), std::string("[]"), std::string("{\"key\": \"x\"}"),
+        "{\"key\": \"0123456789abcdef0123456789abcdef\", \"arch\": \"sm_90\", \"version\": " +
+            std::to_string(kAnalysisVersion) + ", \"kernels\": [{\"name\": 3}]}"}) {
     std::ofstream(cache.PathOf(key)) << bad;
     EXPECT_FALSE(cache.Load(key, "sm_90").has_value()) << bad;
   }

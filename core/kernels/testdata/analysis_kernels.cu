@@ -151,4 +151,26 @@ __global__ void k_escape(float* out, float** slot, int n) {
   if (i < n) out[i] = 0.0f;
 }
 
+// A grid-stride loop over 64-bit indices (cnn_train's relu): nvcc keeps the pointer's halves
+// apart from a funnel shift's (SHF.L.U64.HI) destination.
+__global__ void k_grid_stride(float* y, const float* x, long long n) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const float v = x[i];
+    y[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+// A 64-bit division in the loop (cnn_train's bias add): the pointer stays live across calls of
+// nvcc's division subroutines, which other call sites reach with other registers.
+__global__ void k_divide_in_loop(float* y, const float* bias, long long n, long long channels,
+                                 long long spatial) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    y[i] = __fadd_rn(bias[(i / spatial) % channels], y[i]);
+  }
+}
+
 }  // extern "C"
