@@ -174,9 +174,27 @@ class Transfer {
     const int width = DestinationWidth(ins_->opcode, cls);
     const int first = ops_[d].reg;
     const int end = first < kUniformBase ? kRZ : kURZ;
+    const Provenance v = value.value_or(Provenance::Int());
+    // A conversion's width follows its destination type, which its modifiers name beside the
+    // source's (I2F.U64 writes one register, I2F.F64.S64 two): only its first register is
+    // certainly written; the others may keep their old value, so they get the join of both
+    // (an unknown where a pointer's half was), sound whichever way the modifiers read.
+    const int certain = IsConversion(ins_->Base()) ? 1 : width;
     for (int r = first; r < std::min(first + width, end); ++r) {
-      Set(r, value.value_or(Provenance::Int()));
+      if (r - first < certain) {
+        Set(r, v);
+      } else {
+        Set(r, Join(s_.Get(r, guard_), v));
+      }
     }
+  }
+
+  static bool IsConversion(absl::string_view base) {
+    if (absl::StartsWith(base, "U")) base.remove_prefix(1);
+    for (const char* op : {"I2F", "F2I", "F2F", "I2I", "I2FP", "F2IP", "FRND", "F2FP", "I2IP"}) {
+      if (base == op) return true;
+    }
+    return false;
   }
 
   Provenance SumOf(const std::vector<size_t>& operands, int half) const {

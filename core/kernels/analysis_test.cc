@@ -263,6 +263,20 @@ TEST(AnalysisOnText, AFunnelShiftWritesOneRegister) {
   EXPECT_EQ(v.writes, std::set<int>{0x8});
 }
 
+TEST(AnalysisOnText, AConversionMayLeaveItsSecondRegister) {
+  // I2F.U64 makes one float of R8:R9 in R6 alone, so R7 may still hold word 0x8's high half, and
+  // storing R6:R7 may store that pointer: it escapes. Which register a conversion writes depends
+  // on how its type modifiers read, so the second one is the join of old and new.
+  const KernelVerdict v = OnText(R"(
+        /*0000*/                   LDC.64 R6, c[0x0][0x218] ;
+        /*0010*/                   LDC.64 R2, c[0x0][0x220] ;
+        /*0020*/                   I2F.U64 R6, R8 ;
+        /*0030*/                   STG.E.64 desc[UR4][R2.64], R6 ;
+        /*0040*/                   EXIT ;
+)");
+  EXPECT_FALSE(v.writes_known) << v.Why();
+}
+
 // Two calls of f; the first with word 0x8's pointer live in R2:R3 across it, the second with
 // integers there. `callee` is f's body.
 KernelVerdict TwoCallsOf(const std::string& callee) {
