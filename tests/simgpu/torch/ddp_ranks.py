@@ -20,6 +20,12 @@ import torch
 import torch.distributed as dist
 
 
+def say(line):
+    # One write(2) per line: the ranks share torchrun's standard output, and print's separate
+    # writes of the text and its newline let two ranks' lines run together.
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
+
+
 def skip_shape_check_in_timing_mode():
     """simgpu's timing mode moves no bytes, so DDP's start-up check that every rank holds the same
     parameter shapes (an all-gather of their sizes through device tensors) reads zeros and fails;
@@ -56,14 +62,14 @@ def main():
         loss.backward()
         opt.step()
         torch.cuda.synchronize()
-        print(f"rank {rank} iter {i}", flush=True)
+        say(f"rank {rank} iter {i}")
     ranks = torch.tensor([rank], dtype=torch.int64)
     dist.all_reduce(ranks)
-    print(f"rank {rank} ranks_sum {int(ranks.item())}")
-    print(f"rank {rank} max_memory_allocated {torch.cuda.max_memory_allocated(device)}")
+    say(f"rank {rank} ranks_sum {int(ranks.item())}")
+    say(f"rank {rank} max_memory_allocated {torch.cuda.max_memory_allocated(device)}")
     if os.environ.get("SIMGPU_COMPUTE") != "timing":  # timing mode computes no parameters
         checksum = sum(int(p.detach().cpu().view(torch.int32).sum()) for p in model.parameters())
-        print(f"rank {rank} params_checksum {checksum}", flush=True)
+        say(f"rank {rank} params_checksum {checksum}")
     dist.barrier()
     dist.destroy_process_group()
 
