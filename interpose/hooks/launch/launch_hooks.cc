@@ -182,10 +182,10 @@ Relaunch DriverExRelaunch(const CUlaunchConfig& config, CUfunction f) {
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                size_t sharedMem, cudaStream_t stream) {
+  const pooch::kernels::KernelVerdict* verdict = VerdictForKernel(kernel);
   return Launch<cudaError_t>(
       KernelHandleName(kernel), StreamAsInteger(stream),
-      KernelHandleRanges(Manager(), kernel, args, VerdictForKernel(kernel)),
-      VerdictForKernel(kernel),
+      KernelHandleRanges(Manager(), kernel, args, verdict), verdict,
       [&] {
         return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -195,10 +195,10 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                     size_t sharedMem, cudaStream_t stream) {
+  const pooch::kernels::KernelVerdict* verdict = VerdictForKernel(kernel);
   return Launch<cudaError_t>(
       KernelHandleName(kernel), StreamAsInteger(PerThread(stream)),
-      KernelHandleRanges(Manager(), kernel, args, VerdictForKernel(kernel)),
-      VerdictForKernel(kernel),
+      KernelHandleRanges(Manager(), kernel, args, verdict), verdict,
       [&] {
         return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -208,10 +208,10 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 bloc
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                              size_t sharedMem, cudaStream_t stream) {
+  const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(stream),
-      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
-      VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
       [&] { return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream); },
       [&] { return RuntimeKernelParams(func, args); },
       [&] { return RuntimeRelaunch(func, gridDim, blockDim, sharedMem); });
@@ -219,10 +219,10 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
 
 cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                   size_t sharedMem, cudaStream_t stream) {
+  const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
-      VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
       [&] {
         return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -232,10 +232,10 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
 
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                         size_t sharedMem, cudaStream_t stream) {
+  const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(stream),
-      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
-      VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
       [&] {
         return real::cudaLaunchCooperativeKernel()(func, gridDim, blockDim, args, sharedMem,
                                                    stream);
@@ -246,10 +246,10 @@ cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blo
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                              void** args, size_t sharedMem, cudaStream_t stream) {
+  const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
-      VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
       [&] {
         return real::cudaLaunchCooperativeKernel_ptsz()(func, gridDim, blockDim, args, sharedMem,
                                                         stream);
@@ -261,20 +261,21 @@ cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim
 // The stream is in the configuration; a null configuration is the real call's error to give.
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (config == nullptr) return real::cudaLaunchKernelExC()(config, func, args);
+  const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(config->stream),
-      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
-      VerdictForHostStub(func), [&] { return real::cudaLaunchKernelExC()(config, func, args); },
+      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
+      [&] { return real::cudaLaunchKernelExC()(config, func, args); },
       [&] { return RuntimeKernelParams(func, args); }, [&] { return ExCRelaunch(*config, func); });
 }
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
                                      void** args) {
   if (config == nullptr) return real::cudaLaunchKernelExC_ptsz()(config, func, args);
+  const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(PerThread(config->stream)),
-      RuntimeKernelRanges(Manager(), func, args, VerdictForHostStub(func)),
-      VerdictForHostStub(func),
+      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
       [&] { return real::cudaLaunchKernelExC_ptsz()(config, func, args); },
       [&] { return RuntimeKernelParams(func, args); }, [&] { return ExCRelaunch(*config, func); });
 }
@@ -285,10 +286,10 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         void** kernelParams, void** extra) {
   const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
   const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
+  const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(hStream),
-      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
-      VerdictForFunction(f),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, verdict), verdict,
       [&] {
         return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                       blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
@@ -303,10 +304,10 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
                              void** kernelParams, void** extra) {
   const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
   const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
+  const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(PerThread(hStream)),
-      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
-      VerdictForFunction(f),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, verdict), verdict,
       [&] {
         return real::cuLaunchKernel_ptsz()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                            blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
@@ -318,10 +319,10 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
 CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                           void** extra) {
   if (config == nullptr) return real::cuLaunchKernelEx()(config, f, kernelParams, extra);
+  const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(config->hStream),
-      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
-      VerdictForFunction(f),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, verdict), verdict,
       [&] { return real::cuLaunchKernelEx()(config, f, kernelParams, extra); },
       [&] { return DriverKernelParams(f, kernelParams); },
       [&] { return DriverExRelaunch(*config, f); });
@@ -330,10 +331,10 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** ker
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                                void** extra) {
   if (config == nullptr) return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
+  const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(PerThread(config->hStream)),
-      DriverKernelRanges(Manager(), f, kernelParams, extra, VerdictForFunction(f)),
-      VerdictForFunction(f),
+      DriverKernelRanges(Manager(), f, kernelParams, extra, verdict), verdict,
       [&] { return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra); },
       [&] { return DriverKernelParams(f, kernelParams); },
       [&] { return DriverExRelaunch(*config, f); });
