@@ -20,7 +20,9 @@
 #   2. torchvision ResNet-50 and a TransformerEncoder (tests/gpu/torch_train.py; deterministic
 #      algorithms, TF32 off): the parameters' sha256 under pooch equals in-core; throughput of
 #      in-core, pooch, torch.utils.checkpoint on every block and save_on_cpu(pin_memory=True),
-#      all at the same batch;
+#      all at the same batch; and pooch once more with POOCH_CHECK_REPLAYS=1 (Note [Replay
+#      check]): every replay rebuilds the dropped map's bytes (no `pooch: replay check:` line,
+#      not exit 70), the parameters as in-core, and the count of checked replays;
 #   3. the transformer of tests/simgpu/torch/transformer_loop.py: max_memory_allocated, to
 #      compare with simgpu's figure (docs/simgpu.md, "Unmodified PyTorch on simgpu");
 #   4. the dynamic networks of bench_dynamic.sh (skipnet, moe top 2, tiny with --vary-image,
@@ -196,24 +198,42 @@ for spec in "resnet50 ${TORCH_RESNET_BATCH:-64}" "transformer ${TRANSFORMER_BATC
     mode=incore run_mode pooch-trace env POOCH_MEMORY_LIMIT=$limit \
       POOCH_TRACE="$work/$model-pooch.trace.json" "$pooch" run --
   fi
+  # The replay check (Note [Replay check]): every dropped map copied, every replay compared.
+  mode=incore run_mode pooch-check env POOCH_MEMORY_LIMIT=$limit POOCH_CHECK_REPLAYS=1 \
+    POOCH_LOG=info "$pooch" run --
+  check_rc=$?
   mode=checkpoint run_mode checkpoint env
   mode=save_on_cpu run_mode save_on_cpu env
   a=$(value "$work/$model-incore.out" params_sha256)
   b=$(value "$work/$model-pooch.out" params_sha256)
   if [ -n "$a" ] && [ "$a" = "$b" ]; then verdict=same; else verdict=DIFFERENT; status=1; fi
+  checked=$(grep '^pooch: replay_check:' "$work/$model-pooch-check.err" |
+            awk '{ for (i = 1; i < NF; i++) if ($i == "checked") print $(i + 1) }')
+  replays=$(grep '^pooch: recompute:' "$work/$model-pooch-check.err" |
+            awk '{ for (i = 1; i < NF; i++) if ($i == "replays") print $(i + 1) }')
+  c=$(value "$work/$model-pooch-check.out" params_sha256)
+  if [ "$check_rc" -eq 0 ] && [ -n "$checked" ] && [ "$a" = "$c" ]; then
+    check_verdict="no mismatch, ${checked} of ${replays:-0} replays checked, parameters same"
+  else
+    check_verdict="FAILED (exit $check_rc, checked '${checked}', params_sha256 $(echo "$c" | cut -c1-16))"
+    status=1
+  fi
   {
     echo "## torch $model, batch $batch, pooch limit 40 % of $peak bytes"
     echo
     echo "| run | img/s | max_memory_allocated | params_sha256 |"
     echo "|---|---|---|---|"
-    for name in incore pooch checkpoint save_on_cpu; do
+    for name in incore pooch pooch-check checkpoint save_on_cpu; do
       f="$work/$model-$name.out"
       echo "| $name | $(value "$f" img_per_s) | $(value "$f" max_memory_allocated) | $(value "$f" params_sha256 | cut -c1-16) |"
     done
     echo
     profile_line "$work/$model-pooch.profile.json" "$(cnn_value "$work/$model-incore.out" ms)"
     echo
-    echo "Parameters under pooch: **$verdict**. pooch's summary:"
+    echo "Parameters under pooch: **$verdict**. Replay check: **$check_verdict**."
+    grep '^pooch: replay check:' "$work/$model-pooch-check.err"
+    echo
+    echo "pooch's summary:"
     echo
     echo '```'
     grep '^pooch: ' "$work/$model-pooch.err" | grep -v '^pooch: calls:' | head -20

@@ -300,6 +300,19 @@ const Variable kVariables[] = {
        c.lineage_out = std::string(value);
        return absl::OkStatus();
      }},
+    {{"POOCH_CHECK_REPLAYS", "off", "1/0, on/off, true/false, yes/no",
+      "Check every recomputation: each map pooch drops is first copied to host memory, and the "
+      "bytes its replay rebuilds (cuDNN, cuBLAS, chains, kernel launches) are compared with the "
+      "copy. A difference stops the program with one line `pooch: replay check: ...` naming the "
+      "call or kernel, the map's address and size and the first differing offset, exit status "
+      "70. Costs host memory for the maps dropped at once and a host wait per drop and replay. "
+      "The count of checked replays is in the summary's replay_check: line."},
+     [](absl::string_view name, absl::string_view value, Config& c) -> absl::Status {
+       absl::StatusOr<bool> b = ParseBool(name, value);
+       if (!b.ok()) return b.status();
+       c.check_replays = *b;
+       return absl::OkStatus();
+     }},
     {{"POOCH_PILOT", "on", "on, off, ngram, stump",
       "Under a planner policy, the pilot model of dynamic networks: at each small synchronous "
       "read-back to the host it predicts what the next block of ops touches and prefetches it, "

@@ -81,6 +81,9 @@ struct Config {
   IterationMarker iteration_marker = IterationMarker::kAuto;
   ProfileSwap profile_swap = ProfileSwap::kAll;
   std::string lineage_out;  // POOCH_LINEAGE_OUT; empty = not written
+  // POOCH_CHECK_REPLAYS: every dropped map copied and its replay compared with the copy (Note
+  // [Replay check] in core/recompute/replay_check.h).
+  bool check_replays = false;
   // POOCH_PILOT: the pilot model of dynamic networks under a planner policy (Note [Pilot model]
   // in core/pilot/pilot.h).
   PilotMode pilot = PilotMode::kOn;

@@ -61,6 +61,7 @@ TEST(ConfigTest, Defaults) {
   EXPECT_EQ(c->profile_swap, ProfileSwap::kAll);
   EXPECT_EQ(c->pilot, PilotMode::kOn);
   EXPECT_EQ(c->lineage_out, "");
+  EXPECT_FALSE(c->check_replays);
 }
 
 TEST(ConfigTest, EmptyMeansDefault) {
@@ -90,6 +91,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
       {"POOCH_PROFILE_SWAP", "Demand"},
       {"POOCH_PILOT", "ngram"},
       {"POOCH_LINEAGE_OUT", "/tmp/l.json"},
+      {"POOCH_CHECK_REPLAYS", "1"},
   });
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->memory_limit, int64_t{12} << 30);
@@ -107,6 +109,7 @@ TEST(ConfigTest, EveryVariableIsRead) {
   EXPECT_EQ(c->iteration_marker, IterationMarker::kNvtx);
   EXPECT_EQ(c->profile_swap, ProfileSwap::kDemand);
   EXPECT_EQ(c->lineage_out, "/tmp/l.json");
+  EXPECT_TRUE(c->check_replays);
   EXPECT_EQ(c->pilot, PilotMode::kNgram);
 }
 
@@ -271,7 +274,7 @@ TEST(ConfigTest, FirstErrorInTableOrder) {
 TEST(ConfigTest, MarkdownTableListsEveryVariable) {
   const std::string table = ConfigMarkdownTable();
   EXPECT_THAT(table, StartsWith("| Variable | Default | Meaning |\n|---|---|---|\n"));
-  EXPECT_EQ(ConfigVariables().size(), 19u);
+  EXPECT_EQ(ConfigVariables().size(), 20u);
   for (const ConfigVariable& v : ConfigVariables()) {
     EXPECT_THAT(table, HasSubstr(absl::StrCat("| `", v.name, "` | ", v.default_text, " |")));
   }

@@ -108,6 +108,13 @@ bool Recomputer::Drop(pooch::DeviceAddress address) {
 }
 
 bool Recomputer::DropInManagerLocked(pooch::DeviceAddress address, const char* what) {
+  if (check_ != nullptr) {
+    // Note [Replay check]: without its copy the map's replay is counted unchecked.
+    if (absl::Status s = check_->Keep(manager_, address); !s.ok()) {
+      POOCH_LOG_AT(kWarn, "replay check: no copy of %s: %s", what,
+                   std::string(s.message()).c_str());
+    }
+  }
   if (absl::Status s = manager_.Drop(address); !s.ok()) {
     POOCH_LOG_AT(kWarn, "%s: %s", what, std::string(s.message()).c_str());
   }
@@ -117,6 +124,7 @@ bool Recomputer::DropInManagerLocked(pooch::DeviceAddress address, const char* w
   const std::optional<pooch::AllocationInfo> info = manager_.Lookup(address);
   const bool dropped = info.has_value() && info->state == pooch::ResidencyState::kDropped;
   lineage_.MarkDropped(address, dropped);
+  if (!dropped && check_ != nullptr) check_->Forget(address);
   return dropped;
 }
 
@@ -310,11 +318,21 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
     FreeScratch(*scratch, workspace_bytes);
     return ticket.status();  // e.g. no room: the map stays dropped, its recipe kept
   }
+  // Note [Replay check]: the restored output filled so that only what the links write matches.
+  bool primed = false;
+  if (check_ != nullptr) {
+    absl::StatusOr<bool> p = check_->Prime(output, e->output_bytes, stream);
+    if (!p.ok()) {
+      POOCH_LOG_AT(kWarn, "replay check: %s", std::string(p.status().message()).c_str());
+    }
+    primed = p.ok() && *p;
+  }
   // Note [Chained recipes]: the links in order, all before the op that needs the map.
   bool issued = true;
   for (const ReplayRecipe& link : e->chain) {
     issued = issued && link.issue(stream, reinterpret_cast<void*>(*scratch));
   }
+  absl::Status checked = issued ? VerifyLocked(*e, output, stream, primed) : absl::OkStatus();
   absl::Status after = manager_.AfterOp(*std::move(ticket));
   FreeScratch(*scratch, workspace_bytes);
   const std::string name = e->first().name;
@@ -323,9 +341,10 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
       e->chain.begin(), e->chain.end(), [](const ReplayRecipe& link) { return link.kernel; }));
   const double profiled_us = e->profiled_us;
   const bool kept = e->kept;
-  if (!issued) {
+  if (!issued || !checked.ok()) {
     ++stats_.failures;
     EraseLocked(output);  // (frees it if it was a kept input)
+    if (!checked.ok()) return checked;
     return absl::InternalError(
         absl::StrCat("pooch: cannot replay ", name, " to rebuild a dropped feature map"));
   }
@@ -345,6 +364,22 @@ absl::Status Recomputer::ReplayLocked(pooch::DeviceAddress output, uintptr_t str
     trace_->OnRuntime("recompute", args);
   }
   return after;
+}
+
+absl::Status Recomputer::VerifyLocked(const Lineage::Entry& e, pooch::DeviceAddress output,
+                                      uintptr_t stream, bool primed) {
+  if (check_ == nullptr) return absl::OkStatus();
+  if (!primed) {
+    check_->CountUnchecked();
+    return absl::OkStatus();
+  }
+  std::string calls = e.chain.size() > 1 ? "the chain " : "";
+  for (size_t i = 0; i < e.chain.size(); ++i) {
+    const ReplayRecipe& link = e.chain[i];
+    absl::StrAppend(&calls, i > 0 ? " > " : "", link.kernel ? "kernel " : "",
+                    link.name != nullptr ? link.name : "?");
+  }
+  return check_->Verify(output, stream, calls);
 }
 
 absl::Status Recomputer::WaitForStreamLocked(uintptr_t stream) {
@@ -418,12 +453,14 @@ double Recomputer::EstimateUsLocked(int64_t bytes) const {
 void Recomputer::EraseLocked(pooch::DeviceAddress output) {
   // Note [DTR recipes]: never dropped again without a recipe (a no-op once it is freed).
   if (dtr_) manager_.SetRecomputeCost(output, std::nullopt).IgnoreError();
+  if (check_ != nullptr) check_->Forget(output);
   FreeKeptLocked(lineage_.Erase(output));
   entries_count_.store(static_cast<int>(lineage_.size()), std::memory_order_relaxed);
 }
 
 void Recomputer::FreeKeptLocked(const std::vector<pooch::DeviceAddress>& addresses) {
   for (pooch::DeviceAddress address : addresses) {
+    if (check_ != nullptr) check_->Forget(address);
     // The program freed it long ago: free it now.
     if (absl::Status s = manager_.Free(address); !s.ok()) {
       POOCH_LOG_AT(kError, "kept input: %s", std::string(s.message()).c_str());
@@ -446,6 +483,12 @@ void Recomputer::FreeScratch(pooch::DeviceAddress address, int64_t bytes) {
 Recomputer::Stats Recomputer::stats() const {
   pooch::MutexLock lock(&mu_);
   return stats_;
+}
+
+std::optional<ReplayCheck::Stats> Recomputer::check_stats() const {
+  pooch::MutexLock lock(&mu_);
+  if (check_ == nullptr) return std::nullopt;
+  return check_->stats();
 }
 
 absl::Status Recomputer::WriteLineage(const std::string& path) const {

@@ -92,6 +92,7 @@
 #include "core/lineage/lineage.h"
 #include "core/lineage/replay_recipe.h"
 #include "core/measure/op_timer.h"
+#include "core/recompute/replay_check.h"
 #include "core/residency/residency.h"
 #include "core/small_alloc/small_allocator.h"
 
@@ -103,15 +104,18 @@ class Recomputer {
  public:
   // `min_swap_bytes`: POOCH_MIN_SWAP_BYTES (a replay's scratch below it comes from `small`).
   // `dtr`: POOCH_POLICY=dtr (Note [DTR recipes]); the manager must evict with
-  // ResidencyOptions::Eviction::kDtr.
+  // ResidencyOptions::Eviction::kDtr. `check`: POOCH_CHECK_REPLAYS (Note [Replay check] in
+  // replay_check.h), or null; it must outlive the Recomputer, which alone uses it from then on.
   Recomputer(pooch::Device& device, pooch::ResidencyManager& manager, pooch::SmallAllocator& small,
-             int64_t min_swap_bytes, TraceObserver* trace, bool dtr = false)
+             int64_t min_swap_bytes, TraceObserver* trace, bool dtr = false,
+             ReplayCheck* check = nullptr)
       : device_(device),
         manager_(manager),
         small_(small),
         min_swap_bytes_(min_swap_bytes),
         trace_(trace),
         dtr_(dtr),
+        check_(check),
         timer_(device) {}
   ~Recomputer();
   Recomputer(const Recomputer&) = delete;
@@ -162,6 +166,8 @@ class Recomputer {
     int64_t kernel_replays = 0;  // of the links replayed, kernel launches (ReplayRecipe::kernel)
   };
   Stats stats() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The replay check's figures; nullopt when it is off.
+  std::optional<ReplayCheck::Stats> check_stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Writes the lineage (POOCH_LINEAGE_OUT): {"format": "pooch-lineage", "version": 1,
   // "recipes": Lineage::ToJson(), "stats": stats() with the same field names}. The recipes held
@@ -217,6 +223,11 @@ class Recomputer {
   absl::StatusOr<pooch::DeviceAddress> AllocateScratch(int64_t bytes);
   void FreeScratch(pooch::DeviceAddress address, int64_t bytes);
 
+  // Note [Replay check]: the links of `e` queued on `stream` after `primed` (Prime's answer);
+  // verifies what they rebuilt at `output`.
+  absl::Status VerifyLocked(const Lineage::Entry& e, pooch::DeviceAddress output,
+                            uintptr_t stream, bool primed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Waits (host) for the work queued on `stream` so far: a map rebuilt on behalf of an op that
   // does not read it (a write to an input, a free, a kernel launch) is done before any later
   // op, on any stream, can touch it (Note [Replay]).
@@ -229,6 +240,7 @@ class Recomputer {
   TraceObserver* const trace_;  // may be null
   const bool dtr_;
   mutable pooch::Mutex mu_;
+  ReplayCheck* const check_ ABSL_PT_GUARDED_BY(mu_);  // may be null
   OpTimer timer_ ABSL_GUARDED_BY(mu_);              // dtr: the producers' device times
   double measured_us_ ABSL_GUARDED_BY(mu_) = 0;     // dtr: sum of the timings taken
   double measured_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // dtr: their outputs' bytes

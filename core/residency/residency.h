@@ -329,6 +329,11 @@ class ResidencyManager {
   // An error may come from the poll that follows the drop, the allocation dropped all the same:
   // whether it is, the caller learns from Lookup, not from the status.
   absl::Status Drop(DeviceAddress base) ABSL_LOCKS_EXCLUDED(mu_);
+  // Makes `stream` wait for every op queued so far that touched the allocation at `base` (its
+  // last use on each stream) and for its pending copy: for a reader outside the program's stream
+  // order, such as the copy Note [Replay check] (core/recompute/replay_check.h) takes before a
+  // drop. NotFound when `base` is no allocation.
+  absl::Status WaitForUses(DeviceAddress base, StreamHandle stream) ABSL_LOCKS_EXCLUDED(mu_);
   // Planned swap-in, issued ahead of the op that needs it: if the allocation is kOnHost and its
   // chunk fits under the limit without evicting anything (after reclaiming completed work and
   // spilling the reuse cache, and, with options.prefetch_waits, after waiting for memory already

@@ -81,6 +81,21 @@ absl::Status ResidencyManager::Drop(DeviceAddress base) {
   return PollLocked();  // releases the chunk now when nothing uses it any more
 }
 
+absl::Status ResidencyManager::WaitForUses(DeviceAddress base, StreamHandle stream) {
+  MutexLock lock(&mu_);
+  absl::StatusOr<Allocation*> found = FindBaseLocked(base, "WaitForUses");
+  if (!found.ok()) return found.status();
+  const Allocation& a = **found;
+  for (const auto& [user, event] : a.last_uses) {
+    if (event->known_complete()) continue;
+    if (absl::Status s = device_.StreamWaitEvent(stream, event->handle()); !s.ok()) return s;
+  }
+  if (a.transfer != nullptr && !a.transfer->known_complete()) {
+    return device_.StreamWaitEvent(stream, a.transfer->handle());
+  }
+  return absl::OkStatus();
+}
+
 void ResidencyManager::DropLocked(Allocation& a) {
   a.state = ResidencyState::kDropped;
   a.host_current = false;  // Note [Current host copies]: the chunk's bytes are to be rebuilt

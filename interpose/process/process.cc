@@ -55,6 +55,15 @@ void UseAsNvtxInjection() {
 
 // `s` with the part that could not be made named first, for the one line Process::manager()
 // prints.
+// Note [Replay check] (core/recompute/replay_check.h): a replay that did not rebuild its map's
+// bytes stops the program at once, before anything reads the wrong data (docs/usage.md, exit
+// status 70: EX_SOFTWARE, an internal error).
+constexpr int kReplayCheckExit = 70;
+void StopAtReplayMismatch(const std::string& line) {
+  LogLine("%s", line.c_str());
+  _exit(kReplayCheckExit);
+}
+
 absl::Status PartFailure(const char* what, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
 }
@@ -205,8 +214,11 @@ absl::StatusOr<const Process::Parts*> Process::CreateParts() {
   }
   parts->small = small->release();
   if (config_.mode == RunMode::kPlanned || config_.mode == RunMode::kDtr) {
+    // Note [Replay check]: never destroyed, as the Recomputer that uses it.
+    ReplayCheck* check = config_.check_replays ? new ReplayCheck(timed, StopAtReplayMismatch)
+                                               : nullptr;
     parts->recomputer = new Recomputer(timed, *raw_manager, *parts->small, options->min_swap_bytes,
-                                       parts->trace, /*dtr=*/config_.mode == RunMode::kDtr);
+                                       parts->trace, /*dtr=*/config_.mode == RunMode::kDtr, check);
   }
   if (PlanExecutor::WantedBy(config_)) {
     parts->profiler = new PlanExecutor(timed, *raw_manager, *parts->small, config_, parts->trace,
@@ -396,6 +408,11 @@ std::vector<std::string> Process::DetailLines() const {
   if (recomputer != nullptr && recomputer->dtr()) {
     const Recomputer::Stats replays = recomputer->stats();
     lines.push_back(DtrLine(replays, existing_manager()->Stats()));
+  }
+  if (recomputer != nullptr) {
+    if (std::optional<ReplayCheck::Stats> check = recomputer->check_stats()) {
+      lines.push_back(ReplayCheckLine(*check));
+    }
   }
   if (SmallAllocator* small = this->small()) lines.push_back(SmallLine(small->Stats()));
   const uint64_t opaque_calls = OpaqueTotal();

@@ -113,6 +113,17 @@ constexpr Figure<Recomputer::Stats, ResidencyStats> kDtr[] = {
     {"replay_ms # (measured time of the replayed calls)", &Recomputer::Stats::replay_us},
 };
 
+// Note [Replay check] (core/recompute/replay_check.h): replays compared with the dropped map's
+// copy, bit for bit; bytes they left unwritten (padding its first writer left too); replays of
+// maps dropped without a copy (dtr's evictions); the most host memory the copies held.
+constexpr Figure<ReplayCheck::Stats> kReplayCheck[] = {
+    {"checked #", &ReplayCheck::Stats::checked},
+    {"checked_bytes #", &ReplayCheck::Stats::checked_bytes},
+    {"unwritten_bytes #", &ReplayCheck::Stats::unwritten_bytes},
+    {"unchecked #", &ReplayCheck::Stats::unchecked},
+    {"peak_held_bytes #", &ReplayCheck::Stats::peak_held_bytes},
+};
+
 // Allocations under POOCH_MIN_SWAP_BYTES (core/small_alloc/small_allocator.h): the slabs they
 // live in, and how often an allocation had to wait for freed blocks' work to finish.
 constexpr Figure<SmallAllocatorStats> kSmall[] = {
@@ -179,6 +190,10 @@ std::string HostSteadyLine(const std::optional<SteadyHost::PerIteration>& steady
 
 std::string DtrLine(const Recomputer::Stats& recomputer, const ResidencyStats& manager) {
   return Line("dtr:", kDtr, recomputer, manager);
+}
+
+std::string ReplayCheckLine(const ReplayCheck::Stats& stats) {
+  return Line("replay_check:", kReplayCheck, stats);
 }
 
 std::string SmallLine(const SmallAllocatorStats& stats) { return Line("small:", kSmall, stats); }

@@ -39,6 +39,9 @@ std::string HostLine(const HookTimes& hooks, const DeviceCallTimes& device_calls
 std::string HostSteadyLine(const std::optional<SteadyHost::PerIteration>& steady);
 // "dtr: recipes ...": what dtr's eviction dropped and replay rebuilt.
 std::string DtrLine(const Recomputer::Stats& recomputer, const ResidencyStats& manager);
+// "replay_check: checked ...": POOCH_CHECK_REPLAYS (Note [Replay check] in
+// core/recompute/replay_check.h).
+std::string ReplayCheckLine(const ReplayCheck::Stats& stats);
 // "small: slabs ...": the sub-allocator of small allocations.
 std::string SmallLine(const SmallAllocatorStats& stats);
 // "opaque: calls ... unclassified ..." and the count of each opaque function called.

@@ -130,6 +130,17 @@ TEST(SummaryLinesTest, Dtr) {
                             1LL, 2LL, 23LL, 3LL, 4LL, 5LL, 6LL, 24LL, 2LL, 7890.5 / 1000.0));
 }
 
+TEST(SummaryLinesTest, ReplayCheck) {
+  ReplayCheck::Stats c;
+  c.checked = 1;
+  c.checked_bytes = 2;
+  c.unwritten_bytes = 3;
+  c.unchecked = 4;
+  c.peak_held_bytes = 5;
+  EXPECT_EQ(ReplayCheckLine(c), "replay_check: checked 1 checked_bytes 2 unwritten_bytes 3 "
+                                "unchecked 4 peak_held_bytes 5");
+}
+
 TEST(SummaryLinesTest, Small) {
   SmallAllocatorStats s;
   s.slabs = 1;

@@ -1120,6 +1120,45 @@ PY
   echo "ok: lineage file with $replays replays"
   ;;
 
+replay_check)
+  # POOCH_CHECK_REPLAYS (Note [Replay check] in core/recompute/replay_check.h): args POOCH
+  # CNN_TRAIN MODEL. MODEL (tiny; unet-bias for chains: convolutions biased and activated in
+  # place, Note [Chained recipes]) at 50 % of its in-core peak under pooch, whose plan recomputes
+  # there: every replay is compared with the copy of its dropped map and matches (no `replay
+  # check:` line, exit 0), the replay_check: line counts as many checked replays as the
+  # recompute: line counts replays, more than none, in the summary file too, and the training
+  # stays bit for bit under the hazard checker.
+  need_simgpu
+  pooch=$arg
+  bin=$5
+  model=${6:-tiny}
+  case $model in
+    tiny) set -- --model tiny --batch 64 --iters 8 ;;
+    unet-bias) set -- --model unet --batch 16 --image 64 --iters 4 --conv-bias ;;
+    *) fail "replay_check: no model $model" ;;
+  esac
+  incore_reference "$@"
+  SIMGPU_MEMORY=$((peak * 50 / 100))
+  export SIMGPU_MEMORY
+  run checked env POOCH_CHECK_REPLAYS=1 POOCH_SUMMARY_FILE="$work/summary.json" \
+    "$pooch" run --policy pooch -- "$bin" "$@"
+  grep '^pooch: replay check:' "$work/checked.err" && fail "a replay did not rebuild its map"
+  [ "$rc" -eq 0 ] || fail "pooch: exit $rc"
+  same_checksum checked
+  replays=$(grep '^pooch: recompute:' "$work/checked.err" | awk '{ print $12 }')
+  checked=$(grep '^pooch: replay_check:' "$work/checked.err" | awk '{ print $4 }')
+  [ "${replays:-0}" -gt 0 ] || fail "pooch: no replay, nothing to check"
+  [ "${checked:-0}" -eq "$replays" ] || fail "$replays replays, ${checked:-no} checked"
+  python3 - "$work/summary.json" "$replays" <<'PY' || fail "summary file: see above"
+import json, sys
+check = json.load(open(sys.argv[1]))["detail"]["replay_check"]
+assert check["checked"] == int(sys.argv[2]) and check["unchecked"] == 0, check
+assert check["checked_bytes"] > 0 and check["peak_held_bytes"] > 0, check
+PY
+  echo "ok: $checked of $replays replays checked bit for bit"
+  grep -E '^pooch: (replay_check|recompute):' "$work/checked.err"
+  ;;
+
 plot)
   # POOCH_PLOT (issue 12; core/plot/plot.h): args POOCH CNN_TRAIN. tiny on a 20 MiB simgpu (it
   # needs about 30 MB) under `pooch run --policy pooch`, profiled under demand swapping so that
