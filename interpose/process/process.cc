@@ -22,6 +22,7 @@
 #include "interpose/device/cuda_device.h"
 #include "interpose/process/host_time.h"
 #include "interpose/process/opaque.h"
+#include "interpose/process/replay_check_stop.h"
 #include "interpose/process/summary_lines.h"
 #include "interpose/process/summary_words.h"
 #include "interpose/symbols/hook_table.h"
@@ -55,15 +56,6 @@ void UseAsNvtxInjection() {
 
 // `s` with the part that could not be made named first, for the one line Process::manager()
 // prints.
-// Note [Replay check] (core/recompute/replay_check.h): a replay that did not rebuild its map's
-// bytes stops the program at once, before anything reads the wrong data (docs/usage.md, exit
-// status 70: EX_SOFTWARE, an internal error).
-constexpr int kReplayCheckExit = 70;
-void StopAtReplayMismatch(const std::string& line) {
-  LogLine("%s", line.c_str());
-  _exit(kReplayCheckExit);
-}
-
 absl::Status PartFailure(const char* what, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
 }
