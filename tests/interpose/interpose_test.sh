@@ -1159,6 +1159,48 @@ PY
   grep -E '^pooch: (replay_check|recompute):' "$work/checked.err"
   ;;
 
+replay_check_stop)
+  # POOCH_CHECK_REPLAYS stops a replay that cannot rebuild its map (Note [Replay check]): args
+  # POOCH PROBE (replay_check_probe.cc). Its GEMM outputs are recomputed by pooch's plan at
+  # 6 MiB; its kernel k_twice is analysed exact (reads W_0 only, sm_90 SASS on an h100-pcie5),
+  # and with REPLAY_CHECK_PROBE_LIE its CPU twin writes W_0 all the same, as a wrong verdict
+  # would on a GPU. Honest: every replay checked, the bytes as without pooch. Lying: one
+  # `replay check:` line naming the GEMM, the 1 MiB map and the first differing offset, exit 70,
+  # no summary; without the check the same run ends with other bytes than without pooch (what
+  # the check exists to catch).
+  need_simgpu
+  pooch=$arg
+  probe=$5
+  SIMGPU_PRESET=h100-pcie5
+  POOCH_ITERATION_MARKER=sync
+  POOCH_MEMORY_LIMIT=6MiB
+  POOCH_KERNEL_CACHE=$work/cache
+  export SIMGPU_PRESET POOCH_ITERATION_MARKER POOCH_MEMORY_LIMIT POOCH_KERNEL_CACHE
+  checksum() { awk '$1 == "replay_check_probe" && $2 == "checksum" { print $3 }' "$work/$1.out"; }
+  run honest_incore "$probe"
+  run lying_incore env REPLAY_CHECK_PROBE_LIE=1 "$probe"
+  [ -n "$(checksum honest_incore)" ] && [ -n "$(checksum lying_incore)" ] || fail "the probe without pooch"
+  run honest env POOCH_CHECK_REPLAYS=1 "$pooch" run --policy pooch -- "$probe"
+  [ "$rc" -eq 0 ] || fail "honest: exit $rc: $(grep '^pooch: replay check' "$work/honest.err")"
+  grep -q '^pooch: kernel analysis: _Z7k_twicePfPKfi .* in [0-9.]* s$' "$work/honest.err" ||
+    fail "honest: k_twice was not analysed (nvdisasm, cuobjdump: scripts/setup-cuda-tools.sh)"
+  [ "$(checksum honest)" = "$(checksum honest_incore)" ] || fail "honest: other bytes than without pooch"
+  checked=$(grep '^pooch: replay_check:' "$work/honest.err" | awk '{ print $4 }')
+  [ "${checked:-0}" -gt 0 ] || fail "honest: no replay checked"
+  run lying env REPLAY_CHECK_PROBE_LIE=1 POOCH_CHECK_REPLAYS=1 "$pooch" run --policy pooch -- "$probe"
+  [ "$rc" -eq 70 ] || fail "lying: exit $rc, not 70"
+  [ "$(grep -c '^pooch: replay check:' "$work/lying.err")" -eq 1 ] || fail "lying: want one line"
+  grep -Eq '^pooch: replay check: cublasSgemm_v2 rebuilt the map at 0x[0-9a-f]+ \(1048576 bytes\) with other bytes than were dropped: first at offset [0-9]+ \(0x[0-9a-f]{2} dropped, 0x[0-9a-f]{2} rebuilt\)$' \
+    "$work/lying.err" || fail "lying: $(grep '^pooch: replay check:' "$work/lying.err")"
+  grep -q '^pooch: replay_check:' "$work/lying.err" && fail "lying: a summary after the stop"
+  [ -z "$(checksum lying)" ] || fail "lying: the program went on"
+  run unchecked env REPLAY_CHECK_PROBE_LIE=1 "$pooch" run --policy pooch -- "$probe"
+  [ "$rc" -eq 0 ] || fail "unchecked: exit $rc"
+  [ "$(checksum unchecked)" != "$(checksum lying_incore)" ] ||
+    fail "unchecked: the replays were right after all (nothing for the check to catch)"
+  echo "ok: $checked replays checked; $(grep '^pooch: replay check:' "$work/lying.err")"
+  ;;
+
 plot)
   # POOCH_PLOT (issue 12; core/plot/plot.h): args POOCH CNN_TRAIN. tiny on a 20 MiB simgpu (it
   # needs about 30 MB) under `pooch run --policy pooch`, profiled under demand swapping so that
