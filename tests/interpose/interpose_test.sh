@@ -1179,7 +1179,9 @@ replay_check_stop)
   checksum() { awk '$1 == "replay_check_probe" && $2 == "checksum" { print $3 }' "$work/$1.out"; }
   run honest_incore "$probe"
   run lying_incore env REPLAY_CHECK_PROBE_LIE=1 "$probe"
-  [ -n "$(checksum honest_incore)" ] && [ -n "$(checksum lying_incore)" ] || fail "the probe without pooch"
+  if [ -z "$(checksum honest_incore)" ] || [ -z "$(checksum lying_incore)" ]; then
+    fail "the probe without pooch: $(cat "$work/honest_incore.out" "$work/lying_incore.out")"
+  fi
   run honest env POOCH_CHECK_REPLAYS=1 "$pooch" run --policy pooch -- "$probe"
   [ "$rc" -eq 0 ] || fail "honest: exit $rc: $(grep '^pooch: replay check' "$work/honest.err")"
   grep -q '^pooch: kernel analysis: _Z7k_twicePfPKfi .* in [0-9.]* s$' "$work/honest.err" ||
