@@ -88,6 +88,39 @@ class ReplayCheckTest : public pooch::testing::ResidencyFixture {
     ASSERT_TRUE(recomputer_->Offer(std::move(r), 10.0));
   }
 
+  // A chain's next link (Note [Chained recipes]): out += in[0] in place, offered after the
+  // program's call as RunOp does.
+  void AddInPlace(DeviceAddress in, DeviceAddress out) {
+    ASSERT_TRUE(
+        recomputer_
+            ->BeforeProgramOp(stream_, {{out, kG, Mode::kReadWrite}, {in, kG, Mode::kRead}}, true)
+            .ok());
+    ReplayRecipe r;
+    r.name = "add";
+    r.output = out;
+    r.output_bytes = kG;
+    r.inputs = {{in, kG, Mode::kRead}, {out, kG, Mode::kRead}};
+    r.issue = [this, in, out](uintptr_t stream, void*) {
+      return device_
+          ->Launch(stream, {{in, kG}, {out, kG}},
+                   [=](FakeDevice::Memory& m) {
+                     uint8_t add = 0;
+                     m.Read(in, &add, 1).IgnoreError();
+                     std::vector<uint8_t> data(kG);
+                     m.Read(out, data.data(), kG).IgnoreError();
+                     for (uint8_t& v : data) v = static_cast<uint8_t>(v + add);
+                     m.Write(out, data.data(), kG).IgnoreError();
+                   })
+          .ok();
+    };
+    absl::StatusOr<OpTicket> t =
+        manager_->BeforeOp(stream_, {{in, kG, Mode::kRead}, {out, kG, Mode::kReadWrite}});
+    ASSERT_TRUE(t.ok()) << t.status();
+    ASSERT_TRUE(r.issue(stream_, nullptr));
+    ASSERT_TRUE(manager_->AfterOp(*std::move(t)).ok());
+    ASSERT_TRUE(recomputer_->Offer(std::move(r), 1.0));
+  }
+
   // Produces out from in (41), drops it, and reads it: the replay and its check.
   absl::Status DropAndRead(DeviceAddress* in, DeviceAddress* out) {
     *in = *manager_->Allocate(kG);
@@ -142,6 +175,24 @@ TEST_F(ReplayCheckTest, AReplayThatChangesAByteIsOneLineAndAFailedReplay) {
   EXPECT_EQ(s.message(), "pooch: " + line);
   EXPECT_EQ(CheckStats().checked, 0);
   EXPECT_EQ(recomputer_->stats().failures, 1);
+  for (DeviceAddress a : {in, out}) ASSERT_TRUE(manager_->Free(a).ok());
+}
+
+// A chain is named link by link.
+TEST_F(ReplayCheckTest, AChainIsNamedByItsLinks) {
+  corrupt_at_ = 7;
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 41).ok());
+  Produce(in, out);     // 42
+  AddInPlace(in, out);  // 83; the replay: (42 ^ 1) + 41 = 84 at byte 7
+  ASSERT_TRUE(recomputer_->Drop(out));
+  EXPECT_EQ(recomputer_->BeforeProgramOp(stream_, {{out, kG, Mode::kRead}}, true).code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_THAT(lines_, ElementsAre(absl::StrFormat(
+                          "replay check: the chain kernel noisy_kernel > add rebuilt the map at "
+                          "0x%x (65536 bytes) with other bytes than were dropped: first at offset "
+                          "7 (0x53 dropped, 0x54 rebuilt)",
+                          out)));
   for (DeviceAddress a : {in, out}) ASSERT_TRUE(manager_->Free(a).ok());
 }
 
