@@ -1203,6 +1203,29 @@ replay_check_stop)
   echo "ok: $checked replays checked; $(grep '^pooch: replay check:' "$work/lying.err")"
   ;;
 
+replay_check_unknown)
+  # The same probe and lying twin as replay_check_stop, with POOCH_KERNEL_ANALYSIS=off: k_twice is
+  # then unknown and counts as writing all its words point into (Note [Kernel writes]), W_0
+  # included, so the recipes that read W_0 go before it runs and the check finds nothing: exit 0,
+  # the bytes as without pooch. Args POOCH PROBE.
+  need_simgpu
+  pooch=$arg
+  probe=$5
+  SIMGPU_PRESET=h100-pcie5
+  POOCH_ITERATION_MARKER=sync
+  POOCH_MEMORY_LIMIT=6MiB
+  REPLAY_CHECK_PROBE_LIE=1
+  export SIMGPU_PRESET POOCH_ITERATION_MARKER POOCH_MEMORY_LIMIT REPLAY_CHECK_PROBE_LIE
+  checksum() { awk '$1 == "replay_check_probe" && $2 == "checksum" { print $3 }' "$work/$1.out"; }
+  run incore "$probe"
+  run unknown env POOCH_CHECK_REPLAYS=1 POOCH_KERNEL_ANALYSIS=off "$pooch" run --policy pooch -- "$probe"
+  [ "$rc" -eq 0 ] || fail "unknown: exit $rc: $(grep '^pooch: replay check:' "$work/unknown.err")"
+  if [ -z "$(checksum incore)" ] || [ "$(checksum unknown)" != "$(checksum incore)" ]; then
+    fail "unknown: other bytes than without pooch"
+  fi
+  echo "ok: $(grep '^pooch: replay_check:' "$work/unknown.err")"
+  ;;
+
 plot)
   # POOCH_PLOT (issue 12; core/plot/plot.h): args POOCH CNN_TRAIN. tiny on a 20 MiB simgpu (it
   # needs about 30 MB) under `pooch run --policy pooch`, profiled under demand swapping so that
