@@ -96,8 +96,9 @@ class Transfer {
         break;  // control flow (cfg.cc) and no-effect opcodes
     }
     // Note [Guarded values]: an instruction naming a predicate may write it.
+    const bool copies_predicates = ins.Base() == "P2R" || ins.Base() == "UP2UR";
     for (const std::string& o : ins.operands) {
-      if (o == "PR" || o == "UPR") s_.ForgetGuards(0);
+      if ((o == "PR" || o == "UPR") && !copies_predicates) s_.ForgetGuards(0);
       if (const int p = PredicateOf(o); p != 0) s_.ForgetGuards(p);
     }
   }

@@ -251,6 +251,31 @@ TEST(AnalysisOnText, AStoreUnderTheLoadsGuardSeesTheLoadedPointer) {
   EXPECT_FALSE(opposite.writes_known);
 }
 
+TEST(AnalysisOnText, SavingThePredicatesKeepsTheGuardedValues) {
+  // P2R copies the predicates into R29 and writes none: @!P0 STG still runs only when @!P0
+  // LDC.64 did (Note [Guarded values]).
+  for (const char* save : {"        /*0008*/                   P2R R29, PR, RZ, 0x8 ;\n",
+                           "        /*0008*/                   UP2UR UR4, UPR, URZ, 0x1 ;\n"}) {
+    const KernelVerdict v =
+        OnText(std::string("        /*0000*/              @!P0 LDC.64 R2, c[0x0][0x218] ;\n") +
+               save +
+               "        /*0010*/              @!P0 STG.E desc[UR4][R2.64], RZ ;\n"
+               "        /*0020*/                   EXIT ;\n");
+    EXPECT_TRUE(v.Exact()) << save << v.Why();
+    EXPECT_EQ(v.writes, std::set<int>{0x8}) << save;
+  }
+  // Restoring them (R2P, UR2UP) may change P0.
+  for (const char* restore : {"        /*0008*/                   R2P PR, R29, 0x8 ;\n",
+                              "        /*0008*/                   UR2UP UPR, UR4, 0x1 ;\n"}) {
+    const KernelVerdict v =
+        OnText(std::string("        /*0000*/              @!P0 LDC.64 R2, c[0x0][0x218] ;\n") +
+               restore +
+               "        /*0010*/              @!P0 STG.E desc[UR4][R2.64], RZ ;\n"
+               "        /*0020*/                   EXIT ;\n");
+    EXPECT_FALSE(v.writes_known) << restore;
+  }
+}
+
 TEST(AnalysisOnText, AFunnelShiftWritesOneRegister) {
   // SHF.L.U64.HI writes R5 alone: R6, the pointer's low half, keeps its word.
   const KernelVerdict v = OnText(R"(
