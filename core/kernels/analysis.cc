@@ -397,7 +397,8 @@ int DefaultParamBase(const std::string& arch) {
 }
 
 KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
-                            const ParamLayout& layout) {
+                            const ParamLayout& layout,
+                            const std::map<int, std::string>& bank4_symbols) {
   KernelVerdict v;
   v.name = name;
   v.arch = program.target;
@@ -407,7 +408,7 @@ KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
     v.reads_known = false;
     return v;
   }
-  const KernelCfg cfg = BuildCfg(program, entry->second);
+  const KernelCfg cfg = BuildCfg(program, entry->second, bank4_symbols);
   for (const std::string& u : cfg.unfollowed) {
     v.AddUnknown(true, u);
     v.AddUnknown(false, u);
