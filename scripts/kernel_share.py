@@ -118,6 +118,11 @@ def main(argv):
     print("  not replayable, by reason (kernels, launches, share of kernel time):")
     for r, (c, n, us) in sorted(reasons.items(), key=lambda kv: -kv[1][2]):
         print(f"    {pct(us, total[2]):5.1f} %  {c:>4} {n:>6}  {r}")
+    print("  the largest not replayable (share of kernel time, launches, reason):")
+    worst = [(us, n, name) for name, (n, us) in ops.items()
+             if verdicts.get(name) is None or not replayable(verdicts[name])]
+    for us, n, name in sorted(worst, reverse=True)[:5]:
+        print(f"    {pct(us, total[2]):5.1f} % {n:>6}  {reason(verdicts.get(name))}: {name[:100]}")
     if out_json:
         rows = []
         for name, (n, us) in sorted(ops.items(), key=lambda kv: -kv[1][1]):
