@@ -96,8 +96,9 @@ class Transfer {
         break;  // control flow (cfg.cc) and no-effect opcodes
     }
     // Note [Guarded values]: an instruction naming a predicate may write it.
+    const bool copies_predicates = ins.Base() == "P2R" || ins.Base() == "UP2UR";
     for (const std::string& o : ins.operands) {
-      if (o == "PR" || o == "UPR") s_.ForgetGuards(0);
+      if ((o == "PR" || o == "UPR") && !copies_predicates) s_.ForgetGuards(0);
       if (const int p = PredicateOf(o); p != 0) s_.ForgetGuards(p);
     }
   }
@@ -396,7 +397,8 @@ int DefaultParamBase(const std::string& arch) {
 }
 
 KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
-                            const ParamLayout& layout) {
+                            const ParamLayout& layout,
+                            const std::map<int, std::string>& bank4_symbols) {
   KernelVerdict v;
   v.name = name;
   v.arch = program.target;
@@ -406,7 +408,7 @@ KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
     v.reads_known = false;
     return v;
   }
-  const KernelCfg cfg = BuildCfg(program, entry->second);
+  const KernelCfg cfg = BuildCfg(program, entry->second, bank4_symbols);
   for (const std::string& u : cfg.unfollowed) {
     v.AddUnknown(true, u);
     v.AddUnknown(false, u);

@@ -21,8 +21,9 @@
 //   - a global, generic or atomic access reaches the words whose halves both the address's low
 //     and high register carry (Lo(W):Hi(W'): W and W' intersected, plus integer registers and
 //     immediates); none makes the writes (or reads) unknown; so do bulk
-//     and TMA copies, surface stores, indirect branches and calls, calls out of the cubin, and
-//     any opcode the tables (opcodes.cc) do not know;
+//     and TMA copies, surface stores, indirect branches and calls (but a failed assert's call,
+//     Note [System calls]), calls out of the cubin, and any opcode the tables (opcodes.cc) do
+//     not know;
 //   - a register that may carry a parameter's pointer stored anywhere (global, shared, local
 //     memory) makes the writes unknown: the pointer escapes, and what later reads it back is
 //     beyond the analysis;
@@ -48,6 +49,7 @@
 #ifndef POOCH_CORE_KERNELS_ANALYSIS_H_
 #define POOCH_CORE_KERNELS_ANALYSIS_H_
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,9 +73,11 @@ struct ParamLayout {
 // The parameter base for an architecture ("sm_90"), for when a cubin does not say.
 int DefaultParamBase(const std::string& arch);
 
-// Analyses kernel `name` of `program` with parameters at `layout`.
+// Analyses kernel `name` of `program` with parameters at `layout`; `bank4_symbols` is the
+// cubin's (CubinInfo), for the calls Note [System calls] follows.
 KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
-                            const ParamLayout& layout);
+                            const ParamLayout& layout,
+                            const std::map<int, std::string>& bank4_symbols = {});
 
 }  // namespace pooch::kernels
 

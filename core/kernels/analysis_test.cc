@@ -51,7 +51,7 @@ std::map<std::string, KernelVerdict> Analyse(const std::string& arch) {
   for (const CubinKernel& k : info->kernels) {
     ParamLayout layout{k.cbank_offset, k.params_size, {}};
     for (const CubinParam& p : k.params) layout.params.emplace_back(p.offset, p.size);
-    out[k.name] = AnalyzeKernel(program, k.name, layout);
+    out[k.name] = AnalyzeKernel(program, k.name, layout, info->bank4_symbols);
   }
   return out;
 #endif
@@ -61,7 +61,8 @@ std::map<std::string, KernelVerdict> Analyse(const std::string& arch) {
 // smaller than what its source writes. Not exact (writes unknown although the kernel is well
 // behaved), with why:
 //   k_generic  the generic store's address selects between shared memory and word 0x0;
-// and unknown by design: k_chase, k_local_pointers, k_shared_pointers, k_halves, k_escape.
+// and unknown by design: k_chase, k_local_pointers, k_shared_pointers, k_halves, k_escape,
+// k_print_pointer (its reads too: vprintf is not followed).
 struct Expected {
   const char* name;
   std::vector<int> writes;  // empty with writes_known false: unknown
@@ -69,6 +70,7 @@ struct Expected {
   std::vector<int> reads;
   bool replayable;
   const char* why_contains;
+  bool reads_known = true;
 };
 
 const Expected kExpected[] = {
@@ -90,6 +92,8 @@ const Expected kExpected[] = {
     {"k_escape", {}, false, {}, false, "a pointer escapes to global memory"},
     {"k_grid_stride", {0x0}, true, {0x8}, true, "writes 0x0; reads 0x8"},
     {"k_divide_in_loop", {0x0}, true, {0x0, 0x8}, false, "reads what it writes"},
+    {"k_assert", {0x0}, true, {0x8, 0x10}, true, "writes 0x0; reads 0x8 0x10"},
+    {"k_print_pointer", {}, false, {}, false, "indirect branch or call", false},
 };
 
 class AnalysisOnArch : public ::testing::TestWithParam<const char*> {};
@@ -107,8 +111,10 @@ TEST_P(AnalysisOnArch, EachKernelGetsItsVerdict) {
     if (e.writes_known) {
       EXPECT_EQ(v.writes, std::set<int>(e.writes.begin(), e.writes.end()));
     }
-    EXPECT_TRUE(v.reads_known) << v.Why();
-    EXPECT_EQ(v.reads, std::set<int>(e.reads.begin(), e.reads.end())) << v.Why();
+    EXPECT_EQ(v.reads_known, e.reads_known) << v.Why();
+    if (e.reads_known) {
+      EXPECT_EQ(v.reads, std::set<int>(e.reads.begin(), e.reads.end())) << v.Why();
+    }
     EXPECT_EQ(v.Replayable(), e.replayable) << v.Why();
     EXPECT_NE(v.Why().find(e.why_contains), std::string::npos) << v.Why();
   }
@@ -251,6 +257,75 @@ TEST(AnalysisOnText, AStoreUnderTheLoadsGuardSeesTheLoadedPointer) {
   EXPECT_FALSE(opposite.writes_known);
 }
 
+// Note [System calls]: bank 4's word 0x28 holds __assertfail's address, 0x0 vprintf's.
+KernelVerdict CallThroughBank4(const std::string& between, const std::string& call) {
+  const std::string text =
+      "\t.target\tsm_90\n\t.section\t.text.k,\"ax\",@progbits\n"
+      "        .other          k,@\"STO_CUDA_ENTRY STV_DEFAULT\"\nk:\n"
+      "        /*0000*/                   ISETP.GE.AND P0, PT, R16, R17, PT ;\n"
+      "        /*0010*/               @P0 BRA `(.L_x_1) ;\n"
+      "        /*0020*/                   MOV R2, 0x28 ;\n"
+      "        /*0030*/                   LDC.64 R2, c[0x4][R2] ;\n" +
+      between + "        /*0040*/                   LEPC R20, `(.L_x_1) ;\n" + call +
+      ".L_x_1:\n"
+      "        /*0060*/                   LDC.64 R4, c[0x0][0x210] ;\n"
+      "        /*0070*/                   STG.E desc[UR4][R4.64], RZ ;\n"
+      "        /*0080*/                   EXIT ;\n";
+  return AnalyzeKernel(ParseSass(text), "k", {0x210, 32, {}},
+                       {{0x0, "vprintf"}, {0x28, "__assertfail"}});
+}
+
+TEST(AnalysisOnText, AFailedAssertEndsTheKernel) {
+  const std::string call = "        /*0050*/                   CALL.ABS.NOINC R2 ;\n";
+  const KernelVerdict v = CallThroughBank4("", call);
+  EXPECT_TRUE(v.Exact()) << v.Why();
+  EXPECT_EQ(v.writes, std::set<int>{0x0});
+  EXPECT_TRUE(v.Replayable());
+  // A guarded call falls through when it does not run.
+  EXPECT_TRUE(
+      CallThroughBank4("", "        /*0050*/               @P1 CALL.ABS.NOINC R2 ;\n").Exact());
+  // Not when the register may hold something else at the call: vprintf's word, a register
+  // written in between (a half, through a pair, by a wide load), a guarded load, a branch target
+  // in between (another path may arrive with another value).
+  for (const char* between : {
+           "        /*0038*/                   MOV R2, 0x0 ;\n"
+           "        /*0039*/                   LDC.64 R2, c[0x4][R2] ;\n",
+           "        /*0038*/                   IADD3 R3, R3, 0x10, RZ ;\n",
+           "        /*0038*/                   IMAD.WIDE R2, R8, 0x4, RZ ;\n",
+           "        /*0038*/                   LDG.E.128 R0, desc[UR4][R8.64] ;\n",
+           "        /*0038*/               @P2 LDC.64 R2, c[0x4][0x0] ;\n",
+           ".L_x_2:\n        /*0038*/                   NOP ;\n"
+           "        /*0039*/               @P3 BRA `(.L_x_2) ;\n",
+       }) {
+    const KernelVerdict w = CallThroughBank4(between, call);
+    EXPECT_FALSE(w.writes_known) << between;
+    EXPECT_NE(w.Why().find("indirect branch or call"), std::string::npos) << w.Why();
+  }
+}
+
+TEST(AnalysisOnText, SavingThePredicatesKeepsTheGuardedValues) {
+  // P2R copies the predicates into R29 and writes none: @!P0 STG still runs only when @!P0
+  // LDC.64 did (Note [Guarded values]).
+  for (const char* save : {"        /*0008*/                   P2R R29, PR, RZ, 0x8 ;\n",
+                           "        /*0008*/                   UP2UR UR4, UPR, URZ, 0x1 ;\n"}) {
+    const KernelVerdict v = OnText(
+        std::string("        /*0000*/              @!P0 LDC.64 R2, c[0x0][0x218] ;\n") + save +
+        "        /*0010*/              @!P0 STG.E desc[UR4][R2.64], RZ ;\n"
+        "        /*0020*/                   EXIT ;\n");
+    EXPECT_TRUE(v.Exact()) << save << v.Why();
+    EXPECT_EQ(v.writes, std::set<int>{0x8}) << save;
+  }
+  // Restoring them (R2P, UR2UP) may change P0.
+  for (const char* restore : {"        /*0008*/                   R2P PR, R29, 0x8 ;\n",
+                              "        /*0008*/                   UR2UP UPR, UR4, 0x1 ;\n"}) {
+    const KernelVerdict v = OnText(
+        std::string("        /*0000*/              @!P0 LDC.64 R2, c[0x0][0x218] ;\n") + restore +
+        "        /*0010*/              @!P0 STG.E desc[UR4][R2.64], RZ ;\n"
+        "        /*0020*/                   EXIT ;\n");
+    EXPECT_FALSE(v.writes_known) << restore;
+  }
+}
+
 TEST(AnalysisOnText, AFunnelShiftWritesOneRegister) {
   // SHF.L.U64.HI writes R5 alone: R6, the pointer's low half, keeps its word.
   const KernelVerdict v = OnText(R"(
@@ -298,7 +373,8 @@ f:
 TEST(AnalysisOnText, ACallKeepsWhatItsCalleeDoesNotWrite) {
   // Note [Kernel write sets]: R2:R3 keep the first call site's value, not the join with the
   // second's integers.
-  const KernelVerdict v = TwoCallsOf("        /*0080*/                   IMAD.MOV.U32 R4, RZ, RZ, 0x1 ;");
+  const KernelVerdict v =
+      TwoCallsOf("        /*0080*/                   IMAD.MOV.U32 R4, RZ, RZ, 0x1 ;");
   EXPECT_TRUE(v.Exact()) << v.Why();
   EXPECT_EQ(v.writes, std::set<int>{0x8});
   // A register the callee writes comes from its returns: an integer here (R3 through the

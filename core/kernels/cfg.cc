@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "core/kernels/opcodes.h"
 #include "core/kernels/operand.h"
+#include "core/kernels/system_calls.h"
 
 namespace pooch::kernels {
 namespace {
@@ -26,7 +27,8 @@ bool Conditional(const Instruction& ins) {
 
 class Explorer {
  public:
-  Explorer(const SassProgram& p, KernelCfg* cfg) : p_(p), cfg_(cfg) {}
+  Explorer(const SassProgram& p, const std::map<int, std::string>& bank4_symbols, KernelCfg* cfg)
+      : p_(p), bank4_symbols_(bank4_symbols), cfg_(cfg) {}
 
   // Successors of instruction i; `return_sites` as known so far.
   std::vector<int> Successors(int i) {
@@ -44,6 +46,10 @@ class Explorer {
       case OpClass::kBranch:
       case OpClass::kCall: {
         auto it = ins.target.empty() ? p_.labels.end() : p_.labels.find(ins.target);
+        if (it == p_.labels.end() && CallHaltsTheKernel(p_, i, bank4_symbols_)) {
+          if (Guarded(ins)) fall();  // Note [System calls]: a failed assert ends the kernel
+          break;
+        }
         if (it == p_.labels.end()) {
           Unfollowed(i, ins.target.empty() ? "indirect branch or call"
                                            : "call or branch out of the cubin");
@@ -135,15 +141,17 @@ class Explorer {
 
  private:
   const SassProgram& p_;
+  const std::map<int, std::string>& bank4_symbols_;
   KernelCfg* cfg_;
   std::set<int> return_sites_;
 };
 
 }  // namespace
 
-KernelCfg BuildCfg(const SassProgram& program, int entry) {
+KernelCfg BuildCfg(const SassProgram& program, int entry,
+                   const std::map<int, std::string>& bank4_symbols) {
   KernelCfg cfg;
-  Explorer explorer(program, &cfg);
+  Explorer explorer(program, bank4_symbols, &cfg);
   std::map<int, std::vector<int>> succ = explorer.Explore(entry);
   // Leaders: the entry, every instruction with a predecessor other than the one before it, or
   // none, and every instruction after one that does not simply fall through.

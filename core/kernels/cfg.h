@@ -5,6 +5,7 @@
 #define POOCH_CORE_KERNELS_CFG_H_
 
 #include <bitset>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,10 @@ struct KernelCfg {
   std::vector<CallSite> calls;
 };
 
-// Builds the CFG from `entry` (an instruction index).
-KernelCfg BuildCfg(const SassProgram& program, int entry);
+// Builds the CFG from `entry` (an instruction index). `bank4_symbols` (CubinInfo's) lets a call
+// that halts the kernel end its path (Note [System calls] in system_calls.h).
+KernelCfg BuildCfg(const SassProgram& program, int entry,
+                   const std::map<int, std::string>& bank4_symbols = {});
 
 }  // namespace pooch::kernels
 

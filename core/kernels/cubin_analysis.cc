@@ -93,7 +93,7 @@ absl::StatusOr<std::vector<KernelVerdict>> AnalyzeCubinBytes(const std::string& 
   const std::string arch = absl::StrCat("sm_", info->sm);
   std::vector<KernelVerdict> out;
   for (const CubinKernel& k : info->kernels) {
-    KernelVerdict v = AnalyzeKernel(program, k.name, LayoutOf(k, arch));
+    KernelVerdict v = AnalyzeKernel(program, k.name, LayoutOf(k, arch), info->bank4_symbols);
     v.arch = arch;
     out.push_back(std::move(v));
   }
@@ -218,7 +218,7 @@ absl::StatusOr<KernelVerdict> AnalyzeCubinKernel(const std::string& path, const 
       }
     }
     if (!added) {
-      KernelVerdict v = AnalyzeKernel(program, name, LayoutOf(*kernel, arch));
+      KernelVerdict v = AnalyzeKernel(program, name, LayoutOf(*kernel, arch), info.bank4_symbols);
       v.arch = arch;
       return v;
     }
@@ -226,7 +226,8 @@ absl::StatusOr<KernelVerdict> AnalyzeCubinKernel(const std::string& path, const 
   // No symbol for the kernel, or callees calling callees past kMaxCalleeRounds: the whole text.
   absl::StatusOr<std::string> text = RunTool(argv);
   if (!text.ok()) return text.status();
-  KernelVerdict v = AnalyzeKernel(ParseSass(*text), name, LayoutOf(*kernel, arch));
+  KernelVerdict v =
+      AnalyzeKernel(ParseSass(*text), name, LayoutOf(*kernel, arch), info.bank4_symbols);
   v.arch = arch;
   return v;
 }

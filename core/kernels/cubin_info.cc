@@ -79,6 +79,51 @@ bool ReadFunctions(absl::string_view bytes, const Elf64_Shdr& symtab, const Elf6
   return true;
 }
 
+// The symbol name of entry `index` of symbol table `symtab`, or empty.
+std::string SymbolName(absl::string_view bytes, const Elf64_Shdr& symtab, const Elf64_Shdr& strtab,
+                       uint64_t index) {
+  if (symtab.sh_entsize != sizeof(Elf64_Sym) || index >= symtab.sh_size / sizeof(Elf64_Sym) ||
+      symtab.sh_offset + symtab.sh_size > bytes.size() ||
+      strtab.sh_offset + strtab.sh_size > bytes.size()) {
+    return "";
+  }
+  const auto sym = Read<Elf64_Sym>(bytes.data() + symtab.sh_offset + index * sizeof(Elf64_Sym));
+  if (sym.st_name >= strtab.sh_size) return "";
+  const char* name = bytes.data() + strtab.sh_offset + sym.st_name;
+  return std::string(name, strnlen(name, strtab.sh_size - sym.st_name));
+}
+
+constexpr uint32_t kRelocAbs64 = 2;  // the target word gets the symbol's 64-bit address
+
+// Adds the entries of relocation section `rel` (SHT_REL or SHT_RELA) against .nv.constant4
+// (`target`) that give a word a symbol's address with no addend; false when out of bounds.
+bool ReadBank4Relocations(absl::string_view bytes, const Elf64_Shdr& rel, const Elf64_Shdr& target,
+                          const Elf64_Shdr& symtab, const Elf64_Shdr& strtab,
+                          std::map<int, std::string>* out) {
+  const bool rela = rel.sh_type == SHT_RELA;
+  const size_t entry = rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel);
+  if (rel.sh_entsize != entry || rel.sh_offset + rel.sh_size > bytes.size()) return false;
+  for (size_t i = 0; i + entry <= rel.sh_size; i += entry) {
+    const char* e = bytes.data() + rel.sh_offset + i;
+    const auto r = Read<Elf64_Rel>(e);
+    if (ELF64_R_TYPE(r.r_info) != kRelocAbs64) continue;
+    // The addend: explicit in a RELA entry, the word's own bytes under a REL one.
+    int64_t addend = 0;
+    if (rela) {
+      addend = Read<Elf64_Rela>(e).r_addend;
+    } else if (target.sh_type == SHT_PROGBITS && r.r_offset + 8 <= target.sh_size &&
+               target.sh_offset + target.sh_size <= bytes.size()) {
+      addend = Read<int64_t>(bytes.data() + target.sh_offset + r.r_offset);
+    } else {
+      continue;
+    }
+    if (addend != 0) continue;
+    std::string name = SymbolName(bytes, symtab, strtab, ELF64_R_SYM(r.r_info));
+    if (!name.empty()) (*out)[static_cast<int>(r.r_offset)] = std::move(name);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool IsElf(absl::string_view bytes) { return absl::StartsWith(bytes, ELFMAG); }
@@ -118,6 +163,18 @@ absl::StatusOr<CubinInfo> ReadCubinInfo(absl::string_view bytes) {
     }
     const char* name = bytes.data() + names.sh_offset + sh.sh_name;
     const absl::string_view sname(name, strnlen(name, names.sh_size - sh.sh_name));
+    if (sname == ".rel.nv.constant4" || sname == ".rela.nv.constant4") {
+      // Optional knowledge: a section that does not read leaves bank 4's calls unfollowed.
+      if (sh.sh_link < eh.e_shnum && sh.sh_info < eh.e_shnum &&
+          section(sh.sh_link).sh_link < eh.e_shnum) {
+        std::map<int, std::string> symbols;
+        if (ReadBank4Relocations(bytes, sh, section(sh.sh_info), section(sh.sh_link),
+                                 section(section(sh.sh_link).sh_link), &symbols)) {
+          info.bank4_symbols.merge(symbols);
+        }
+      }
+      continue;
+    }
     if (!absl::StartsWith(sname, ".nv.info.")) continue;
     if (sh.sh_offset + sh.sh_size > bytes.size()) {
       return absl::InvalidArgumentError(absl::StrCat("section ", sname, " out of bounds"));

@@ -1,9 +1,11 @@
 // A cubin's kernels and their parameter layouts, from its ELF attribute records (.nv.info.<kernel>:
 // EIATTR_KPARAM_INFO 0x17, its large-parameter form 0x45, EIATTR_PARAM_CBANK 0x0a,
-// EIATTR_CBANK_PARAM_SIZE 0x19), and the architecture from the ELF header's flags.
+// EIATTR_CBANK_PARAM_SIZE 0x19), the architecture from the ELF header's flags, and the symbols
+// constant bank 4 holds addresses of (its relocations).
 #ifndef POOCH_CORE_KERNELS_CUBIN_INFO_H_
 #define POOCH_CORE_KERNELS_CUBIN_INFO_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,10 @@ struct CubinInfo {
   int sm = 0;  // 90 for sm_90
   std::vector<CubinKernel> kernels;
   std::vector<CubinFunction> functions;  // STT_FUNC symbols, kernels and device functions
+  // Constant bank 4's words that the loader fills with a symbol's 64-bit address: offset to the
+  // symbol's name, from .rel(a).nv.constant4 (relocation type 2, no addend). nvcc loads a system
+  // call's address from there before `CALL.ABS.NOINC` (`__assertfail`, `vprintf`).
+  std::map<int, std::string> bank4_symbols;
 };
 
 // Whether `bytes` start like an ELF file.

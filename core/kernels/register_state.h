@@ -21,7 +21,11 @@ namespace pooch::kernels {
 // the new value. nvcc predicates both the load of a pointer and the store through it
 // (`@!P0 LDC.64 R2, c[0x0][0x218]; @!P0 STG.E.64 [R2.64], R4`). Any instruction naming the
 // predicate as an operand (which may write it), any naming PR (all predicates) and any call
-// forget the guarded values; a merge keeps one only where every incoming state agrees.
+// forget the guarded values; a merge keeps one only where every incoming state agrees. P2R and
+// UP2UR name PR (UPR) only to copy the predicates into a register, writing none, so they keep
+// them (nvcc saves predicates that way when many are live: `P2R R29, PR, RZ, 0x8`). A predicate
+// nvcc derives again from the saved register (`ISETP.NE.AND P3, PT, R34, RZ, PT` for P5) is
+// another predicate to this analysis: torch's cunn_SoftMaxForwardReg stays unknown that way.
 
 // A guard ("@P0", "@!UP2") as a number: 0 for none or "@PT"; otherwise distinct per predicate
 // and polarity.

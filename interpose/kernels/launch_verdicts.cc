@@ -15,6 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/log.h"
 #include "core/base/mutex.h"
@@ -42,7 +43,9 @@ struct ModuleVerdicts {
   std::string key;         // the disk cache's
   bool extracted = false;  // cubins holds what the module has for the architecture
   std::vector<ExtractedCubin> cubins;
-  absl::flat_hash_map<std::string, KernelVerdict> by_name;
+  // Node-based: VerdictFor* hand out pointers to its values for the process's life, and a
+  // flat map moves them when it grows (a later kernel of the same module analysed).
+  absl::node_hash_map<std::string, KernelVerdict> by_name;
   absl::flat_hash_set<std::string> failed;  // analysed and found unknown-worthy: not again
 };
 

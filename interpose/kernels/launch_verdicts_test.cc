@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/kernels/tools.h"
 #include "core/kernels/verdict_cache.h"
@@ -122,6 +123,33 @@ TEST_F(LaunchVerdictsTest, ASecondModuleWithTheSameBytesReadsTheCache) {
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->writes, std::set<int>{0});
   EXPECT_TRUE(cache.Load(key, "sm_90").has_value());
+}
+
+TEST_F(LaunchVerdictsTest, AVerdictStaysWhereItWasAsItsModuleGainsKernels) {
+  // Each kernel of a module is analysed at its first launch and added to the module's verdicts;
+  // the pointers handed out before must stay valid (a torch transformer's first run crashed
+  // when a flat map moved them on growing).
+  ModuleRegistry& registry = ModuleRegistry::Get();
+  const std::string copy = *sm90_;
+  const int module = registry.AddImage(copy.data(), /*preserved=*/false);
+  // (k_select is TheRegistryKnowsEveryModuleOfAName's: the registry is the process's.)
+  const char* const names[] = {"k_in_place", "k_atomic",      "k_second_output",
+                               "k_noinline", "k_vector",      "k_grid_constant",
+                               "k_cp_async", "k_grid_stride", "k_divide_in_loop"};
+  std::vector<const KernelVerdict*> seen;
+  std::vector<KernelVerdict> copies;
+  for (size_t i = 0; i < std::size(names); ++i) {
+    registry.Bind(Handle::kFunction, Fake(0x7000 + i), module, names[i]);
+    const KernelVerdict* v = VerdictForFunction(reinterpret_cast<CUfunction>(0x7000 + i));
+    ASSERT_NE(v, nullptr) << names[i];
+    seen.push_back(v);
+    copies.push_back(*v);
+  }
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i]->name, names[i]);
+    EXPECT_EQ(seen[i]->writes, copies[i].writes) << names[i];
+    EXPECT_EQ(seen[i]->reads, copies[i].reads) << names[i];
+  }
 }
 
 TEST_F(LaunchVerdictsTest, UnknownWithoutSassForTheArchitectureOrAModule) {

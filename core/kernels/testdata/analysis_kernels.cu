@@ -173,4 +173,28 @@ __global__ void k_divide_in_loop(float* y, const float* bias, long long n, long 
   }
 }
 
+// CUDA's device assert's call (crt/common_functions.h declares it for <cassert>).
+__device__ void __assertfail(const char* assertion, const char* file, unsigned int line,
+                             const char* function, unsigned long long char_size);
+
+// A failed assert() calls __assertfail through constant bank 4, which halts the kernel (Note
+// [System calls]): the rest is followed as without it.
+__global__ void k_assert(float* out, const float* in, const int* idx, int n, int m) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    int j = idx[i];
+    // assert(j >= 0 && j < m) without <cassert>: what the macro expands to.
+    if (!(j >= 0 && j < m)) __assertfail("j >= 0 && j < m", "analysis_kernels.cu", 1, "k_assert", 1);
+    out[i] = in[j];
+  }
+}
+
+// The same call sequence to vprintf, which returns, and the pointer it prints escapes to its
+// argument buffer in local memory: unknown.
+__global__ void k_print_pointer(float* out, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0) printf("%p\n", out);
+  if (i < n) out[i] = in[i];
+}
+
 }  // extern "C"
