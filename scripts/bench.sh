@@ -15,7 +15,8 @@
 #
 # Arguments: BUILD_DIR (default build), holding bin/pooch, bin/cnn_train, lib/libpooch.so and
 # lib/simgpu/. Environment (defaults in brackets):
-#   MODELS    [resnet50 unet@256:320,536 densenet@128:248,408]
+#   MODELS    [resnet50 unet@256:320,536 densenet@128:248,408 unet@256%40:16
+#             unet@512+conv-bias+width=32%60:16 unet@512+conv-bias+width=32%40:16]
 #             space-separated entries NAME[@IMAGE][+OPT[=V]]...[%PERCENT][:B1,B2,...]: a cnn_train
 #             --model, its --image (left out: cnn_train's default for the model), further cnn_train
 #             options (+conv-bias is --conv-bias, +width=32 is --width 32), the device's size as
@@ -23,10 +24,11 @@
 #             own oversubscription: %40 is 2.5x), and its batches (left out: BATCHES).
 #             The defaults for unet (256x256) and densenet (128x128) are the batches whose in-core
 #             peak is about 1.5x and 2.5x of 16 GiB (unet 320: 25.7 GB, 1.49x; 536: 43.0 GB,
-#             2.50x; densenet 248: 26.0 GB, 1.51x; 408: 42.7 GB, 2.49x).
-#             E.g. MODELS=resnet50:640 for ResNet-50 at batch 640 alone; issue 37's rows are
-#             MODELS="unet@512+conv-bias+width=32%60:16 unet@512+conv-bias+width=32%40:16
-#             unet@256%40:16 resnet50:640" POLICIES=pooch MACHINES=v100-pcie3.
+#             2.50x; densenet 248: 26.0 GB, 1.51x; 408: 42.7 GB, 2.49x). The last three are
+#             issue 37's memory-bound U-Nets at their own oversubscription: unet at batch 16 at
+#             2.5x, and the 512x512 U-Net of width 32 with every convolution's bias added in
+#             place at 60 % and 40 % of its peak (1.67x and 2.5x).
+#             E.g. MODELS=resnet50:640 for ResNet-50 at batch 640 alone.
 #   BATCHES   [256 384 512 640]   batches of a MODELS entry that names none (resnet50 by default)
 #   POLICIES  [demand swap-all-nosched swap-all swap-opt pooch superneurons checkpoint]
 #   MACHINES  [v100-pcie3 v100-nvlink2]     SIMGPU_PRESET values
@@ -36,10 +38,11 @@
 #             (simgpu's timing mode touches no pages, so the size costs nothing); none: no retry
 # Output in BUILD_DIR/bench/: bench.md (a table per machine and model; printed at the end too),
 # bench.png (img/s against batch per policy, one panel per model and machine; needs gnuplot),
-# results.tsv (one line per run, the model, as NAME or NAME@IMAGE, in its first column) and raw/
+# results.tsv (one line per run, the model, as its MODELS label, in its first column) and raw/
 # (each run's stdout and stderr, as MACHINE-MODEL[-iIMAGE][-OPT[V]]...[-pPERCENT]-bBATCH-POLICY.out/.err).
-# The defaults take about 7.5 minutes on a 2-core host (128 runs; MODELS="resnet50:640
-# unet@256:320,536 densenet@128:248,408" POLICIES="demand pooch swap-opt" MACHINES=v100-pcie3: 80 s).
+# The defaults take about 9 minutes on a 2-core host (176 runs; MODELS="resnet50:640
+# unet@256:320,536 densenet@128:248,408" POLICIES="demand pooch swap-opt" MACHINES=v100-pcie3:
+# 80 s; the three issue 37 entries, every policy, one machine: 42 s).
 set -eu
 build=${1:-build}
 pooch=$build/bin/pooch
@@ -49,7 +52,7 @@ if ! { [ -x "$pooch" ] && [ -x "$cnn" ] && [ -e "$build/lib/libpooch.so" ] && [ 
   echo "bench: build pooch, cnn_train, pooch_preload and simgpu into $build first" >&2
   exit 2
 fi
-models=${MODELS:-resnet50 unet@256:320,536 densenet@128:248,408}
+models=${MODELS:-resnet50 unet@256:320,536 densenet@128:248,408 unet@256%40:16 unet@512+conv-bias+width=32%60:16 unet@512+conv-bias+width=32%40:16}
 batches=${BATCHES:-256 384 512 640}
 policies=${POLICIES:-demand swap-all-nosched swap-all swap-opt pooch superneurons checkpoint}
 machines=${MACHINES:-v100-pcie3 v100-nvlink2}
