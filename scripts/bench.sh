@@ -15,12 +15,19 @@
 #
 # Arguments: BUILD_DIR (default build), holding bin/pooch, bin/cnn_train, lib/libpooch.so and
 # lib/simgpu/. Environment (defaults in brackets):
-#   MODELS    [resnet50 unet@256:320,536 densenet@128:248,408]
-#             space-separated entries NAME[@IMAGE][:B1,B2,...]: a cnn_train --model, its --image
-#             (left out: cnn_train's default for the model) and its batches (left out: BATCHES).
+#   MODELS    [resnet50 unet@256:320,536 densenet@128:248,408 unet@256%40:16
+#             unet@512+conv-bias+width=32%60:16 unet@512+conv-bias+width=32%40:16]
+#             space-separated entries NAME[@IMAGE][+OPT[=V]]...[%PERCENT][:B1,B2,...]: a cnn_train
+#             --model, its --image (left out: cnn_train's default for the model), further cnn_train
+#             options (+conv-bias is --conv-bias, +width=32 is --width 32), the device's size as
+#             PERCENT % of the batch's in-core peak_device_bytes instead of MEMORY (for a network's
+#             own oversubscription: %40 is 2.5x), and its batches (left out: BATCHES).
 #             The defaults for unet (256x256) and densenet (128x128) are the batches whose in-core
 #             peak is about 1.5x and 2.5x of 16 GiB (unet 320: 25.7 GB, 1.49x; 536: 43.0 GB,
-#             2.50x; densenet 248: 26.0 GB, 1.51x; 408: 42.7 GB, 2.49x).
+#             2.50x; densenet 248: 26.0 GB, 1.51x; 408: 42.7 GB, 2.49x). The last three are
+#             issue 37's memory-bound U-Nets at their own oversubscription: unet at batch 16 at
+#             2.5x, and the 512x512 U-Net of width 32 with every convolution's bias added in
+#             place at 60 % and 40 % of its peak (1.67x and 2.5x).
 #             E.g. MODELS=resnet50:640 for ResNet-50 at batch 640 alone.
 #   BATCHES   [256 384 512 640]   batches of a MODELS entry that names none (resnet50 by default)
 #   POLICIES  [demand swap-all-nosched swap-all swap-opt pooch superneurons checkpoint]
@@ -31,10 +38,11 @@
 #             (simgpu's timing mode touches no pages, so the size costs nothing); none: no retry
 # Output in BUILD_DIR/bench/: bench.md (a table per machine and model; printed at the end too),
 # bench.png (img/s against batch per policy, one panel per model and machine; needs gnuplot),
-# results.tsv (one line per run, the model, as NAME or NAME@IMAGE, in its first column) and raw/
-# (each run's stdout and stderr, as MACHINE-MODEL[-iIMAGE]-bBATCH-POLICY.out/.err).
-# The defaults take about 7.5 minutes on a 2-core host (128 runs; MODELS="resnet50:640
-# unet@256:320,536 densenet@128:248,408" POLICIES="demand pooch swap-opt" MACHINES=v100-pcie3: 80 s).
+# results.tsv (one line per run, the model, as its MODELS label, in its first column) and raw/
+# (each run's stdout and stderr, as MACHINE-MODEL[-iIMAGE][-OPT[V]]...[-pPERCENT]-bBATCH-POLICY.out/.err).
+# The defaults take about 9 minutes on a 2-core host (176 runs; MODELS="resnet50:640
+# unet@256:320,536 densenet@128:248,408" POLICIES="demand pooch swap-opt" MACHINES=v100-pcie3:
+# 80 s; the three issue 37 entries, every policy, one machine: 42 s).
 set -eu
 build=${1:-build}
 pooch=$build/bin/pooch
@@ -44,7 +52,7 @@ if ! { [ -x "$pooch" ] && [ -x "$cnn" ] && [ -e "$build/lib/libpooch.so" ] && [ 
   echo "bench: build pooch, cnn_train, pooch_preload and simgpu into $build first" >&2
   exit 2
 fi
-models=${MODELS:-resnet50 unet@256:320,536 densenet@128:248,408}
+models=${MODELS:-resnet50 unet@256:320,536 densenet@128:248,408 unet@256%40:16 unet@512+conv-bias+width=32%60:16 unet@512+conv-bias+width=32%40:16}
 batches=${BATCHES:-256 384 512 640}
 policies=${POLICIES:-demand swap-all-nosched swap-all swap-opt pooch superneurons checkpoint}
 machines=${MACHINES:-v100-pcie3 v100-nvlink2}
@@ -53,15 +61,41 @@ incore_memory=${INCORE_MEMORY:-64GiB}
 fallback_memory=${INCORE_FALLBACK_MEMORY:-128GiB}
 iters=${ITERS:-10}
 
-# The MODELS entries, checked, as "LABEL:B1,B2,..." words (LABEL is NAME or NAME@IMAGE).
+# split_label LABEL: from a MODELS entry's label (all before its ':'), sets name, image, opts
+# (its +OPT[=V] parts, '+'-separated), pct (its PERCENT, or empty), args (cnn_train's options but
+# --batch and --iters, as words: each was checked to be one word) and tag (the label in file names).
+split_label() {
+  rest=$1
+  pct=; case "$rest" in *%*) pct=${rest##*%}; rest=${rest%\%*} ;; esac
+  opts=; case "$rest" in *+*) opts=${rest#*+}; rest=${rest%%+*} ;; esac
+  name=${rest%%@*}
+  image=; [ "$name" = "$rest" ] || image=${rest#*@}
+  args="--model $name"; tag=$name
+  [ -z "$image" ] || { args="$args --image $image"; tag="$tag-i$image"; }
+  for o in $(echo "$opts" | tr '+' ' '); do
+    opt=${o%%=*}
+    if [ "$opt" = "$o" ]; then
+      args="$args --$opt"; tag="$tag-$opt"
+    else
+      args="$args --$opt ${o#*=}"; tag="$tag-$opt${o#*=}"
+    fi
+  done
+  [ -z "$pct" ] || tag="$tag-p$pct"
+}
+
+# The MODELS entries, checked, as "LABEL:B1,B2,..." words (LABEL is all before the entry's ':').
 modelspec=
 for entry in $models; do
   spec=${entry%%:*}
   if [ "$spec" = "$entry" ]; then bl=$(echo $batches | tr ' ' ','); else bl=${entry#*:}; fi
-  name=${spec%%@*}
-  image=; [ "$name" = "$spec" ] || image=${spec#*@}
-  case "$name" in ''|*[!a-z0-9]*) echo "bench: bad MODELS entry '$entry' (NAME[@IMAGE][:B1,B2,...])" >&2; exit 2 ;; esac
+  split_label "$spec"
+  case "$name" in ''|*[!a-z0-9]*) echo "bench: bad MODELS entry '$entry' (NAME[@IMAGE][+OPT[=V]]...[%PERCENT][:B1,B2,...])" >&2; exit 2 ;; esac
   case "$image" in *[!0-9]*) echo "bench: bad image size in MODELS entry '$entry'" >&2; exit 2 ;; esac
+  case "$spec" in *%*) case "$pct" in ''|0*|*[!0-9]*) echo "bench: bad percentage in MODELS entry '$entry'" >&2; exit 2 ;; esac ;; esac
+  case "$spec" in *+*) case "+$opts+" in *++*|*[!a-z0-9.=+-]*) echo "bench: bad option in MODELS entry '$entry'" >&2; exit 2 ;; esac ;; esac
+  for o in $(echo "$opts" | tr '+' ' '); do
+    case "$o" in -*|=*|*=|*=*=*) echo "bench: bad option '$o' in MODELS entry '$entry'" >&2; exit 2 ;; esac
+  done
   case "$bl" in ''|,*|*,|*,,*|*[!0-9,]*) echo "bench: bad batch list in MODELS entry '$entry'" >&2; exit 2 ;; esac
   modelspec="$modelspec${modelspec:+ }$spec:$bl"
 done
@@ -84,12 +118,12 @@ unset POOCH_POLICY POOCH_MEMORY_LIMIT POOCH_TRACE POOCH_SUMMARY 2>/dev/null || t
 
 results=$out/results.tsv
 notes=$out/stderr-notes.md
-printf 'model\tmachine\tbatch\tpolicy\texit\tms\tpredicted_ms\tfeasible\tkeep\tswap\trecompute\tsafety_net_in\tdemand_in\tplan_status\tpeak_device_bytes\n' >"$results"
+printf 'model\tmachine\tbatch\tpolicy\texit\tms\tpredicted_ms\tfeasible\tkeep\tswap\trecompute\tsafety_net_in\tdemand_in\tplan_status\tpeak_device_bytes\tdevice_bytes\n' >"$results"
 : >"$notes"
 
-# parse MODEL MACHINE BATCH POLICY RC STDOUT STDERR: appends one line to results.tsv.
+# parse MODEL MACHINE BATCH POLICY RC STDOUT STDERR DEVICE_BYTES: appends one line to results.tsv.
 parse() {
-  awk -v model="$1" -v m="$2" -v b="$3" -v p="$4" -v rc="$5" -v out="$6" '
+  awk -v model="$1" -v m="$2" -v b="$3" -v p="$4" -v rc="$5" -v out="$6" -v dev="$8" '
     function val(key,   i) { for (i = 1; i < NF; i++) if ($i == key) return $(i + 1); return "-" }
     FILENAME == out && $1 == "iter" { n++; ms[n] = val("ms") }
     FILENAME == out && $1 == "peak_device_bytes" { peak = $2 }
@@ -111,30 +145,41 @@ parse() {
       if (safety == "") safety = "-"
       if (dem == "") dem = "-"
       if (peak == "") peak = "-"
-      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-             model, m, b, p, rc, t, pred, feas, keep, swap, rec, safety, dem, st, peak
+      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+             model, m, b, p, rc, t, pred, feas, keep, swap, rec, safety, dem, st, peak, dev
     }' "$6" "$7" >>"$results"
 }
 
 # Lines of a run's output that are neither iteration output nor pooch's usual summary lines.
 unusual() {
   grep -E '^pooch: plan: policy [^ ]+ failed' "$2" || true
-  cat "$1" "$2" | grep -Ev '^(iter |peak_device_bytes |params_checksum |pooch: (summary|memory|swaps|reuse|iterations|plan|plan_run|recompute|small|calls): )' || true
+  cat "$1" "$2" | grep -Ev '^(iter |peak_device_bytes |params_checksum |timing mode \(SIMGPU_COMPUTE=timing\) computes no loss|pooch: (summary|memory|swaps|reuse|host|host_steady|iterations|plan|plan_run|plan_cache|pilot|choice|recompute|small|opaque|calls): )' |
+    grep -Ev '^pooch: (loaded, policy |managing device memory: |iteration found: |profiling the next iteration |profiled: |planned: |carrying out the plan: |limit [0-9]|moved |plan of policy |nothing went wrong$)' || true
 }
 
 start=$(date +%s)
 for m in $machines; do
   for entry in $modelspec; do
     label=${entry%%:*}
-    name=${label%%@*}
-    image=; [ "$name" = "$label" ] || image=${label#*@}
-    tag=$name${image:+-i$image}
-    set -- --model "$name"
-    [ -z "$image" ] || set -- "$@" --image "$image"
+    split_label "$label"
+    # shellcheck disable=SC2086 # args is words, each checked above
+    set -- $args
     for b in $(echo "${entry#*:}" | tr ',' ' '); do
+      incore_peak=
       for p in in-core in-core-big $policies; do
         base=$raw/$m-$tag-b$b-$p
         rc=0
+        # The device of a policy's run: MEMORY, or PERCENT % of the in-core run's peak.
+        dev=$memory; dev_bytes=$device_bytes
+        if [ -n "$pct" ]; then
+          dev=; dev_bytes=-
+          [ -z "$incore_peak" ] || { dev=$((incore_peak * pct / 100)); dev_bytes=$dev; }
+        fi
+        if [ "$p" != in-core ] && [ "$p" != in-core-big ] && [ -z "$dev" ]; then
+          printf -- '- %s %s batch %s %s: not run (no in-core peak to take %s %% of)\n' \
+            "$m" "$label" "$b" "$p" "$pct" >>"$notes"
+          continue
+        fi
         if [ "$p" = in-core-big ]; then
           # Only where in-core ran out of memory on $incore_memory.
           [ "$fallback_memory" != none ] && [ "$incore_rc" -eq 3 ] || continue
@@ -144,11 +189,15 @@ for m in $machines; do
           env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$incore_memory" \
             "$cnn" "$@" --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
         else
-          env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$memory" "$pooch" run --policy "$p" -- \
+          env SIMGPU_PRESET="$m" SIMGPU_MEMORY="$dev" "$pooch" run --policy "$p" -- \
             "$cnn" "$@" --batch "$b" --iters "$iters" >"$base.out" 2>"$base.err" || rc=$?
         fi
         [ "$p" = in-core ] && incore_rc=$rc
-        parse "$label" "$m" "$b" "$p" "$rc" "$base.out" "$base.err"
+        if [ "$p" = in-core ] || [ "$p" = in-core-big ]; then
+          [ "$rc" -ne 0 ] || incore_peak=$(awk '$1 == "peak_device_bytes" { print $2 }' "$base.out")
+          dev_bytes=-
+        fi
+        parse "$label" "$m" "$b" "$p" "$rc" "$base.out" "$base.err" "$dev_bytes"
         odd=$(unusual "$base.out" "$base.err" | head -n 3)
         if [ -n "$odd" ]; then
           printf -- '- %s %s batch %s %s (exit %s):\n' "$m" "$label" "$b" "$p" "$rc" >>"$notes"
@@ -169,7 +218,7 @@ awk -F '\t' -v machines="$machines" -v modelspec="$modelspec" -v policies="$poli
   {
     k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
     rc[k] = $5; ms[k] = $6; pred[k] = $7; feas[k] = $8; keep[k] = $9; swp[k] = $10
-    rec[k] = $11; safety[k] = $12; dem[k] = $13; st[k] = $14; peak[k] = $15
+    rec[k] = $11; safety[k] = $12; dem[k] = $13; st[k] = $14; peak[k] = $15; dev[k] = $16
   }
   function ok(k) { return (k in rc) && rc[k] == 0 && ms[k] != "-" }
   function cell(k) { return rc[k] == 3 ? "OOM" : (rc[k] != 0 ? "fail" : ms[k]) }
@@ -185,10 +234,30 @@ awk -F '\t' -v machines="$machines" -v modelspec="$modelspec" -v policies="$poli
     return sprintf("%+.1f %%", 100 * (ms[k] / ms[r] - 1)) (r ~ /in-core-big$/ ? " (vs " fallback_memory ")" : "")
   }
   function err(k) { return (ok(k) && pred[k] != "-") ? sprintf("%+.1f %%", 100 * (pred[k] - ms[k]) / ms[k]) : "-" }
-  # cmd(md): the cnn_train flags of model label md.
-  function cmd(md,   i) {
-    i = index(md, "@")
-    return i ? "--model " substr(md, 1, i - 1) " --image " substr(md, i + 1) : "--model " md
+  # cmd(md): the cnn_train flags of model label md (NAME[@IMAGE][+OPT[=V]]...[%PERCENT]).
+  function cmd(md,   i, n, part, s, j) {
+    if ((i = index(md, "%"))) md = substr(md, 1, i - 1)
+    n = split(md, part, "+")
+    i = index(part[1], "@")
+    s = i ? "--model " substr(part[1], 1, i - 1) " --image " substr(part[1], i + 1) : "--model " part[1]
+    for (j = 2; j <= n; j++) {
+      i = index(part[j], "=")
+      s = s " --" (i ? substr(part[j], 1, i - 1) " " substr(part[j], i + 1) : part[j])
+    }
+    return s
+  }
+  # devname(md): the device of the policy runs of model label md, in words.
+  function devname(md,   i) {
+    i = index(md, "%")
+    return i ? substr(md, i + 1) " % of the in-core peak" : memory
+  }
+  # devof(md, m, b): the device bytes of the policy runs of that batch ("-" if none ran).
+  function devof(md, m, b,   q, k) {
+    for (q = 1; q <= np; q++) {
+      k = md SUBSEP m SUBSEP b SUBSEP P[q]
+      if ((k in dev) && dev[k] != "-") return dev[k]
+    }
+    return "-"
   }
   END {
     nm = split(machines, M, " "); nd = split(modelspec, D, " "); np = split(policies, P, " ")
@@ -196,9 +265,10 @@ awk -F '\t' -v machines="$machines" -v modelspec="$modelspec" -v policies="$poli
     names = ""; for (d = 1; d <= nd; d++) names = names (d > 1 ? ", " : "") D[d]
     printf "# pooch benchmark: cnn_train (%s), simgpu virtual time\n\n", names
     printf "Each run: `pooch run --policy P -- cnn_train --model M [--image S] --batch B --iters %s` on " \
-           "`SIMGPU_COMPUTE=timing SIMGPU_MEMORY=%s`; ms/iter is the mean of the last two " \
+           "`SIMGPU_COMPUTE=timing SIMGPU_MEMORY=%s` (or a share of the in-core peak, where the " \
+           "table says so); ms/iter is the mean of the last two " \
            "iterations. In-core: cnn_train without pooch on a %s simgpu (OOM there: exit 3; then " \
-           "again on %s, and the slowdown is against that run); its peak_device_bytes over %s is " \
+           "again on %s, and the slowdown is against that run); its peak_device_bytes over %s (or that share) is " \
            "what the batch needs of the device. " \
            "Slowdown is measured ms against in-core ms; error is (predicted - measured) / measured. " \
            "Plan: what the plan line says after its figures (carried out, or failed: no plan, " \
@@ -210,12 +280,13 @@ awk -F '\t' -v machines="$machines" -v modelspec="$modelspec" -v policies="$poli
       m = M[i]
       for (d = 1; d <= nd; d++) {
         md = D[d]; nb = split(MB[d], B, ",")
-        printf "\n## %s (%s): %s\n\n", m, memory, cmd(md)
+        printf "\n## %s (%s): %s\n\n", m, devname(md), cmd(md)
         printf "| batch | needs | policy | exit | ms/iter | img/s | slowdown vs in-core | plan | predicted ms | error | keep | swap | recompute | safety-net swap-ins | demand swap-ins |\n"
         printf "|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
         for (j = 1; j <= nb; j++) {
           b = B[j]; r = ref(md, m, b)
-          need = (r != "" && peak[r] != "-" && device_bytes > 0) ? sprintf("%.2fx", peak[r] / device_bytes) : "-"
+          db = devof(md, m, b)
+          need = (r != "" && peak[r] != "-" && db != "-" && db > 0) ? sprintf("%.2fx", peak[r] / db) : "-"
           for (q = -1; q <= np; q++) {
             p = q == -1 ? "in-core" : (q == 0 ? "in-core-big" : P[q]); k = md SUBSEP m SUBSEP b SUBSEP p
             if (!(k in rc)) continue
@@ -275,8 +346,7 @@ if command -v gnuplot >/dev/null 2>&1; then
   for m in $machines; do
     for entry in $modelspec; do
       label=${entry%%:*}
-      name=${label%%@*}
-      image=; [ "$name" = "$label" ] || image=${label#*@}
+      split_label "$label"
       awk -F '\t' -v md="$label" -v m="$m" -v batches="${entry#*:}" -v policies="in-core $policies" '
         NR > 1 && $1 == md && $2 == m {
           p = $4   # in-core-big ran only where in-core ran out of memory: it stands for in-core
@@ -291,7 +361,7 @@ if command -v gnuplot >/dev/null 2>&1; then
             for (q = 1; q <= np; q++) printf " %s", ((B[j], P[q]) in v) ? v[B[j], P[q]] : "?"
             printf "\n"
           }
-        }' "$results" >"$out/plot-$m-$name${image:+-i$image}.dat"
+        }' "$results" >"$out/plot-$m-$tag.dat"
     done
   done
   term=png
@@ -311,13 +381,13 @@ if command -v gnuplot >/dev/null 2>&1; then
     printf 'set multiplot layout %d,%d\n' "$nd" "$nm"
     for entry in $modelspec; do
       label=${entry%%:*}
-      name=${label%%@*}
-      image=; [ "$name" = "$label" ] || image=${label#*@}
+      split_label "$label"
       printf 'set xtics (%s)\n' "$(echo "${entry#*:}" | sed 's/,/, /g')"
       for m in $machines; do
-        printf 'set title "%s%s on %s, %s"\n' "$name" "${image:+ (${image}x$image)}" "$m" "$memory"
+        printf 'set title "%s%s%s on %s, %s"\n' "$name" "${image:+ (${image}x$image)}" \
+          "${opts:+ +$opts}" "$m" "${pct:+$pct % of in-core}${pct:-$memory}"
         printf 'plot for [i=2:%d] "%s" using 1:i with linespoints\n' \
-          $(($(echo in-core $policies | wc -w) + 1)) "$out/plot-$m-$name${image:+-i$image}.dat"
+          $(($(echo in-core $policies | wc -w) + 1)) "$out/plot-$m-$tag.dat"
       done
     done
     printf 'unset multiplot\n'

@@ -259,6 +259,39 @@ TEST(CandidatesTest, ShortRecomputableIntervalIsOfferedWhenRebuildingIsCheaperTh
   }
 }
 
+TEST(CandidatesTest, ShortIntervalOfAChainIsOfferedByTheWholeChainsCost) {
+  // x (1600 B) is written whole by op 0, its bias added in place by op 1 (0.5 us), read by op 3;
+  // its copy out and back takes 2.2 us and the idle op 2 takes 2.1 us. Its rebuild replays the
+  // chain (0, 1): offered for recomputation only when the two links together take less than the
+  // copy, though op 1 alone always does (Note [Intervals that matter], Note [Chains]).
+  MachineModel m;
+  m.memory_bytes = 1;  // every op is over capacity
+  m.h2d_gbps = m.d2h_gbps = 16;
+  m.h2d_latency_us = m.d2h_latency_us = 1;
+  for (const double first_us : {1.0, 1.6, 1.8, 50.0}) {
+    ProfileBuilder pb("short-chain");
+    const TensorId a = pb.Tensor("a", 16, /*persistent=*/true);
+    const TensorId b = pb.Tensor("b", 16, /*persistent=*/true);
+    const TensorId x = pb.Tensor("x", 1600);
+    const OpIndex w = pb.Op("w", OpKind::kConv, Phase::kForward, first_us, {a}, {x});  // 0
+    pb.op(w).overwrites = {x};
+    pb.Op("bias", OpKind::kAdd, Phase::kForward, 0.5, {b, x}, {x});  // 1
+    pb.Op("idle", OpKind::kOther, Phase::kForward, 2.1, {}, {});     // 2
+    pb.Op("r", OpKind::kOther, Phase::kForward, 1, {x}, {});         // 3
+    const Profile p = pb.Finish();
+    ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+    const std::vector<Candidate> offered =
+        FindCandidates(p, &m, /*min_bytes=*/100, /*long_only=*/true, /*short_recomputable=*/true);
+    if (first_us + 0.5 < 2.2 - 1e-9) {
+      Candidate expected = Plain(x, 1, 3, 1, true);
+      expected.recompute_only = true;
+      EXPECT_THAT(offered, ElementsAre(expected)) << first_us;
+    } else {
+      EXPECT_THAT(offered, IsEmpty()) << first_us;
+    }
+  }
+}
+
 TEST(CandidatesTest, MinBytes) {
   const Small s = MakeSmall();
   // w (10 B) is too small at 11; x (100 B) stays up to min_bytes 100 and goes at 101.

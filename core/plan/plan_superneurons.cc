@@ -5,12 +5,17 @@
 //   - Feature maps are kept on the device preferentially from the output layer: starting from
 //     the map whose last forward use is latest, each is switched to keep while the plan (simulated
 //     with SuperNeurons' own swap-in schedule) still fits; the first that does not fit ends it.
-//   - Of the maps that are not kept, outputs of convolutions (producer kind kConv) are swapped;
-//     the others are recomputed (swapped when their producer cannot be replayed).
+//   - Of the maps that are not kept, outputs of convolutions are swapped; the others are
+//     recomputed (swapped when their producer cannot be replayed). A map is a convolution's
+//     output when the call that wrote it whole is one (kind kConv): for a map rebuilt by a chain
+//     (Note [Chains] in core/model/candidates.cc), the chain's first link, not its last, so that
+//     a convolution's output with its bias added in place stays a convolution's output.
 //   - Each swap-in is issued with the immediately preceding convolution
 //     (SwapInSchedule::kWithPreviousConv), regardless of memory: when that overflows even with
 //     nothing kept, the policy fails with the simulator's reason (as at batch 640, §5.2).
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "core/model/candidates.h"
 #include "core/plan/plan_internal.h"
 
 namespace pooch {
@@ -18,9 +23,13 @@ namespace pooch {
 absl::StatusOr<Plan> PlanSuperNeurons(PlanContext& ctx) {
   Plan plan = ctx.Uniform(Decision::kSwap, SwapInSchedule::kWithPreviousConv);
   const std::vector<Candidate>& cands = ctx.candidates();
+  const ReplayFacts facts = ComputeReplayFacts(ctx.profile());
   for (size_t c = 0; c < cands.size(); ++c) {
     const Candidate& f = cands[c];
-    const bool conv = f.producer >= 0 && ctx.profile().ops[f.producer].kind == OpKind::kConv;
+    const absl::Span<const OpIndex> chain =
+        f.producer >= 0 ? facts.Chain(f.tensor, f.producer) : absl::Span<const OpIndex>();
+    const OpIndex whole_writer = chain.empty() ? f.producer : chain.front();
+    const bool conv = whole_writer >= 0 && ctx.profile().ops[whole_writer].kind == OpKind::kConv;
     if (!conv && f.recomputable) plan.decisions[c] = Decision::kRecompute;
   }
   const SimResult& first = ctx.Evaluate(plan);

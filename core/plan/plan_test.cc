@@ -424,6 +424,38 @@ TEST(PlanTest, SuperNeuronsReportsSwapInOverflow) {
   EXPECT_GT(overflowed, 0);
 }
 
+// Note [SuperNeurons rule]: y is a convolution's output with its bias added in place (a chain
+// conv, bias: its last link is an addition), z a ReLU's output; both must leave the device
+// during op 3's 8 MiB workspace. SuperNeurons swaps y, as the convolution's output it is, and
+// recomputes z. Asked of the chain's last link, y would be recomputed.
+TEST(PlanTest, SuperNeuronsSwapsAConvolutionOutputWhoseBiasWasAddedInPlace) {
+  ProfileBuilder b("conv-bias");
+  const TensorId in = b.Tensor("in", 64 << 10, /*persistent=*/true);
+  const TensorId w = b.Tensor("w", 64 << 10, /*persistent=*/true);
+  const TensorId bias = b.Tensor("bias", 64 << 10, /*persistent=*/true);
+  const TensorId y = b.Tensor("y", 4 << 20);
+  const TensorId z = b.Tensor("z", 4 << 20);
+  const OpIndex conv = b.Op("conv", OpKind::kConv, Phase::kForward, 10, {in, w}, {y});  // 0
+  b.op(conv).overwrites = {y};
+  b.Op("bias", OpKind::kAdd, Phase::kForward, 1, {bias, y}, {y});       // 1
+  b.Op("relu", OpKind::kActivation, Phase::kForward, 1, {y}, {z});      // 2
+  b.Op("big", OpKind::kOther, Phase::kForward, 2000, {}, {}, 8 << 20);  // 3
+  b.Op("small", OpKind::kConv, Phase::kBackward, 10, {}, {});           // 4
+  b.Op("back", OpKind::kConv, Phase::kBackward, 10, {y, z}, {});        // 5
+  const Profile p = b.Finish();
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  const MachineModel m = TestMachine((8 << 20) + (512 << 10));
+  absl::StatusOr<PlanResult> r = MakePlan(p, m, Policy::kSuperNeurons);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->candidates.size(), 2u);
+  for (size_t c = 0; c < r->candidates.size(); ++c) {
+    const TensorId t = r->candidates[c].tensor;
+    EXPECT_TRUE(r->candidates[c].recomputable) << p.tensors[t].name;
+    EXPECT_EQ(r->plan.decisions[c], t == y ? Decision::kSwap : Decision::kRecompute)
+        << p.tensors[t].name;
+  }
+}
+
 // Planning time on a large random iteration (hundreds of layers). Printed, loosely bounded.
 TEST(PlanTest, PlanningLargeGraphsIsFast) {
   const Profile p = RandomProfile(9, {.min_layers = 400, .max_layers = 400});

@@ -37,6 +37,14 @@ namespace pooch {
 // allocations, or, for a free (or a passed-over op's write) between two ops, the earlier of
 // them. The planner ends its replay window there (ReplayFacts::stable_until, Note [Sound
 // replays] in core/model/candidates.cc). Memory pooch never allocated is outside both views.
+// Only what the replay reads counts. A recipe's output is the one allocation it writes, and it
+// reads the call's read-only ranges and, for a link of a chain, that output (the cuDNN, cuBLAS
+// and kernel recipes in interpose/hooks); a small allocation that an op with a managed output
+// reads and writes besides (batch norm's running statistics, which its replay passes as null)
+// is no input of its replay: counted (as read after the op's own write, which ends the window
+// at the op itself) it would make every batch norm unreplayable (docs/measurements.md,
+// "Candidates"). An op with no managed output is never replayed by a plan; it keeps the
+// stricter rule.
 
 OpStreamRecorder::OpStreamRecorder(IterationTrackerOptions options)
     : tracker_(options), max_kept_(options.max_detect_events) {}
@@ -226,10 +234,18 @@ class OpStreamRecorder::ReferenceWalk {
     for (const Access& a : k.unmanaged) {
       if (a.mode != RecordedAccess::kRead) Changed(a.allocation, index);
     }
+    // A replay that rebuilds a managed allocation has it as its recipe's output and reads only
+    // what the call reads without writing, besides that output (Note [Unprofiled inputs]).
+    const bool writes_managed =
+        std::any_of(k.accesses.begin(), k.accesses.end(),
+                    [](const Access& a) { return a.mode != RecordedAccess::kRead; });
     for (const Access& a : k.unmanaged) {
       if (a.mode == RecordedAccess::kWrite) continue;
-      // Read and written by the op itself: a replay would read what it wrote.
-      if (a.mode == RecordedAccess::kReadWrite) op.unprofiled_inputs_until = index;
+      if (a.mode == RecordedAccess::kReadWrite) {
+        if (writes_managed) continue;  // not an input of its replay
+        // Read and written by the op itself: a replay would read what it wrote.
+        op.unprofiled_inputs_until = index;
+      }
       unprofiled_readers_[a.allocation].push_back(index);
     }
     it_.events.push_back({RecordedIteration::Event::kOp, static_cast<int>(it_.ops.size()), 0, 0});

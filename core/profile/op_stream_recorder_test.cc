@@ -404,6 +404,57 @@ TEST(OpStreamRecorderTest, OpsKnowWhenTheirUnprofiledInputsChange) {
   EXPECT_EQ(built->profile.ops[0].unprofiled_inputs_until, 3);
 }
 
+// Note [Unprofiled inputs]: a batch norm reads and writes its small running statistics besides
+// writing its managed output; its replay (output written again from x, scale and bias) does not
+// read them, so they end no replay window, theirs or a later op's. An op that reads and writes a
+// small allocation and writes nothing managed still ends its own window.
+TEST(OpStreamRecorderTest, ASmallAllocationAnOpWithAManagedOutputReadsAndWritesIsNoInput) {
+  OpStreamRecorder r{{.marker = IterationMarker::kAuto, .profile_iterations = 2}};
+  constexpr uint64_t kScale = 1;    // small, never written
+  constexpr uint64_t kRunning = 2;  // small: the running statistics, read and written
+  r.Alloc(kScale, 4096, false);
+  r.Alloc(kRunning, 4096, false);
+  uint64_t next = 100;
+  std::optional<uint64_t> ready;
+  for (int i = 0; i < 3 && !ready.has_value(); ++i) {
+    const uint64_t x = next++, y = next++, counter = next++;
+    std::vector<IterationTracker::Step> steps;
+    steps.push_back(r.Alloc(x, 2 << 20, true));
+    steps.push_back(r.Alloc(y, 2 << 20, true));
+    steps.push_back(r.Alloc(counter, 256, false));
+    // 0: x written
+    steps.push_back(r.Op("cudaMemcpy", std::vector<Access>{{x, RecordedAccess::kWrite}}));
+    // 1: y = bn(x, scale), running statistics updated in place
+    steps.push_back(r.Op("cudnnBatchNormalizationForwardTraining",
+                         std::vector<Access>{{x, RecordedAccess::kRead},
+                                             {y, RecordedAccess::kWrite},
+                                             {kScale, RecordedAccess::kRead},
+                                             {kRunning, RecordedAccess::kReadWrite}}));
+    // 2: in place on a small counter, reading y
+    steps.push_back(r.Op(
+        "cudaLaunchKernel",
+        std::vector<Access>{{y, RecordedAccess::kRead}, {counter, RecordedAccess::kReadWrite}}));
+    // 3: reads y
+    steps.push_back(
+        r.Op("cudnnActivationForward", std::vector<Access>{{y, RecordedAccess::kRead}}));
+    steps.push_back(*r.Free(counter));
+    steps.push_back(*r.Free(x));
+    steps.push_back(*r.Free(y));
+    for (const IterationTracker::Step& s : steps) {
+      if (s.profile_ready) ready = s.seq;
+    }
+  }
+  ASSERT_TRUE(ready.has_value());
+  absl::StatusOr<RecordedIteration> it = r.Reference(0);
+  ASSERT_TRUE(it.ok()) << it.status();
+  ASSERT_EQ(it->ops.size(), 4u);
+  EXPECT_EQ(it->ops[1].unprofiled_inputs_until, -1);  // the running statistics are no input
+  EXPECT_EQ(it->ops[2].unprofiled_inputs_until, 2);   // reads what it writes, no managed output
+  absl::StatusOr<BuiltProfile> built = BuildProfile(*it);
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ(built->profile.ops[1].unprofiled_inputs_until, -1);
+}
+
 TEST(OpStreamRecorderTest, FollowingMatchesAndDeparts) {
   Loop loop;
   for (int i = 0; i < 3; ++i) loop.Iteration();

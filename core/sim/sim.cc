@@ -58,14 +58,16 @@
 // from the nearest kept tensor, as checkpointing does); one the profile still holds at q is
 // there; one the profile freed before q (a ReLU's input that only the ReLU read) is rebuilt by an
 // earlier replay at q when that is sound (ReplayFacts::remat_until), and held that way; anything
-// else makes the plan infeasible. Replays at q run in producer order, one per producer (all
-// intervals p rebuilds at q come from one replay). A map written by a chain of calls is rebuilt
-// by replaying the chain (Note [Chains] in core/model/candidates.cc): one replay whose producer
-// is the last link, taking the links' durations summed, needing every link's inputs but the map
-// itself, and the largest link workspace. Z is then resident until its next interval
-// that is not kept, or until the program frees it. A replay also needs p's workspace (freed when
-// it ends) and memory for those outputs of p that are not resident at q (freed after the last
-// replay before op q that reads them).
+// else makes the plan infeasible. Replays at q run in producer order, one per producer and chain
+// (all intervals p rebuilds at q by the same links come from one replay). A map written by a
+// chain of calls is rebuilt by replaying the chain (Note [Chains] in core/model/candidates.cc):
+// one replay whose producer is the last link, taking the links' durations summed, needing every
+// link's inputs but the map itself, and the largest link workspace. Two maps whose chains end at
+// the same op but differ in their links (a call that writes one map whole and adds to a slice of
+// another) are two replays, each costed and fed as its own chain. Z is then resident until its next
+// interval that is not kept, or until the program frees it. A replay also needs p's workspace
+// (freed when it ends) and memory for those outputs of p that are not resident at q (freed after
+// the last replay before op q that reads them).
 //
 // Note [Program copies]
 // ~~~~~~~~~~~~~~~~~~~~~
@@ -203,6 +205,16 @@ uint64_t ReplayKey(OpIndex q, OpIndex producer) {
   return (static_cast<uint64_t>(q) << 32) | static_cast<uint32_t>(producer);
 }
 
+// One request for a replay: the replay (ReplayKey), the links it runs (Impl::ChainKey) and whom
+// it is for (candidate index, or -(tensor+1) for a dead intermediate). Sorted, one replay's
+// requests are consecutive.
+struct ReplayRequestKey {
+  uint64_t key;
+  TensorId chain;
+  int32_t who;
+  friend auto operator<=>(const ReplayRequestKey&, const ReplayRequestKey&) = default;
+};
+
 }  // namespace
 
 struct Simulator::Impl {
@@ -246,13 +258,13 @@ struct Simulator::Impl {
   std::vector<size_t> last_reader_;
   std::vector<int64_t> reader_group_;
   int64_t reader_stamp_ = 0;
-  // (ReplayKey(q, producer), who) of every replay request, duplicates included.
-  std::vector<std::pair<uint64_t, int32_t>> replay_keys_;
+  // Every replay request, duplicates included.
+  std::vector<ReplayRequestKey> replay_keys_;
   std::vector<Request> replay_requests_;  // a max-heap on producer
   // The need points of the replays of processed_producer_ already processed: requests come in
   // non-increasing producer order (ProcessReplayRequests), so one producer's are consecutive.
   OpIndex processed_producer_ = -1;
-  std::vector<OpIndex> processed_needs_;
+  std::vector<std::pair<OpIndex, TensorId>> processed_needs_;  // (q, ChainKey)
   std::vector<CandidateId> swap_in_queue_;  // swapped candidates, in the order they are issued
   std::vector<int32_t> bucket_start_;       // SortByOp's buffers
   std::vector<CandidateId> sorted_;
@@ -290,6 +302,15 @@ struct Simulator::Impl {
   absl::Span<const OpIndex> LinksOf(TensorId target, OpIndex producer) const {
     const absl::Span<const OpIndex> chain = facts_.Chain(target, producer);
     return chain.empty() ? absl::MakeConstSpan(op_ids_).subspan(producer, 1) : chain;
+  }
+  // Names the links a replay of `producer` for `target` runs: the first tensor `producer` writes
+  // whose replay runs the same links. Replays that rebuild several maps by the same links are one.
+  TensorId ChainKey(TensorId target, OpIndex producer) const {
+    const absl::Span<const OpIndex> links = LinksOf(target, producer);
+    for (TensorId t : profile_.ops[producer].writes) {
+      if (t == target || LinksOf(t, producer) == links) return t;
+    }
+    return target;
   }
   bool ProcessReplayRequests();
   void BuildReplays();
@@ -496,17 +517,18 @@ bool Simulator::Impl::PrepareNeeds() {
 // Handles one replay of `producer` before op q for `who` (candidate index, or -(tensor+1) for
 // a dead intermediate). Returns false on a plan that cannot be carried out.
 bool Simulator::Impl::ProcessReplay(OpIndex producer, OpIndex q, int32_t who) {
-  const uint64_t key = ReplayKey(q, producer);
-  replay_keys_.push_back({key, who});
+  const TensorId target = who >= 0 ? candidates_[who].tensor : -who - 1;
+  const TensorId chain = ChainKey(target, producer);
+  replay_keys_.push_back({ReplayKey(q, producer), chain, who});
   if (producer != processed_producer_) {
     processed_producer_ = producer;
     processed_needs_.clear();
   }
-  if (std::find(processed_needs_.begin(), processed_needs_.end(), q) != processed_needs_.end()) {
+  const std::pair<OpIndex, TensorId> need(q, chain);
+  if (std::find(processed_needs_.begin(), processed_needs_.end(), need) != processed_needs_.end()) {
     return true;
   }
-  processed_needs_.push_back(q);
-  const TensorId target = who >= 0 ? candidates_[who].tensor : -who - 1;
+  processed_needs_.push_back(need);
   for (OpIndex link : LinksOf(target, producer)) {
     for (TensorId in : profile_.ops[link].reads) {
       if (in == target) continue;  // the chain's previous state (Note [Chains])
@@ -573,17 +595,18 @@ bool Simulator::Impl::ProcessReplayRequests() {
   return true;
 }
 
-// Groups the replay requests into replays_ (one per producer and need point) and sizes their
+// Groups the replay requests into replays_ (one per producer, chain and need point) and sizes their
 // transient memory.
 void Simulator::Impl::BuildReplays() {
   const Profile& p = profile_;
   std::sort(replay_keys_.begin(), replay_keys_.end());
   replays_.clear();
   replay_maps_.clear();
-  for (const auto& [key, who] : replay_keys_) {
+  for (size_t i = 0; i < replay_keys_.size(); ++i) {
+    const auto& [key, chain, who] = replay_keys_[i];
     const OpIndex at = static_cast<OpIndex>(key >> 32);
     const OpIndex producer = static_cast<OpIndex>(key & 0xffffffffu);
-    if (replays_.empty() || replays_.back().at != at || replays_.back().producer != producer) {
+    if (i == 0 || replay_keys_[i - 1].key != key || replay_keys_[i - 1].chain != chain) {
       const int32_t first = static_cast<int32_t>(replay_maps_.size());
       replays_.push_back(
           {at, producer, first, first, 0, 0, who >= 0 ? candidates_[who].tensor : -who - 1});

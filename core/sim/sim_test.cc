@@ -613,6 +613,52 @@ TEST(SimTest, RecomputesChainsRecursively) {
   EXPECT_NEAR(r.iteration_us, TotalDuration(p) + r.recompute_us, kEps);
 }
 
+// Note [Recomputation]: two chains that end at the same op but rebuild different maps are two
+// replays. Op 1 writes u whole and adds into a slice of t, which op 0 wrote whole: t's chain is
+// (0, 1), u's is (1). With both recomputed before op 3, the replays run 10 + 20 and 20 us; one
+// replay for both would run either chain alone (and leave the other's first link out). Whichever
+// map the profile lists first.
+TEST(SimTest, ChainsEndingAtOneOpRebuildingDifferentMapsAreReplayedApart) {
+  for (const bool t_first : {true, false}) {
+    SCOPED_TRACE(t_first ? "t first" : "u first");
+    ProfileBuilder b("two-chains");
+    const TensorId a = b.Tensor("a", 64, /*persistent=*/true);
+    const TensorId x = b.Tensor("x", 64, /*persistent=*/true);
+    TensorId t = 0, u = 0;
+    if (t_first) {
+      t = b.Tensor("t", 1000);
+      u = b.Tensor("u", 1000);
+    } else {
+      u = b.Tensor("u", 1000);
+      t = b.Tensor("t", 1000);
+    }
+    const OpIndex fill = b.Op("fill", OpKind::kOther, Phase::kForward, 10, {a}, {t});  // 0
+    b.op(fill).overwrites = {t};
+    const OpIndex split = b.Op("split", OpKind::kOther, Phase::kForward, 20, {x}, {t, u});  // 1
+    b.op(split).overwrites = {u};
+    b.Op("idle", OpKind::kOther, Phase::kForward, 5, {}, {});     // 2
+    b.Op("use", OpKind::kOther, Phase::kForward, 1, {t, u}, {});  // 3
+    const Profile p = b.Finish();
+    ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+    const ReplayFacts facts = ComputeReplayFacts(p);
+    ASSERT_THAT(facts.Chain(t, split), ::testing::ElementsAre(fill, split));
+    ASSERT_THAT(facts.Chain(u, split), ::testing::ElementsAre(split));
+    const MachineModel m = TestMachine(int64_t{1} << 30);
+    const std::vector<Candidate> cands = FindCandidates(p, nullptr, 1000);
+    ASSERT_EQ(cands.size(), 2u);
+    Plan plan = KeepAllPlan(cands.size());
+    for (size_t c = 0; c < cands.size(); ++c) {
+      ASSERT_TRUE(cands[c].recomputable) << c;
+      plan.decisions[c] = Decision::kRecompute;
+    }
+    const SimResult r = Simulate(p, m, plan, {}, {.matter_only = false, .min_bytes = 1000});
+    ASSERT_TRUE(r.feasible) << r.failure;
+    EXPECT_EQ(r.recomputed_ops, 2);
+    EXPECT_NEAR(r.recompute_us, 50, kEps);
+    EXPECT_NEAR(r.iteration_us, TotalDuration(p) + 50, kEps);
+  }
+}
+
 // Note [Tails]: x (1 MiB) is written at op 0 and read at op 1, and the program holds it to its
 // free after op 3; y (2 MiB) is made at op 2 and read at op 3. In core ops 2 and 3 hold 3 MiB.
 // With 2.5 MiB, swapping x's tail fits: op 2's allocation waits for x's swap-out, x never comes

@@ -66,7 +66,7 @@ const char* UsageText() {
          "                 [--top-k K] [--vary-batch] [--nvtx] [--host-loss]\n"
          "                 [--force-choices 'gates G' | 'experts E1,E2,...' [;...]]\n"
          "                 [--nvtx-period P] [--conv-bias] [--inplace-skips] [--width W]\n"
-         "                 [--own-kernels]\n"
+         "                 [--gated-blocks] [--own-kernels]\n"
          "Trains a CNN on synthetic data with cuDNN and cuBLAS. Prints one line per iteration,\n"
          "  iter N loss L ms T img_per_s R [image S] [gates G] [experts E1,E2,...]\n"
          "then peak_device_bytes B and params_checksum H (FNV-1a of the parameters, hex).\n"
@@ -87,7 +87,8 @@ const char* UsageText() {
          "--conv-bias adds a bias after every convolution, in place (cudnnAddTensor on its\n"
          "output); --inplace-skips adds residual shortcuts into the main path's map in place\n"
          "(cudnnOpTensor with the output as an input); --width W sets unet's first level's\n"
-         "channels (default 16). Not for skipnet or moe.\n"
+         "channels (default 16). Not for skipnet or moe. --gated-blocks ends each of unet's\n"
+         "decoder levels in a gated block, tanh(x) * sigmoid(conv1x1(x)) (cudnnOpTensor MUL).\n"
          "--own-kernels runs the forward ReLU, bias and residual additions as cnn_train's own\n"
          "CUDA kernels (sm_80, sm_90, sm_100) instead of cuDNN calls, with the same results.\n"
          "Exit status: 0 ok, 2 bad arguments, 3 out of device memory, 4 other CUDA/cuDNN/cuBLAS "
@@ -121,6 +122,10 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
       options.inplace_skips = true;
       continue;
     }
+    if (arg == "--gated-blocks") {
+      options.gated_blocks = true;
+      continue;
+    }
     if (arg == "--own-kernels") {
       options.own_kernels = true;
       continue;
@@ -131,7 +136,8 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
     const size_t eq = arg.find('=');
     if (eq != std::string_view::npos) name = arg.substr(0, eq);
     if (name == "--vary-batch" || name == "--nvtx" || name == "--host-loss" ||
-        name == "--conv-bias" || name == "--inplace-skips" || name == "--own-kernels") {
+        name == "--conv-bias" || name == "--inplace-skips" || name == "--own-kernels" ||
+        name == "--gated-blocks") {
       return std::string(name) + " takes no value";
     }
     bool known = false;
@@ -225,6 +231,7 @@ std::variant<Options, HelpRequested, std::string> ParseArgs(int argc, char** arg
     return "--conv-bias, --inplace-skips and --width are not for --model " + options.model;
   }
   if (options.width != 0 && options.model != "unet") return "--width needs --model unet";
+  if (options.gated_blocks && options.model != "unet") return "--gated-blocks needs --model unet";
   if (options.own_kernels && !OwnKernelsBuilt()) {
     return "--own-kernels: cnn_train was built without nvcc";
   }

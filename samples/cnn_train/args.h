@@ -39,9 +39,11 @@ struct Options {
   bool host_loss = false;
   // How a static model's layers are written (NetworkVariant in network.h): --conv-bias (every
   // convolution adds its bias in place), --inplace-skips (residual additions into the main
-  // path's map), --width N (unet's first level, default 16).
+  // path's map), --width N (unet's first level, default 16), --gated-blocks (unet's decoder
+  // levels end in a gated block).
   bool conv_bias = false;
   bool inplace_skips = false;
+  bool gated_blocks = false;
   // --own-kernels: Context::own_kernels (layer.h).
   bool own_kernels = false;
   int width = 0;

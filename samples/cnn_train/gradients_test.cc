@@ -150,6 +150,52 @@ TEST(GradientsTest, NewLayersMatchCentralDifferences) {
   }
 }
 
+// A gated block (tanh(x) * sigmoid(conv1x1(x)): the sigmoid and tanh activations and the
+// elementwise product) is smooth: backward matches central differences; and unet with
+// --gated-blocks frees what an iteration allocated.
+TEST(GradientsTest, GatedBlockMatchesCentralDifferences) {
+  auto net = std::make_unique<Network>(Dims{3, 8, 8});
+  Builder b(*net);
+  const int a = b.Conv("a", Network::kInput, 4, 3, 1, 1);
+  const int gated = b.Gate("gate.", a);
+  b.Fc("fc", b.GlobalAvgPool("pool", gated), kClasses);
+  Harness h({3, 8, 8}, std::move(net));
+  h.Step();
+  struct Probe {
+    float* value;
+    float grad;
+    const char* name;
+  };
+  std::vector<Probe> probes;
+  SplitMix64 rng(11);
+  for (ParamSpec* p : h.net().trainable_params()) {
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = static_cast<int64_t>(rng.Next() % static_cast<uint64_t>(p->count));
+      probes.push_back({p->value + i, Get(p->grad + i), p->name.c_str()});
+    }
+  }
+  ASSERT_EQ(probes.size(), 4u * 4);  // a, gate.conv, fc's weight and bias
+  constexpr float kEps = 1e-2f;
+  for (const Probe& probe : probes) {
+    const float v = Get(probe.value);
+    Set(probe.value, v + kEps);
+    const double up = h.Step();
+    Set(probe.value, v - kEps);
+    const double down = h.Step();
+    Set(probe.value, v);
+    const double numeric = (up - down) / (2.0 * kEps);
+    const double scale = std::max(1e-2, std::fabs(numeric) + std::fabs(probe.grad));
+    EXPECT_LT(std::fabs(numeric - probe.grad) / scale, 1e-2)
+        << probe.name << ": backward " << probe.grad << ", central difference " << numeric;
+  }
+  Harness unet({3, 16, 16},
+               BuildNetwork("unet", 16, kClasses, {.conv_bias = true, .gated_blocks = true}));
+  EXPECT_TRUE(std::isfinite(unet.Step()));
+  const size_t after_one = unet.memory().live_bytes();
+  unet.Step();
+  EXPECT_EQ(after_one, unet.memory().live_bytes());
+}
+
 // An iteration frees what it allocated: each tensor once, including a dense block's buffer
 // (the output of its first node and of every copy into it) and U-Net's summed maps.
 TEST(GradientsTest, IterationFreesEveryMap) {

@@ -46,6 +46,9 @@ struct NetworkVariant {
   bool inplace_skips = false;
   // unet: the first level's channels (each level doubles them); 0: the model's 16.
   int width = 0;
+  // unet: each decoder level ends in a gated block, tanh(x) * sigmoid(conv1x1(x)) (two
+  // activations and an elementwise product, cudnnOpTensor MUL).
+  bool gated_blocks = false;
 };
 
 class Network final : public Model {

@@ -151,8 +151,9 @@ class Trainer {
     sizes_ = options.vary_image;
     if (sizes_.empty()) sizes_.push_back(options.image);
     for (int image : sizes_) {
-      models_.push_back(BuildModel(options.model, image, options.classes, dynamic,
-                                   {options.conv_bias, options.inplace_skips, options.width}));
+      models_.push_back(BuildModel(
+          options.model, image, options.classes, dynamic,
+          {options.conv_bias, options.inplace_skips, options.width, options.gated_blocks}));
       for (const std::string& choice : options.force_choices) {
         if (!models_.back()->ForceChoices(choice)) {
           Fail(kExitUsage, "--force-choices '%s' does not fit --model %s", choice.c_str(),

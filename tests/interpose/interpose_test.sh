@@ -842,9 +842,11 @@ policies)
     # Issue 37's habits of trainers written outside this project: every convolution's output
     # then added to in place by its bias (cudnnAddTensor), residual shortcuts added in place into
     # the main path's map (cudnnOpTensor), and the loss read back mid-iteration (tiny-habits);
-    # unet's in-place skips with the bias additions (unet-bias).
+    # unet's in-place skips with the bias additions (unet-bias), and with a gated block ending
+    # each decoder level (unet-gated: tanh, sigmoid and their product).
     tiny-habits) set -- --model tiny --batch 64 --iters 5 --conv-bias --inplace-skips --host-loss ;;
     unet-bias) set -- --model unet --batch 16 --image 64 --iters 4 --conv-bias ;;
+    unet-gated) set -- --model unet --batch 16 --image 64 --iters 4 --conv-bias --gated-blocks ;;
     # Issue 36's kernel replays: tiny's ReLUs and residual additions are cnn_train's own kernels
     # (--own-kernels), run by simgpu as their CPU twins (Note [CPU twins]). nvcc builds them for
     # sm_80, sm_90 and sm_100, so the device is an h100-pcie5 (sm_90), whose SASS the analysis

@@ -1,6 +1,7 @@
-// ReLU, out of place. Backward reads the output only (as a framework's ReLU saves its result):
-// cuDNN's x argument gets y, which gives the same gradient, since y > 0 exactly where x > 0;
-// so Network frees the input once forward is done with it.
+// ReLU, sigmoid and tanh, out of place. Backward reads the output only (as a framework's
+// activations save their result): cuDNN's x argument gets y, which gives the same gradient,
+// since ReLU's y > 0 exactly where x > 0 and sigmoid's and tanh's derivatives are functions of
+// y; so Network frees the input once forward is done with it.
 #include <map>
 #include <memory>
 
@@ -11,22 +12,21 @@
 namespace cnn_train {
 namespace {
 
-class Relu final : public Layer {
+class Activation final : public Layer {
  public:
-  explicit Relu(Dims in) {
+  Activation(Dims in, cudnnActivationMode_t mode, const char* kind) : mode_(mode), kind_(kind) {
     out_ = in;
     CUDNN_CHECK(cudnnCreateActivationDescriptor(&act_));
-    CUDNN_CHECK(
-        cudnnSetActivationDescriptor(act_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    CUDNN_CHECK(cudnnSetActivationDescriptor(act_, mode, CUDNN_NOT_PROPAGATE_NAN, 0.0));
   }
-  ~Relu() override { cudnnDestroyActivationDescriptor(act_); }
+  ~Activation() override { cudnnDestroyActivationDescriptor(act_); }
 
-  const char* kind() const override { return "relu"; }
-  // ReLU backward needs only its output: y > 0 exactly where x > 0.
+  const char* kind() const override { return kind_; }
+  // Backward needs only the output (the file's comment).
   bool backward_reads_inputs() const override { return false; }
 
   void Forward(Context& ctx, const ForwardArgs& args) override {
-    if (ctx.own_kernels) {
+    if (ctx.own_kernels && mode_ == CUDNN_ACTIVATION_RELU) {
       CUDA_CHECK(LaunchReluForward(args.y, args.x[0], args.batch * out_.count()));
       return;
     }
@@ -52,12 +52,22 @@ class Relu final : public Layer {
     return *desc;
   }
 
+  cudnnActivationMode_t mode_;
+  const char* kind_;
   cudnnActivationDescriptor_t act_ = nullptr;
   std::map<int, std::unique_ptr<TensorDesc>> descs_;
 };
 
 }  // namespace
 
-std::unique_ptr<Layer> MakeRelu(Dims in) { return std::make_unique<Relu>(in); }
+std::unique_ptr<Layer> MakeRelu(Dims in) {
+  return std::make_unique<Activation>(in, CUDNN_ACTIVATION_RELU, "relu");
+}
+std::unique_ptr<Layer> MakeSigmoid(Dims in) {
+  return std::make_unique<Activation>(in, CUDNN_ACTIVATION_SIGMOID, "sigmoid");
+}
+std::unique_ptr<Layer> MakeTanh(Dims in) {
+  return std::make_unique<Activation>(in, CUDNN_ACTIVATION_TANH, "tanh");
+}
 
 }  // namespace cnn_train

@@ -164,11 +164,15 @@ std::unique_ptr<Layer> MakeConvTranspose(const std::string& name, Dims in, int o
 // layer reads the prefix of its block's concatenation buffer.
 std::unique_ptr<Layer> MakeBatchNorm(const std::string& name, Dims in, int channels = 0);
 std::unique_ptr<Layer> MakeRelu(Dims in);
+std::unique_ptr<Layer> MakeSigmoid(Dims in);
+std::unique_ptr<Layer> MakeTanh(Dims in);
 std::unique_ptr<Layer> MakeMaxPool(Dims in, int kernel, int stride, int pad);
 std::unique_ptr<Layer> MakeAvgPool(Dims in, int kernel, int stride);
 std::unique_ptr<Layer> MakeGlobalAvgPool(Dims in);
 // a + b; in place, b is added into a's tensor (`a += b`, a U-Net's long skip connection).
 std::unique_ptr<Layer> MakeAdd(Dims a, Dims b, bool in_place = false);
+// a * b, elementwise, into a new map (mul.cc).
+std::unique_ptr<Layer> MakeMul(Dims a, Dims b);
 // Channel concatenation into one buffer of `buffer` dims (concat.cc). ConcatStart allocates the
 // buffer (its output) and copies its input into channels [0, in.c); ConcatInto is in place on
 // input 0, the buffer, and copies input 1 into channels [offset, offset + in.c).

@@ -32,6 +32,22 @@ class Builder {
   int Relu(const std::string& name, int in) {
     return net_.Add(name, MakeRelu(net_.dims(in)), {in});
   }
+  int Sigmoid(const std::string& name, int in) {
+    return net_.Add(name, MakeSigmoid(net_.dims(in)), {in});
+  }
+  int Tanh(const std::string& name, int in) {
+    return net_.Add(name, MakeTanh(net_.dims(in)), {in});
+  }
+  int Mul(const std::string& name, int a, int b) {
+    return net_.Add(name, MakeMul(net_.dims(a), net_.dims(b)), {a, b});
+  }
+  // A gated block, tanh(in) * sigmoid(conv1x1(in)), named <prefix>tanh, <prefix>conv,
+  // <prefix>sigmoid and <prefix>mul.
+  int Gate(const std::string& prefix, int in) {
+    const int t = Tanh(prefix + "tanh", in);
+    const int g = Conv(prefix + "conv", in, channels(in), 1, 1, 0);
+    return Mul(prefix + "mul", t, Sigmoid(prefix + "sigmoid", g));
+  }
   int MaxPool(const std::string& name, int in, int kernel, int stride, int pad) {
     return net_.Add(name, MakeMaxPool(net_.dims(in), kernel, stride, pad), {in});
   }

@@ -43,6 +43,7 @@ void BuildUNet(Network& net, int classes) {
     x = b.ConvTranspose(name + ".up", x, width << level, 2, 2);
     x = b.AddInto(name + ".skip", x, skips[level]);
     x = DoubleConv(b, name + ".", x, width << level);
+    if (net.variant().gated_blocks) x = b.Gate(name + ".gate.", x);
   }
   x = b.Conv("head", x, classes, 1, 1, 0, /*bias=*/true);
   b.GlobalAvgPool("avgpool", x);
