@@ -3,8 +3,8 @@
 // values and signatures below are those of nccl.h 2.30.7, which PyTorch's nvidia-nccl wheel
 // ships, and have not changed since NCCL 2.0 except for types added at the end). No NCCL header
 // is needed to build pooch; where a translation unit includes the real nccl.h first, its
-// declarations are used instead (the same include guard), which is how nccl_abi_test checks
-// these against it.
+// declarations are used instead (the same include guard); nccl_abi_test checks these against it
+// (tests/interpose/nccl/nccl_abi_test.cc).
 #ifndef NCCL_H_
 #define NCCL_H_
 
@@ -61,6 +61,9 @@ typedef enum {
   ncclNumTypes = 12
 } ncclDataType_t;
 
+// POOCH_NCCL_TYPES_ONLY: the types alone, for nccl_abi_test, which compares them with the real
+// header's in one translation unit (a C function cannot be declared twice with two types).
+#ifndef POOCH_NCCL_TYPES_ONLY
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -89,6 +92,7 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
                       ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclGroupStart();
 ncclResult_t ncclGroupEnd();
+#endif  // POOCH_NCCL_TYPES_ONLY
 }
 
 #endif  // NCCL_H_
