@@ -9,7 +9,8 @@
 //      (without the hooks the fake's copy reads unmapped memory: an illegal address).
 //   3. Without waiting for the stream, refills c and d, which swaps a and b out again: their
 //      swap-outs must wait for the collective's copy in stream order (an unmap under a running
-//      copy is a hazard, and a copy to the host made before it would lose b's new bytes).
+//      copy is a hazard, and a copy to the host made before it would lose b's new bytes, which
+//      are read back then).
 //   4. A group: ncclSend(a) and ncclRecv(d) to itself, then b and c refilled inside the group,
 //      which swaps a out before ncclGroupEnd issues the copy: a must be resident again then
 //      (Note [Collectives in a group]).
@@ -94,6 +95,8 @@ int main() {
   Ok(ncclAllReduce(a, b, kFloats, ncclFloat32, ncclSum, comm, stream), "ncclAllReduce");
   Fill(c, 2);  // a and b go out behind the all-reduce
   Fill(d, 3);
+  Ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  Expect(b, 0, "b, the all-reduce's result");  // what went out is what the all-reduce wrote
 
   Ok(ncclGroupStart(), "ncclGroupStart");
   Ok(ncclSend(a, kFloats, ncclFloat32, 0, comm, stream), "ncclSend");
