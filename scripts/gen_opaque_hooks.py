@@ -44,8 +44,11 @@ LIBS = {
     "cublasLt": (["lib64/libcublasLt.so.13", "targets/x86_64-linux/lib/libcublasLt.so.13"],
                  "libcublasLt.so.13"),
 }
+# NCCL is hooked (hooked_symbols.def) but not classified: it is no toolkit library, and pooch
+# models the calls it hooks; its other exports touch no program memory or are named in
+# docs/usage.md ("NCCL on GPUs") as not handled.
 DEF_LIBS = {"CUDART": "cudart", "CUDA": "cuda", "CUDNN": "cudnn", "CUBLAS": "cublas",
-            "CUBLASLT": "cublasLt"}
+            "CUBLASLT": "cublasLt", "NCCL": "nccl"}
 
 # One generated file per header set: (file stem, library, headers, -D defines, status type of
 # the API, whether names must be per-thread variants). The first set (of a library) whose

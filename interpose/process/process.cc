@@ -109,7 +109,11 @@ void Process::Start() {
 //   "pooch[rank R]: " and the paths' %r and %p are expanded then (core/config/path_pattern.h),
 //   so that no file is opened before;
 // - a process that made no CUDA call writes no summary: the launcher and its shells have
-//   nothing to say, and their lines would hide the ranks'.
+//   nothing to say, and their lines would hide the ranks'. Loading a CUDA library is no call:
+//   it registers the library's kernels (__cudaRegisterFatBinary and kin, at load and again at
+//   exit) and may look up driver entry points, without the program asking for anything, so
+//   those hooks are not counted here (torchrun's agent imports torch, which loads
+//   libtorch_cuda.so, and printed a summary of nothing at exit).
 void Process::NameProcess() {
   const ProcessIdentity identity{.rank = ProcessRank(&std::getenv), .pid = getpid()};
   SetLogRank(identity.rank.value_or(-1));
@@ -124,7 +128,9 @@ bool Process::MadeCudaCall() const {
   if (parts_.load(std::memory_order_acquire) != nullptr || parts_failed()) return true;
   if (OpaqueTotal() > 0 || UnclassifiedCalls() > 0) return true;
   for (int i = 0; i < kHookCount; ++i) {
-    const CallCounts calls = Calls(static_cast<FunctionId>(i));
+    const auto id = static_cast<FunctionId>(i);
+    if (IsRegistration(id) || IsLookup(id)) continue;  // a library loaded (Note above)
+    const CallCounts calls = Calls(id);
     if (calls.top > 0 || calls.nested > 0) return true;
   }
   return false;

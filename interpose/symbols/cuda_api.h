@@ -19,6 +19,8 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include "interpose/symbols/nccl_api.h"
+
 #undef cuMemAlloc
 #undef cuMemFree
 #undef cuMemGetInfo

@@ -1,4 +1,4 @@
-// errors.h: the one place where pooch's errors become CUDA, cuDNN and cuBLAS status codes.
+// errors.h: the one place where pooch's errors become CUDA, cuDNN, cuBLAS and NCCL status codes.
 //
 //   return StatusTo<cudaError_t>(manager->Free(address));   // OK -> cudaSuccess
 //   return NotInitialized<cublasStatus_t>();                  // a real function is missing
@@ -106,6 +106,11 @@ inline cublasStatus_t StickyError<cublasStatus_t>() {
   return g_sticky.load(std::memory_order_relaxed) != 0 ? CUBLAS_STATUS_EXECUTION_FAILED
                                                        : CUBLAS_STATUS_SUCCESS;
 }
+// NCCL reports a failed CUDA call as ncclUnhandledCudaError.
+template <>
+inline ncclResult_t StickyError<ncclResult_t>() {
+  return g_sticky.load(std::memory_order_relaxed) != 0 ? ncclUnhandledCudaError : ncclSuccess;
+}
 
 // Note [Last error]: makes `error` (not cudaSuccess) this thread's last runtime error.
 void RecordRuntimeError(cudaError_t error);
@@ -131,6 +136,11 @@ inline cudnnStatus_t NotInitialized<cudnnStatus_t>() {
 template <>
 inline cublasStatus_t NotInitialized<cublasStatus_t>() {
   return CUBLAS_STATUS_NOT_INITIALIZED;
+}
+// NCCL has no "not initialized" code; a library that cannot be found is a system error to it.
+template <>
+inline ncclResult_t NotInitialized<ncclResult_t>() {
+  return ncclSystemError;
 }
 // The runtime's registration entry points (__cudaRegisterFatBinary: a null handle; the others
 // return nothing).
@@ -216,6 +226,27 @@ inline cublasStatus_t StatusTo<cublasStatus_t>(const absl::Status& status) {
       return CUBLAS_STATUS_INVALID_VALUE;
     default:
       return CUBLAS_STATUS_INTERNAL_ERROR;
+  }
+}
+
+// NCCL: memory that cannot be made resident is a failed CUDA call to it (as its own failed
+// cudaMalloc is).
+template <>
+inline ncclResult_t StatusTo<ncclResult_t>(const absl::Status& status) {
+  if (const ncclResult_t sticky = StickyError<ncclResult_t>();
+      !status.ok() && sticky != ncclSuccess) {
+    return sticky;
+  }
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return ncclSuccess;
+    case absl::StatusCode::kResourceExhausted:
+      return ncclUnhandledCudaError;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+      return ncclInvalidArgument;
+    default:
+      return ncclInternalError;
   }
 }
 

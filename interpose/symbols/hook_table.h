@@ -23,7 +23,7 @@
 
 namespace pooch::interpose {
 
-enum class Library : uint8_t { CUDART, CUDA, CUDNN, CUBLAS, CUBLASLT };
+enum class Library : uint8_t { CUDART, CUDA, CUDNN, CUBLAS, CUBLASLT, NCCL };
 
 // The soname a library's real functions are looked up in ("libcudart.so.13").
 const char* Soname(Library library);

@@ -49,6 +49,8 @@ const char* Soname(Library library) {
       return "libcublas.so.13";
     case Library::CUBLASLT:
       return "libcublasLt.so.13";
+    case Library::NCCL:
+      return "libnccl.so.2";
   }
   return "";
 }

@@ -398,6 +398,28 @@ opaque)
   echo "ok: $line"
   ;;
 
+nccl)
+  # Note [Collectives as accesses]: NCCL calls on buffers pooch swapped out, over the fake
+  # one-rank libnccl.so.2 (nccl_probe.cc says how), under the hazard checker: every buffer must be
+  # resident when its call is made (a group's at ncclGroupEnd), and read back the bytes the calls
+  # left; every call is counted among the program's own.
+  need_simgpu
+  SIMGPU_HAZARDS=error
+  export SIMGPU_HAZARDS
+  run probe env LD_PRELOAD="$libpooch" POOCH_POLICY=demand POOCH_MEMORY_LIMIT=12MiB "$arg"
+  [ "$rc" -eq 0 ] || fail "exit $rc: $(head -3 "$work/probe.out") $(grep -v '^pooch' "$work/probe.err" | head -3)"
+  grep -q '^nccl_probe ok$' "$work/probe.out" || fail "$(cat "$work/probe.out")"
+  grep -i 'hazard\|illegal' "$work/probe.err" && fail "simgpu reported a hazard"
+  for hook in ncclAllReduce ncclSend ncclRecv ncclGroupStart ncclGroupEnd ncclAllGather \
+    ncclBroadcast; do
+    [ "$(top_calls "$work/probe.err" "$hook")" -eq 1 ] || fail "$hook: not one call of the program's"
+  done
+  swaps=$(grep '^pooch: swaps: ' "$work/probe.err")
+  ins=$(echo "$swaps" | awk '{ for (i = 3; i < NF; ++i) if ($i == "in") print $(i + 1) }')
+  [ "${ins:-0}" -ge 2 ] || fail "a was not swapped back in for the calls: $swaps"
+  echo "ok: $swaps"
+  ;;
+
 bounds)
   # Issue 13, point 6: copies and memsets that run past an allocation or a small block, or start
   # in freed memory, fail with the invalid-value error before they write anything, with one

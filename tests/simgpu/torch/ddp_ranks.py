@@ -51,7 +51,13 @@ def main():
         torch.nn.Linear(1024, 1024, bias=False),
         torch.nn.Linear(1024, 10, bias=False),
     ).to(device)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index])
+    # One gradient bucket (DDP's default puts the last layers' gradients in a first bucket of
+    # 1 MiB or so, whose all-reduce then runs on gloo's thread while backward goes on): with one,
+    # the all-reduce starts when backward has computed every gradient, and every iteration's CUDA
+    # calls come in the same order, which pooch's profile of an iteration needs (two threads'
+    # calls interleave as the machine's load has them).
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index],
+                                                    bucket_cap_mb=64)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     torch.manual_seed(1 + rank)  # each rank its own batch
     x = torch.randn(batch, 256, device=device)
@@ -76,4 +82,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-    time.sleep(0.2)  # torch's autograd thread and process exit (see linear_stack.py)
+    # torch's autograd thread and process exit (see linear_stack.py); a second, not linear_stack's
+    # 0.2 s: on a loaded machine four ranks and two launchers share its cores, and a rank of the
+    # run without pooch once aborted at exit.
+    time.sleep(1.0)

@@ -19,7 +19,7 @@
 # about 5 s), pooch_repeat (issue 40: transformer_loop.py under pooch twice gives the same plan
 # line, the same profile shape, no safety-net swap-in in the last iteration, and last iteration
 # times within 1 %; about 60 s), ddp_ranks (issue 39: two ranks under torchrun, each its own
-# pooch; the case's comment says what it checks; about 85 s on two busy cores).
+# pooch; the case's comment says what it checks; 50-75 s on two cores at load 12-16).
 # PYTHON is the venv scripts/setup-torch.sh made; a missing one fails the case, it is not
 # skipped. Exit 0 on success; otherwise prints what failed and exits 1.
 set -u
@@ -150,7 +150,10 @@ pooch_resnet)
   ;;
 ddp_ranks)
   # Issue 39, point 4 (Note [One pooch per process]): ddp_ranks.py's two ranks under torchrun
-  # (gloo, DDP over four Linear layers, batch 1024, 12 iterations) on simulated 96 MiB devices,
+  # (gloo, DDP over four Linear layers in one gradient bucket, batch 1024, 12 iterations: with
+  # DDP's default buckets the first bucket's all-reduce ran on gloo's thread beside backward, the
+  # two threads' calls interleaved as the machine's load had them, and under load a rank's
+  # profiled iterations differed and it ended with no plan) on simulated 96 MiB devices,
   # once without pooch and once under `pooch run --memory-limit 40%`, each rank its own pooch at
   # 40 % of its own device (38.4 MiB, under the 47 MiB the ranks' tensors peak at without pooch).
   # Both runs' ranks finish with the same result lines (timing mode computes no values: their
