@@ -19,7 +19,8 @@
 #      exits 3), else the batch does not need the oversubscription and the script stops;
 #   4. PyTorch's own answer on a device of that size, same batch: torch.utils.checkpoint on every
 #      block (torch_train.py's MODE checkpoint), one allocation per tensor as the in-core
-#      baseline; its steady iteration time, or `OOM` when even that does not fit;
+#      baseline; its steady iteration time, or `OOM` when even that does not fit (then its time
+#      and peak on the large device in parentheses);
 #   5. `pooch run --memory-limit LIMIT` on the preset's 16 GiB device: the steady iteration time
 #      (median of the second half of the iterations, after profiling and planning), the plan
 #      (keep / swap / recompute counts), the kernel launches it replayed (the recompute: line's
@@ -131,6 +132,14 @@ for spec in "resnet50 $RESNET_BATCH $RESNET_FACTOR" "transformer $TRANSFORMER_BA
       3) checkpoint_ms=OOM ;;
       *) echo "bench_torch: $tag with checkpoint failed ($rc):" >&2; tail -5 "$work/$tag-checkpoint.err" >&2; exit 1 ;;
     esac
+    checkpoint_note=""
+    if [[ $checkpoint_ms == OOM ]]; then
+      # What it would need: its peak and time on the large device.
+      echo "== $tag: torch.utils.checkpoint on 64 GiB (it did not fit)" >&2
+      train "$model" checkpoint "$batch" "$work/$tag-checkpoint-big.out" "$work/$tag-checkpoint-big.err" \
+        env SIMGPU_PRESET="$preset" SIMGPU_MEMORY=64GiB PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$SIMGPU_RUN"
+      [[ $rc -eq 0 ]] && checkpoint_note=" (on 64 GiB: $(steady "$work/$tag-checkpoint-big.out") ms, peak $(value "$work/$tag-checkpoint-big.out" max_memory_allocated))"
+    fi
     echo "== $tag: pooch run --memory-limit $limit" >&2
     train "$model" incore "$batch" "$work/$tag-pooch.out" "$work/$tag-pooch.err" \
       env SIMGPU_PRESET="$preset" "${kernel_arch[@]}" "$SIMGPU_RUN" "$POOCH" run --memory-limit "$limit" --
@@ -148,7 +157,7 @@ for spec in "resnet50 $RESNET_BATCH $RESNET_FACTOR" "transformer $TRANSFORMER_BA
     measured=$(field "$err" "pooch: iterations:" measured_iteration_ms)
     kernel_replays=$(field "$err" "pooch: recompute:" kernel_replays)
     races=$(grep -c '^simgpu: warning: race' "$err" || true)
-    echo "| $model | $preset | $batch | $peak | $limit | $alone | $incore_ms | $checkpoint_ms | $(ratio "$checkpoint_ms" "$incore_ms") | $pooch_ms | $(ratio "$pooch_ms" "$incore_ms") | $plan | ${kernel_replays:--} | ${predicted:--} | ${measured:--} | $(percent_error "$predicted" "${measured:-0}") | $(field "$err" "pooch: opaque:" calls) | $(field "$err" "pooch: opaque:" unclassified) | $races |" >>"$table"
+    echo "| $model | $preset | $batch | $peak | $limit | $alone | $incore_ms | $checkpoint_ms$checkpoint_note | $(ratio "$checkpoint_ms" "$incore_ms") | $pooch_ms | $(ratio "$pooch_ms" "$incore_ms") | $plan | ${kernel_replays:--} | ${predicted:--} | ${measured:--} | $(percent_error "$predicted" "${measured:-0}") | $(field "$err" "pooch: opaque:" calls) | $(field "$err" "pooch: opaque:" unclassified) | $races |" >>"$table"
     {
       echo "### $model on $preset (batch $batch, limit $limit bytes)"
       echo '```'
