@@ -217,8 +217,8 @@ TEST_F(RecomputeTest, AMapDroppedBeforeTheManagersPollFailedIsStillRebuilt) {
 // Note [Side outputs] (core/lineage/replay_recipe.h): a call that writes `out` = in[0] + 1 and
 // `side` = in[0] + 2 (a LayerNorm's output and its statistics), as a kernel's recipe gives it:
 // the side output among its inputs too.
-ReplayRecipe TwoOutputs(FakeDevice* device, DeviceAddress in, DeviceAddress out,
-                        DeviceAddress side, int64_t bytes, int* replays) {
+ReplayRecipe TwoOutputs(FakeDevice* device, DeviceAddress in, DeviceAddress out, DeviceAddress side,
+                        int64_t bytes, int* replays) {
   ReplayRecipe r;
   r.name = "norm";
   r.kernel = true;

@@ -3,8 +3,8 @@
 #include "interpose/hooks/launch/kernel_replay.h"
 
 #include <cstring>
-#include <set>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -14,8 +14,8 @@ namespace {
 
 using pooch::kernels::KernelVerdict;
 
-constexpr uint64_t kOut = 0x7f0000000000;  // a 1 MiB allocation
-constexpr uint64_t kIn = 0x7f0000200000;   // another
+constexpr uint64_t kOut = 0x7f0000000000;    // a 1 MiB allocation
+constexpr uint64_t kIn = 0x7f0000200000;     // another
 constexpr uint64_t kOther = 0x7f0000400000;  // a third
 constexpr int64_t kBytes = 1 << 20;
 
@@ -219,8 +219,7 @@ TEST(KernelReplayTest, AKernelReadingOneOfItsOutputsIsNoRecipe) {
   EXPECT_EQ(KernelRecipeOutputs(&norm, p, Lookup), KernelRecipeWhy::kReadWritten);
   EXPECT_FALSE(KernelRecipe("norm", norm, p, Lookup, Recorder(&r)).has_value());
   // Not pooch's memory as the second output: written again behind the program's back.
-  EXPECT_EQ(KernelRecipeOutputs(&norm, Params(kOut, 0x1000, 0), Lookup),
-            KernelRecipeWhy::kNotBase);
+  EXPECT_EQ(KernelRecipeOutputs(&norm, Params(kOut, 0x1000, 0), Lookup), KernelRecipeWhy::kNotBase);
 }
 
 TEST(KernelReplayTest, EachRuleHasItsReason) {

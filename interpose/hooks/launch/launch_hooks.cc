@@ -110,7 +110,8 @@ std::optional<pooch::AllocationInfo> LookupAllocation(const pooch::ResidencyMana
   return manager.Lookup(a);
 }
 
-// Counts the launch by the first of Note [Kernel recipes]' rules it breaks (kernel_recipe_counts.h).
+// Counts the launch by the first of Note [Kernel recipes]' rules it breaks
+// (kernel_recipe_counts.h).
 template <typename CopyParams>
 void CountLaunch(const char* name, const pooch::kernels::KernelVerdict* verdict,
                  CopyParams&& copy_params) {
