@@ -293,7 +293,9 @@ class PlanExecutor::Impl {
 
   // A planned producer ran: keep its recipe if it is the one the plan asked for.
   void OfferRecipe(const ProfiledOp& op, std::optional<ReplayRecipe> recipe) {
-    // A recipe for another address (the plan's tensor is not this op's output) is not kept.
+    // A recipe for another address (the plan's tensor is not this op's output) is not kept; a
+    // call that wrote several allocations rebuilds the plan's (Note [Side outputs]).
+    recipe = ForOutput(std::move(recipe), op.record_output);
     if (recomputer_ == nullptr || !recipe.has_value() || recipe->output != op.record_output) {
       return;
     }

@@ -4,6 +4,7 @@
 // carried out on a fake device.
 #include "core/lineage/lineage.h"
 
+#include <optional>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -273,6 +274,67 @@ TEST(LineageTest, AnOpenEntryTakesALinkAndWatchesItsInputs) {
   EXPECT_EQ(j[0]["chain"], nlohmann::json({"op", "add_"}));
   EXPECT_THAT(lineage.Erase(kB), IsEmpty());
   EXPECT_FALSE(lineage.HasReaders(kC));
+}
+
+}  // namespace
+}  // namespace pooch
+
+namespace pooch {
+namespace {
+
+// Note [Side outputs] (replay_recipe.h): a call writing kA (its output) and kB (a side output),
+// reading kC.
+ReplayRecipe TwoOutputRecipe() {
+  ReplayRecipe r;
+  r.name = "norm";
+  r.output = kA;
+  r.output_bytes = kBytes;
+  r.inputs = {{kC, kBytes, AccessRange::Mode::kRead}, {kB, 2 * kBytes, AccessRange::Mode::kRead}};
+  r.side_outputs = {{kB, 2 * kBytes, AccessRange::Mode::kWrite}};
+  return r;
+}
+
+TEST(SideOutputsTest, ForOutputSwapsTheWantedSideOutputWithTheOutput) {
+  std::optional<ReplayRecipe> r = ForOutput(TwoOutputRecipe(), kB);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->output, kB);
+  EXPECT_EQ(r->output_bytes, 2 * kBytes);
+  ASSERT_EQ(r->side_outputs.size(), 1u);
+  EXPECT_EQ(r->side_outputs[0].address, kA);
+  EXPECT_EQ(r->side_outputs[0].bytes, kBytes);
+  // The new side output is watched as an input; the new output is not an input of its own.
+  ASSERT_EQ(r->inputs.size(), 2u);
+  EXPECT_EQ(r->inputs[0].address, kC);
+  EXPECT_EQ(r->inputs[1].address, kA);
+  EXPECT_EQ(r->inputs[1].bytes, kBytes);
+  EXPECT_EQ(r->inputs[1].mode, AccessRange::Mode::kRead);
+}
+
+TEST(SideOutputsTest, ForOutputKeepsTheOutputAndRefusesAnythingElse) {
+  std::optional<ReplayRecipe> same = ForOutput(TwoOutputRecipe(), kA);
+  ASSERT_TRUE(same.has_value());
+  EXPECT_EQ(same->output, kA);
+  EXPECT_EQ(same->side_outputs[0].address, kB);
+  EXPECT_FALSE(ForOutput(TwoOutputRecipe(), kC).has_value());  // an input is not written
+  EXPECT_FALSE(ForOutput(TwoOutputRecipe(), kD).has_value());
+  EXPECT_FALSE(ForOutput(std::nullopt, kA).has_value());
+}
+
+TEST(SideOutputsTest, AWriteToASideOutputRebuildsADroppedOutputOrForgetsIt) {
+  // As the Recomputer adds it: the side output among the watched inputs.
+  Lineage lineage;
+  ReplayRecipe r = TwoOutputRecipe();
+  const std::vector<Lineage::Allocation> inputs = {{kC, kBytes}, {kB, 2 * kBytes}};
+  EXPECT_THAT(lineage.Add(std::move(r), 1.0, inputs, kBytes), IsEmpty());
+  EXPECT_TRUE(Nothing(lineage.Access(kB, 2 * kBytes, /*writes=*/false)));  // a read: harmless
+  Lineage::Needs undropped = lineage.Access(kB + 8, 8, /*writes=*/true);
+  EXPECT_THAT(undropped.rebuild_for_write, IsEmpty());
+  EXPECT_THAT(undropped.forget, ElementsAre(kA));
+  lineage.MarkDropped(kA, true);
+  // Dropped: rebuilt before the write, while the side output holds the launch's bytes (the
+  // Recomputer never drops it again: its recipe was used).
+  Lineage::Needs dropped = lineage.Access(kB, 8, /*writes=*/true);
+  EXPECT_THAT(dropped.rebuild_for_write, ElementsAre(kA));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // missing replay, shows in the output's bytes.
 #include "core/recompute/recomputer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -211,6 +212,104 @@ TEST_F(RecomputeTest, AMapDroppedBeforeTheManagersPollFailedIsStillRebuilt) {
   EXPECT_TRUE(Holds(out, kG, 4));
   ASSERT_TRUE(manager_->Free(in).ok());
   ASSERT_TRUE(manager_->Free(out).ok());
+}
+
+// Note [Side outputs] (core/lineage/replay_recipe.h): a call that writes `out` = in[0] + 1 and
+// `side` = in[0] + 2 (a LayerNorm's output and its statistics), as a kernel's recipe gives it:
+// the side output among its inputs too.
+ReplayRecipe TwoOutputs(FakeDevice* device, DeviceAddress in, DeviceAddress out, DeviceAddress side,
+                        int64_t bytes, int* replays) {
+  ReplayRecipe r;
+  r.name = "norm";
+  r.kernel = true;
+  r.output = out;
+  r.output_bytes = bytes;
+  r.inputs = {{in, bytes, Mode::kRead}, {side, bytes, Mode::kRead}};
+  r.side_outputs = {{side, bytes, Mode::kWrite}};
+  r.issue = [device, in, out, side, bytes, replays](uintptr_t stream, void*) {
+    ++*replays;
+    return device
+        ->Launch(stream, {{in, bytes}, {out, bytes}, {side, bytes}},
+                 [in, out, side, bytes](FakeDevice::Memory& m) {
+                   uint8_t first = 0;
+                   m.Read(in, &first, 1).IgnoreError();
+                   std::vector<uint8_t> data(static_cast<size_t>(bytes));
+                   std::fill(data.begin(), data.end(), static_cast<uint8_t>(first + 1));
+                   m.Write(out, data.data(), bytes).IgnoreError();
+                   std::fill(data.begin(), data.end(), static_cast<uint8_t>(first + 2));
+                   m.Write(side, data.data(), bytes).IgnoreError();
+                 })
+        .ok();
+  };
+  return r;
+}
+
+TEST_F(RecomputeTest, AReplayRewritesItsSideOutputWithTheBytesItHolds) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG),
+                side = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  ReplayRecipe r = TwoOutputs(device_.get(), in, out, side, kG, &replays_);
+  ASSERT_TRUE(r.issue(stream_, nullptr));
+  --replays_;
+  ASSERT_TRUE(recomputer_->Offer(std::move(r), 5.0));
+  ASSERT_TRUE(recomputer_->Drop(out));
+  // The side output went to the host meanwhile: the replay brings it back before rewriting it
+  // (the fake device reports a launch touching memory that is not resident).
+  ASSERT_TRUE(manager_->Offload(side).ok());
+  ASSERT_TRUE(manager_->Drain().ok());
+  ASSERT_TRUE(Touch(out, Mode::kRead).ok());
+  EXPECT_EQ(replays_, 1);
+  EXPECT_EQ(recomputer_->stats().kernel_replays, 1);
+  EXPECT_TRUE(Holds(out, kG, 2));
+  EXPECT_TRUE(Holds(side, kG, 3));  // what the program's call wrote, written again
+  for (DeviceAddress x : {in, out, side}) ASSERT_TRUE(manager_->Free(x).ok());
+}
+
+TEST_F(RecomputeTest, AWriteToASideOutputRebuildsTheDroppedOutputFirstThenForgetsIt) {
+  DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG),
+                side = *manager_->Allocate(kG);
+  ASSERT_TRUE(Fill(in, kG, 1).ok());
+  ReplayRecipe r = TwoOutputs(device_.get(), in, out, side, kG, &replays_);
+  ASSERT_TRUE(r.issue(stream_, nullptr));
+  --replays_;
+  ASSERT_TRUE(recomputer_->Offer(std::move(r), 5.0));
+  ASSERT_TRUE(recomputer_->Drop(out));
+  // A replay after this write would overwrite the program's 9s with 3s: it happens before.
+  ASSERT_TRUE(Touch(side, Mode::kWrite, 9).ok());
+  EXPECT_EQ(replays_, 1);
+  EXPECT_TRUE(Holds(out, kG, 2));
+  EXPECT_TRUE(Holds(side, kG, 9));
+  EXPECT_FALSE(recomputer_->Drop(out));  // the recipe would clobber the side output now
+  for (DeviceAddress x : {in, out, side}) ASSERT_TRUE(manager_->Free(x).ok());
+}
+
+TEST_F(RecomputeTest, AWrittenOrFreedSideOutputForgetsAnUndroppedRecipe) {
+  for (bool free_it : {false, true}) {
+    DeviceAddress in = *manager_->Allocate(kG), out = *manager_->Allocate(kG),
+                  side = *manager_->Allocate(kG);
+    ASSERT_TRUE(Fill(in, kG, 1).ok());
+    ReplayRecipe r = TwoOutputs(device_.get(), in, out, side, kG, &replays_);
+    ASSERT_TRUE(r.issue(stream_, nullptr));
+    --replays_;
+    ASSERT_TRUE(recomputer_->Offer(std::move(r), 5.0));
+    if (free_it) {
+      // Its address could be handed to another allocation that a replay would write.
+      absl::StatusOr<bool> kept = recomputer_->BeforeFree(side);
+      ASSERT_TRUE(kept.ok() && !*kept);
+      ASSERT_TRUE(manager_->Free(side).ok());
+    } else {
+      ASSERT_TRUE(Touch(side, Mode::kWrite, 9).ok());
+    }
+    EXPECT_FALSE(recomputer_->Drop(out)) << free_it;
+    EXPECT_EQ(replays_, 0);
+    EXPECT_TRUE(Holds(out, kG, 2));
+    ASSERT_TRUE(manager_->Free(in).ok());
+    ASSERT_TRUE(manager_->Free(out).ok());
+    if (!free_it) {
+      ASSERT_TRUE(manager_->Free(side).ok());
+    }
+  }
+  EXPECT_EQ(recomputer_->stats().forgotten, 2);
 }
 
 TEST_F(RecomputeTest, WriteToAnInputForgetsARecipeNotYetUsed) {

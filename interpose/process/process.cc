@@ -21,6 +21,7 @@
 #include "core/config/path_pattern.h"
 #include "interpose/device/cuda_device.h"
 #include "interpose/process/host_time.h"
+#include "interpose/process/kernel_recipe_counts.h"
 #include "interpose/process/opaque.h"
 #include "interpose/process/replay_check_stop.h"
 #include "interpose/process/summary_lines.h"
@@ -416,6 +417,7 @@ std::vector<std::string> Process::DetailLines() const {
   const uint64_t opaque_calls = OpaqueTotal();
   const uint64_t unclassified = UnclassifiedCalls();
   lines.push_back(OpaqueLine(opaque_calls, unclassified, OpaqueCounts()));
+  if (std::optional<std::string> kernels = KernelRecipesLine()) lines.push_back(*kernels);
   for (int i = 0; i < kHookCount; ++i) {
     const CallCounts calls = Calls(static_cast<FunctionId>(i));
     if (calls.top == 0 && calls.nested == 0) continue;

@@ -8,7 +8,8 @@ Usage: torch_train.py MODEL MODE BATCH ITERS
 Prints `iter I ms T` per iteration, then `img_per_s X` (samples per second over the second half
 of the iterations, timed with CUDA events: past warm-up, and past pooch's profiling when it runs
 under pooch), `max_memory_allocated B` and `params_sha256 H` (the parameters' bytes in order). At a
-batch that does not fit it prints `oom` and exits 3. Deterministic: fixed seeds,
+batch that does not fit it prints `oom` and exits 3 (OutOfMemoryError, or the AcceleratorError of a
+failed cudaMalloc under PYTORCH_NO_CUDA_MEMORY_CACHING=1). Deterministic: fixed seeds,
 torch.use_deterministic_algorithms(True), TF32 off, cuDNN benchmark off.
 """
 import hashlib
@@ -92,7 +93,11 @@ def main():
             end.synchronize()
             times.append(start.elapsed_time(end))
             print(f"iter {len(times) - 1} ms {times[-1]:.3f}", flush=True)
-    except torch.cuda.OutOfMemoryError as e:
+    except (torch.cuda.OutOfMemoryError, torch.AcceleratorError) as e:
+        # With PYTORCH_NO_CUDA_MEMORY_CACHING=1 a failed cudaMalloc is not turned into
+        # OutOfMemoryError: it comes as AcceleratorError "CUDA error: out of memory".
+        if not isinstance(e, torch.cuda.OutOfMemoryError) and "out of memory" not in str(e):
+            raise
         print("oom", str(e).splitlines()[0], flush=True)
         sys.exit(3)
     steady = times[len(times) // 2:]

@@ -32,25 +32,64 @@ bool MayReplayKernel(const pooch::kernels::KernelVerdict* verdict, bool dtr) {
   return !dtr && verdict != nullptr && verdict->Replayable() && !verdict->writes.empty();
 }
 
+KernelRecipeWhy KernelRecipeOutputs(const pooch::kernels::KernelVerdict* verdict,
+                                    const ParamBuffer& params, AllocationLookup lookup,
+                                    KernelOutputs* outputs) {
+  if (verdict == nullptr) return KernelRecipeWhy::kNoVerdict;
+  if (!verdict->Exact()) return KernelRecipeWhy::kUnknown;
+  if (!verdict->Replayable()) return KernelRecipeWhy::kNotReplayable;
+  const std::optional<std::set<uint64_t>> written = WordsAt(params.bytes, verdict->writes);
+  const std::optional<std::set<uint64_t>> read = WordsAt(params.bytes, verdict->reads);
+  if (!written || !read) return KernelRecipeWhy::kLayout;
+  if (written->empty()) return KernelRecipeWhy::kNoWrites;
+  KernelOutputs found;
+  for (uint64_t word : *written) {
+    const std::optional<pooch::AllocationInfo> a = lookup(word);
+    if (!a.has_value()) return KernelRecipeWhy::kNotBase;
+    for (const pooch::AccessRange& other : found.written) {
+      // Two words into one allocation: one of them is not its base, or both are (one output).
+      if (other.address == a->address) return KernelRecipeWhy::kShared;
+    }
+    if (a->address != word) return KernelRecipeWhy::kNotBase;
+    found.written.push_back({word, a->bytes, pooch::AccessRange::Mode::kWrite});
+  }
+  bool reads_output = false;
+  for (uint64_t word : *read) {
+    for (const pooch::AccessRange& out : found.written) {
+      if (word >= out.address && word < out.address + static_cast<uint64_t>(out.bytes)) {
+        // Its one output, read: the next link of the output's chain (Note [Kernel recipes]).
+        if (found.written.size() > 1) return KernelRecipeWhy::kReadWritten;
+        reads_output = true;
+      }
+    }
+    found.read.push_back(word);
+  }
+  if (outputs != nullptr) *outputs = std::move(found);
+  return reads_output ? KernelRecipeWhy::kLink : KernelRecipeWhy::kRecipe;
+}
+
 std::optional<ReplayRecipe> KernelRecipe(const char* name,
                                          const pooch::kernels::KernelVerdict& verdict,
                                          ParamBuffer params, AllocationLookup lookup,
                                          Relaunch relaunch) {
-  if (!verdict.Replayable() || relaunch == nullptr) return std::nullopt;
-  const std::optional<std::set<uint64_t>> written = WordsAt(params.bytes, verdict.writes);
-  const std::optional<std::set<uint64_t>> read = WordsAt(params.bytes, verdict.reads);
-  if (!written || !read || written->size() != 1) return std::nullopt;
-  const pooch::DeviceAddress output = *written->begin();
-  const std::optional<pooch::AllocationInfo> out = lookup(output);
-  if (!out.has_value() || out->address != output) return std::nullopt;
+  KernelOutputs outputs;
+  if (relaunch == nullptr) return std::nullopt;
+  const KernelRecipeWhy why = KernelRecipeOutputs(&verdict, params, lookup, &outputs);
+  if (why != KernelRecipeWhy::kRecipe && why != KernelRecipeWhy::kLink) return std::nullopt;
   ReplayRecipe recipe;
   recipe.name = name != nullptr ? name : "kernel launch";
   recipe.kernel = true;
-  recipe.output = output;
-  recipe.output_bytes = out->bytes;
-  for (uint64_t word : *read) {
-    if (word >= output && word < output + static_cast<uint64_t>(out->bytes)) return std::nullopt;
+  recipe.output = outputs.written.front().address;
+  recipe.output_bytes = outputs.written.front().bytes;
+  for (uint64_t word : outputs.read) {
     recipe.inputs.push_back({word, 1, pooch::AccessRange::Mode::kRead});
+  }
+  // Note [Side outputs] (core/lineage/replay_recipe.h): watched as inputs, made resident before
+  // a replay rewrites them with the bytes they hold.
+  for (size_t i = 1; i < outputs.written.size(); ++i) {
+    const pooch::AccessRange& side = outputs.written[i];
+    recipe.side_outputs.push_back(side);
+    recipe.inputs.push_back({side.address, side.bytes, pooch::AccessRange::Mode::kRead});
   }
   auto buffer = std::make_shared<const ParamBuffer>(std::move(params));
   recipe.issue = [buffer, relaunch = std::move(relaunch)](uintptr_t stream, void*) {

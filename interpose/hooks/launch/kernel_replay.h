@@ -5,16 +5,28 @@
 // Note [Kernel recipes]
 // ~~~~~~~~~~~~~~~~~~~~~
 // A launch is a recipe when relaunching it with a copy of its parameter buffer, on pooch's
-// stream, rebuilds its output bit for bit and writes nothing else:
+// stream, rebuilds its outputs bit for bit and writes nothing else:
 //   - its verdict is exact and replayable (KernelVerdict::Replayable: writes and reads known, no
 //     atomics, no clock, no word both read and written);
-//   - the non-null words it may write hold one address, the base of one of pooch's allocations:
-//     the output. A kernel may write anywhere its written word plus integer arithmetic reaches,
-//     so two written targets could not be bounded apart, and a target that is not pooch's memory
-//     would be written again behind the program's back. (Null written words are kept: the same
-//     parameters give the same branches, so a replay skips them as the launch did.)
-//   - every non-null word it may read lies outside the output; the Recomputer watches their
-//     allocations (Recomputer::Offer refuses a word outside pooch's memory: it cannot be watched).
+//   - each non-null word it may write holds the base of one of pooch's allocations, a
+//     different allocation per address: its outputs. A store's address comes from one word
+//     plus integer arithmetic (Note [Kernel write sets] in core/kernels/analysis.h), so what the
+//     launch writes through a word stays in that word's allocation unless the program writes
+//     out of bounds; a target that is not pooch's memory would be written again behind the
+//     program's back, and a word into the middle of an allocation writes a slice the analysis
+//     cannot bound. (Null written words are kept: the same parameters give the same branches,
+//     so a replay skips them as the launch did.) The recipe rebuilds one output, the one the
+//     plan asks for; the others are its side outputs, rewritten with the bytes they hold (Note
+//     [Side outputs] in core/lineage/replay_recipe.h);
+//   - every non-null word it may read lies outside all its outputs, or the launch writes one
+//     output and reads it (`out += identity` in a ResNet block: a word read and another written
+//     holding the same address; the verdict already refuses one word both read and written):
+//     then the recipe is a link of that map's chain, which the Recomputer appends to the chain
+//     of the call that wrote the map before, and refuses when there is none (Note [Chained
+//     recipes] in core/lineage/lineage.cc): replayed after the chain's earlier links, it reads
+//     what it read then. A link with side outputs is refused: the side outputs' bytes would
+//     depend on the chain's state. The Recomputer watches the read words' allocations
+//     (Recomputer::Offer refuses a word outside pooch's memory: it cannot be watched).
 // The analysis bounds no extent, so the recipe takes the kernel to write its whole output
 // allocation. That is the rule the plan holds it to: the planner recomputes a tensor only
 // through its only writer in the whole iteration (Note [Sound replays] in
@@ -44,6 +56,7 @@
 #include "core/kernels/verdict.h"
 #include "core/lineage/replay_recipe.h"
 #include "core/residency/residency.h"
+#include "interpose/process/kernel_recipe_counts.h"
 
 namespace pooch::interpose {
 
@@ -66,8 +79,24 @@ using AllocationLookup =
 // recipe. `dtr`: the recomputer keeps recipes without a plan (Note [Kernel recipes]).
 bool MayReplayKernel(const pooch::kernels::KernelVerdict* verdict, bool dtr);
 
+// A launch's outputs under Note [Kernel recipes]: the allocations its non-null written words
+// are the bases of (address and size, mode kWrite, in the words' address order) and its
+// non-null read words.
+struct KernelOutputs {
+  std::vector<pooch::AccessRange> written;
+  std::vector<uint64_t> read;
+};
+
+// Which of Note [Kernel recipes]' rules the launch of `verdict`'s kernel (null: not analysed)
+// with `params` breaks first, or kRecipe or kLink (a recipe that reads its one output; then
+// `outputs`, when given, receives its outputs).
+KernelRecipeWhy KernelRecipeOutputs(const pooch::kernels::KernelVerdict* verdict,
+                                    const ParamBuffer& params, AllocationLookup lookup,
+                                    KernelOutputs* outputs = nullptr);
+
 // The recipe of the launch of `name` (a permanent string) whose arguments are `params`, under
-// Note [Kernel recipes]'s rules; nullopt when they do not hold.
+// Note [Kernel recipes]'s rules, rebuilding its first output (ForOutput in replay_recipe.h picks
+// another); nullopt when they do not hold.
 std::optional<ReplayRecipe> KernelRecipe(const char* name,
                                          const pooch::kernels::KernelVerdict& verdict,
                                          ParamBuffer params, AllocationLookup lookup,

@@ -3,8 +3,8 @@
 #include "interpose/hooks/launch/kernel_replay.h"
 
 #include <cstring>
-#include <set>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -14,13 +14,14 @@ namespace {
 
 using pooch::kernels::KernelVerdict;
 
-constexpr uint64_t kOut = 0x7f0000000000;  // a 1 MiB allocation
-constexpr uint64_t kIn = 0x7f0000200000;   // another
+constexpr uint64_t kOut = 0x7f0000000000;    // a 1 MiB allocation
+constexpr uint64_t kIn = 0x7f0000200000;     // another
+constexpr uint64_t kOther = 0x7f0000400000;  // a third
 constexpr int64_t kBytes = 1 << 20;
 
-// Two allocations of pooch's; any other address is not its memory.
+// Three allocations of pooch's; any other address is not its memory.
 std::optional<pooch::AllocationInfo> Lookup(pooch::DeviceAddress a) {
-  for (uint64_t base : {kOut, kIn}) {
+  for (uint64_t base : {kOut, kIn, kOther}) {
     if (a >= base && a < base + kBytes) {
       pooch::AllocationInfo info;
       info.address = base;
@@ -50,6 +51,9 @@ KernelVerdict Verdict(std::set<int> writes, std::set<int> reads) {
   v.reads = std::move(reads);
   return v;
 }
+
+const KernelVerdict kOneWrite = Verdict({0}, {8});
+const KernelVerdict kTwoWrites = Verdict({0, 8}, {});
 
 struct Relaunched {
   int calls = 0;
@@ -116,15 +120,23 @@ TEST(KernelReplayTest, VerdictsThatAreNotExactAndReplayableGiveNoRecipe) {
   EXPECT_EQ(r.calls, 0);
 }
 
-TEST(KernelReplayTest, OutputMustBeOneWholeAllocationOfPooch) {
+TEST(KernelReplayTest, OutputsMustBeWholeAllocationsOfPooch) {
   Relaunched r;
-  // Two written words with different targets: the extents cannot be told apart.
-  EXPECT_FALSE(KernelRecipe("k", Verdict({0, 8}, {}), Params(kOut, kIn, 1), Lookup, Recorder(&r)));
+  // Two written words into one allocation: a slice, whose extent the analysis cannot bound.
+  EXPECT_FALSE(
+      KernelRecipe("k", Verdict({0, 8}, {}), Params(kOut, kOut + 64, 1), Lookup, Recorder(&r)));
+  EXPECT_EQ(KernelRecipeOutputs(&kTwoWrites, Params(kOut, kOut + 64, 1), Lookup),
+            KernelRecipeWhy::kShared);
   // The same target twice is one output.
   EXPECT_TRUE(KernelRecipe("k", Verdict({0, 8}, {}), Params(kOut, kOut, 1), Lookup, Recorder(&r)));
   // A slice of an allocation: the rest was written by someone else, or not at all.
   EXPECT_FALSE(
       KernelRecipe("k", Verdict({0}, {8}), Params(kOut + 256, kIn, 1), Lookup, Recorder(&r)));
+  EXPECT_EQ(KernelRecipeOutputs(&kOneWrite, Params(kOut + 256, kIn, 1), Lookup),
+            KernelRecipeWhy::kNotBase);
+  // A slice beside a whole output: no recipe either.
+  EXPECT_FALSE(
+      KernelRecipe("k", Verdict({0, 8}, {}), Params(kOut, kIn + 256, 1), Lookup, Recorder(&r)));
   // Memory that is not pooch's would be written again behind the program's back.
   EXPECT_FALSE(KernelRecipe("k", Verdict({0}, {8}), Params(0x1000, kIn, 1), Lookup, Recorder(&r)));
   // Nothing written but null words: no output to rebuild.
@@ -133,11 +145,29 @@ TEST(KernelReplayTest, OutputMustBeOneWholeAllocationOfPooch) {
   EXPECT_TRUE(KernelRecipe("k", Verdict({0, 16}, {8}), Params(kOut, kIn, 0), Lookup, Recorder(&r)));
 }
 
-TEST(KernelReplayTest, InputsInsideTheOutputOrPastTheBufferGiveNoRecipe) {
+TEST(KernelReplayTest, AKernelReadingItsOneOutputIsAChainLink) {
   Relaunched r;
-  // Reads its own output through another word (an in-place addition: y = y + x).
-  EXPECT_FALSE(
-      KernelRecipe("k", Verdict({0}, {8}), Params(kOut, kOut + 64, 1), Lookup, Recorder(&r)));
+  // An in-place addition, y = y + x, through two words holding y: a link of y's chain, which
+  // the Recomputer takes only after the call that wrote y before it.
+  const KernelVerdict add = Verdict({0}, {8, 16});
+  ParamBuffer p = Params(kOut, kOut, 0);
+  const uint64_t x = kIn;
+  std::memcpy(p.bytes.data() + 16, &x, 8);
+  EXPECT_EQ(KernelRecipeOutputs(&add, p, Lookup), KernelRecipeWhy::kLink);
+  std::optional<ReplayRecipe> link = KernelRecipe("add_", add, p, Lookup, Recorder(&r));
+  ASSERT_TRUE(link.has_value());
+  EXPECT_EQ(link->output, kOut);
+  EXPECT_TRUE(link->side_outputs.empty());
+  ASSERT_EQ(link->inputs.size(), 2u);  // y itself (the chain's previous state) and x
+  EXPECT_EQ(link->inputs[0].address, kOut);
+  EXPECT_EQ(link->inputs[1].address, kIn);
+  // Reading inside its output through another word is a link too.
+  EXPECT_EQ(KernelRecipeOutputs(&kOneWrite, Params(kOut, kOut + 64, 1), Lookup),
+            KernelRecipeWhy::kLink);
+}
+
+TEST(KernelReplayTest, InputsPastTheBufferGiveNoRecipe) {
+  Relaunched r;
   // A verdict for another layout: a word past the end of the buffer.
   EXPECT_FALSE(KernelRecipe("k", Verdict({0}, {24}), Params(kOut, kIn, 1), Lookup, Recorder(&r)));
   // Null read words are not inputs; the length word is not a read word.
@@ -145,6 +175,73 @@ TEST(KernelReplayTest, InputsInsideTheOutputOrPastTheBufferGiveNoRecipe) {
       KernelRecipe("k", Verdict({0}, {8}), Params(kOut, 0, 1), Lookup, Recorder(&r));
   ASSERT_TRUE(recipe.has_value());
   EXPECT_TRUE(recipe->inputs.empty());
+}
+
+// Note [Side outputs]: norm(float* y, float* stats, const float* x): y and stats written.
+TEST(KernelReplayTest, AKernelWritingTwoAllocationsRebuildsOneAndRewritesTheOther) {
+  Relaunched r;
+  const KernelVerdict norm = Verdict({0, 8}, {16});
+  ParamBuffer p = Params(kIn, kOut, 0);
+  const uint64_t x = kOther;
+  std::memcpy(p.bytes.data() + 16, &x, 8);
+  EXPECT_EQ(KernelRecipeOutputs(&norm, p, Lookup), KernelRecipeWhy::kRecipe);
+  std::optional<ReplayRecipe> recipe = KernelRecipe("norm", norm, p, Lookup, Recorder(&r));
+  ASSERT_TRUE(recipe.has_value());
+  // The first output by address; the other is a side output, watched as an input.
+  EXPECT_EQ(recipe->output, kOut);
+  EXPECT_EQ(recipe->output_bytes, kBytes);
+  ASSERT_EQ(recipe->side_outputs.size(), 1u);
+  EXPECT_EQ(recipe->side_outputs[0].address, kIn);
+  EXPECT_EQ(recipe->side_outputs[0].bytes, kBytes);
+  ASSERT_EQ(recipe->inputs.size(), 2u);
+  EXPECT_EQ(recipe->inputs[0].address, kOther);
+  EXPECT_EQ(recipe->inputs[1].address, kIn);
+  EXPECT_EQ(recipe->inputs[1].mode, pooch::AccessRange::Mode::kRead);
+  // The plan asks for the other one: the same launch, the roles swapped.
+  std::optional<ReplayRecipe> other = ForOutput(std::move(recipe), kIn);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->output, kIn);
+  ASSERT_EQ(other->side_outputs.size(), 1u);
+  EXPECT_EQ(other->side_outputs[0].address, kOut);
+  EXPECT_EQ(other->inputs[1].address, kOut);
+  ASSERT_TRUE(other->issue(7, nullptr));
+  EXPECT_EQ(r.words, (std::vector<uint64_t>{kIn, kOut, kOther}));
+}
+
+TEST(KernelReplayTest, AKernelReadingOneOfItsOutputsIsNoRecipe) {
+  Relaunched r;
+  const KernelVerdict norm = Verdict({0, 8}, {16});
+  // Reads the side output through a third word: a replay would read what the launch wrote
+  // there, not what it read.
+  ParamBuffer p = Params(kOut, kIn, 0);
+  const uint64_t x = kIn + 128;
+  std::memcpy(p.bytes.data() + 16, &x, 8);
+  EXPECT_EQ(KernelRecipeOutputs(&norm, p, Lookup), KernelRecipeWhy::kReadWritten);
+  EXPECT_FALSE(KernelRecipe("norm", norm, p, Lookup, Recorder(&r)).has_value());
+  // Not pooch's memory as the second output: written again behind the program's back.
+  EXPECT_EQ(KernelRecipeOutputs(&norm, Params(kOut, 0x1000, 0), Lookup), KernelRecipeWhy::kNotBase);
+}
+
+TEST(KernelReplayTest, EachRuleHasItsReason) {
+  KernelVerdict unknown = Verdict({0}, {8});
+  unknown.writes_known = false;
+  KernelVerdict atomics = Verdict({0}, {8});
+  atomics.uses_atomics = true;
+  const ParamBuffer p = Params(kOut, kIn, 1);
+  EXPECT_EQ(KernelRecipeOutputs(nullptr, p, Lookup), KernelRecipeWhy::kNoVerdict);
+  EXPECT_EQ(KernelRecipeOutputs(&unknown, p, Lookup), KernelRecipeWhy::kUnknown);
+  EXPECT_EQ(KernelRecipeOutputs(&atomics, p, Lookup), KernelRecipeWhy::kNotReplayable);
+  EXPECT_EQ(KernelRecipeOutputs(&kOneWrite, Params(0, kIn, 1), Lookup), KernelRecipeWhy::kNoWrites);
+  const KernelVerdict past_end = Verdict({0}, {24});
+  EXPECT_EQ(KernelRecipeOutputs(&past_end, p, Lookup), KernelRecipeWhy::kLayout);
+  const KernelVerdict norm = Verdict({0, 8}, {16});
+  ParamBuffer reads_side = Params(kOut, kIn, 0);
+  const uint64_t in_side = kIn + 8;
+  std::memcpy(reads_side.bytes.data() + 16, &in_side, 8);
+  EXPECT_EQ(KernelRecipeOutputs(&norm, reads_side, Lookup), KernelRecipeWhy::kReadWritten);
+  EXPECT_EQ(KernelRecipeOutputs(&kOneWrite, Params(kOut, kOut + 8, 1), Lookup),
+            KernelRecipeWhy::kLink);
+  EXPECT_EQ(KernelRecipeOutputs(&kOneWrite, p, Lookup), KernelRecipeWhy::kRecipe);
 }
 
 TEST(KernelReplayTest, ARelaunchTheEntryPointRefusesIsAFailedIssue) {

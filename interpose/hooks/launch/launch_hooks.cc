@@ -43,6 +43,7 @@
 #include "interpose/hooks/launch/kernel_names.h"
 #include "interpose/hooks/launch/kernel_replay.h"
 #include "interpose/kernels/launch_verdicts.h"
+#include "interpose/process/kernel_recipe_counts.h"
 #include "interpose/process/managed.h"
 #include "interpose/process/opaque.h"
 #include "interpose/process/streams.h"
@@ -90,6 +91,46 @@ bool Dtr() {
   return r != nullptr && r->dtr();
 }
 
+// The allocation of pooch's holding `a`: the manager's, or a small block (Note [Small
+// allocations]), which is an allocation of the program's of its own though it lies in a slab
+// the manager holds. A small block is never swapped nor dropped, so it can be a side output
+// (Note [Side outputs] in core/lineage/replay_recipe.h), never the plan's output.
+std::optional<pooch::AllocationInfo> LookupAllocation(const pooch::ResidencyManager& manager,
+                                                      pooch::DeviceAddress a) {
+  if (const pooch::SmallAllocator* small = Process::Get().small(); small != nullptr) {
+    if (std::optional<pooch::SmallAllocator::Requested> block = small->BlockContaining(a)) {
+      pooch::AllocationInfo info;
+      info.address = block->address;
+      info.bytes = block->bytes;
+      info.swappable = false;
+      return info;
+    }
+    if (small->InSlab(a)) return std::nullopt;  // a slab's free space or rounding
+  }
+  return manager.Lookup(a);
+}
+
+// Counts the launch by the first of Note [Kernel recipes]' rules it breaks
+// (kernel_recipe_counts.h).
+template <typename CopyParams>
+void CountLaunch(const char* name, const pooch::kernels::KernelVerdict* verdict,
+                 CopyParams&& copy_params) {
+  const pooch::ResidencyManager* manager = Manager();
+  if (manager == nullptr) return;
+  KernelRecipeWhy why = KernelRecipeWhy::kNoVerdict;
+  if (verdict != nullptr && !verdict->Replayable()) {
+    why = verdict->Exact() ? KernelRecipeWhy::kNotReplayable : KernelRecipeWhy::kUnknown;
+  } else if (verdict != nullptr) {
+    const std::optional<ParamBuffer> params = copy_params();
+    why = !params.has_value()
+              ? KernelRecipeWhy::kLayout
+              : KernelRecipeOutputs(verdict, *params, [manager](pooch::DeviceAddress a) {
+                  return LookupAllocation(*manager, a);
+                });
+  }
+  CountKernelLaunch(why, name);
+}
+
 // One launch of the kernel `name` (null: unknown): its scanned ranges, or everything when they
 // are unknown. Its recipe (Note [Kernel recipes] in kernel_replay.h) is offered when `verdict`
 // allows one: `copy_params()` gives the parameter buffer, `make_relaunch()` what issues it again.
@@ -103,13 +144,15 @@ Ret Launch(const char* name, uintptr_t stream, const std::optional<Ranges>& rang
     NoteOpaqueKernel(entry, name);
     return RunOpaque<Ret>(entry, stream, /*stream_known=*/true, std::forward<Forward>(forward));
   }
+  if (KernelRecipeCountsOn()) CountLaunch(name, verdict, copy_params);
   auto make_recipe = [&]() -> std::optional<ReplayRecipe> {
     const pooch::ResidencyManager* manager = Manager();
     std::optional<ParamBuffer> params = copy_params();
     if (manager == nullptr || !params.has_value()) return std::nullopt;
     return KernelRecipe(
         name, *verdict, *std::move(params),
-        [manager](pooch::DeviceAddress a) { return manager->Lookup(a); }, make_relaunch());
+        [manager](pooch::DeviceAddress a) { return LookupAllocation(*manager, a); },
+        make_relaunch());
   };
   const ReplaySource replay(make_recipe);
   // Note [Kernel writes]: what its words point into is all it touches.
