@@ -90,7 +90,7 @@ void PlanLife::SwitchedTo(uint64_t key, const PlanCache::Entry& entry) {
   headroom_ = entry.headroom_bytes;
   replans_ = entry.replans;
   plan_line_ = entry.plan_line;
-  iterations_under_plan_ = 0;  // a re-plan's evidence is a whole iteration under this plan
+  RestartEvidence();  // a re-plan's evidence is whole iterations under this plan
   ++switches_;
 }
 
@@ -107,8 +107,10 @@ std::optional<PlanResult> PlanLife::ReplanIfMissed(int64_t demand_swap_ins, int6
   if (iterations_under_plan_ >= 1) last_iteration_hits_ = demand_swap_ins - demand_ins_mark_;
   demand_ins_mark_ = demand_swap_ins;
   ++iterations_under_plan_;
-  if (iterations_under_plan_ < 3 || last_iteration_hits_ <= 0 || built_ == nullptr ||
-      replans_ >= kMaxReplans || swap_all_pass) {
+  // From the plan's second whole iteration on (Note [Headroom]).
+  if (iterations_under_plan_ >= 3)
+    missed_in_a_row_ = last_iteration_hits_ > 0 ? missed_in_a_row_ + 1 : 0;
+  if (missed_in_a_row_ < 2 || built_ == nullptr || replans_ >= kMaxReplans || swap_all_pass) {
     return std::nullopt;
   }
   const int64_t step = HeadroomStep(memory_limit);
@@ -127,10 +129,12 @@ std::optional<PlanResult> PlanLife::ReplanIfMissed(int64_t demand_swap_ins, int6
     return std::nullopt;
   }
   POOCH_LOG_AT(kInfo,
-               "re-planned: the safety net swapped in %lld times in an iteration; planned with "
-               "%lld bytes of headroom",
-               static_cast<long long>(last_iteration_hits_), static_cast<long long>(headroom_));
+               "re-planned: the safety net swapped in in %d iterations in a row, %lld times in "
+               "the last; planned with %lld bytes of headroom",
+               missed_in_a_row_, static_cast<long long>(last_iteration_hits_),
+               static_cast<long long>(headroom_));
   iterations_under_plan_ = 1;  // the iteration starting now is the new plan's first
+  missed_in_a_row_ = 0;
   return plan;
 }
 
