@@ -521,6 +521,7 @@ class PlanExecutor::Impl {
       life_.RestartEvidence();
       return;
     }
+    life_.SetSlabPeak(small_.Stats().peak_slab_bytes);  // Note [Headroom]
     std::optional<PlanResult> plan = life_.PlanProfile();
     if (plan.has_value() && config_.mode == RunMode::kPlanned) {
       ActionsLocked(*life_.built(), *life_.positions(), &*plan);
@@ -669,6 +670,7 @@ class PlanExecutor::Impl {
   // Note [Headroom] (plan_life.h): a re-plan, when one is due, is carried out from the
   // iteration starting now.
   void ReplanIfMissedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    life_.SetSlabPeak(small_.Stats().peak_slab_bytes);
     // Note [Left-out accesses]: what the profile left out is no miss of the plan.
     std::optional<PlanResult> plan =
         life_.ReplanIfMissed(manager_.Stats().demand_swap_ins - actions_->left_out_swap_ins,

@@ -102,6 +102,14 @@ int64_t PlanLife::HeadroomStep(int64_t memory_limit) const {
   return step;
 }
 
+int64_t PlanLife::SlabGrowth() const {
+  int64_t other = 0;
+  for (size_t t = 0; t < built_->tensor_allocation.size(); ++t) {
+    if (built_->tensor_allocation[t] == kOtherAllocation) other += built_->profile.tensors[t].bytes;
+  }
+  return std::max<int64_t>(0, slab_peak_ - other);
+}
+
 std::optional<PlanResult> PlanLife::ReplanIfMissed(int64_t demand_swap_ins, int64_t memory_limit,
                                                    bool swap_all_pass) {
   if (iterations_under_plan_ >= 1) last_iteration_hits_ = demand_swap_ins - demand_ins_mark_;
@@ -184,8 +192,14 @@ void PlanLife::WriteProfile(const Profile& profile) const {
 
 std::optional<PlanResult> PlanLife::Plan(const Profile& profile) {
   const bool assumed = machine_assumed_;
-  MachineModel machine = machine_;    // measured when the profile was made
-  machine.memory_bytes -= headroom_;  // Note [Headroom]
+  MachineModel machine = machine_;  // measured when the profile was made
+  const int64_t slab_growth = built_ != nullptr && &profile == &built_->profile ? SlabGrowth() : 0;
+  machine.memory_bytes -= headroom_ + slab_growth;  // Note [Headroom]
+  if (slab_growth > 0) {
+    POOCH_LOG_AT(kInfo,
+                 "planning without %lld bytes of small-allocation slabs the profile did not count",
+                 static_cast<long long>(slab_growth));
+  }
   const Policy policy = config_.mode == RunMode::kPlanned ? config_.planned_policy : Policy::kPooch;
   const absl::Time started = absl::Now();
   absl::StatusOr<PlanResult> plan = MakePlan(profile, machine, policy, RunPlanOptions());

@@ -32,6 +32,12 @@
 // that makes another, larger allocation resident in one iteration and not the next, Note
 // [Left-out accesses]); re-planning on those moved the plan (and its headroom) by chance from
 // run to run. The cost is one more iteration under a plan that is short.
+// Every plan is also made without the small allocator's slabs beyond the profile's "other"
+// tensor, up to their peak so far: the profile counts the slabs mapped at its end, but their
+// number moves (a slab is mapped while freed blocks wait for their batch's event, Note [Reuse
+// after free], and released when empty), and a plan made for the fewer overflowed by a slab at
+// its peak (the transformer's profile counted 4 MiB of the 6 its iterations held: the 2 MiB the
+// safety net then found short).
 //
 // Thread safety: none; the plan executor calls it under its lock.
 #ifndef POOCH_CORE_EXEC_PLAN_LIFE_H_
@@ -106,6 +112,9 @@ class PlanLife {
     missed_in_a_row_ = 0;
   }
 
+  // Note [Headroom]: the small allocator's peak of slab bytes so far, for the plans made next.
+  void SetSlabPeak(int64_t bytes) { slab_peak_ = bytes; }
+
   // The iteration found cannot be planned (e.g. it has no op): the plan line says why.
   void NoProfile(const absl::Status& why);
   // The summary's plan: line until a plan is made, if none was made before.
@@ -129,6 +138,8 @@ class PlanLife {
   void Plot(const Profile& profile, const MachineModel& machine, const PlanResult& plan);
   // The step a re-plan grows the headroom by: the largest candidate, at least 1/64 of the limit.
   int64_t HeadroomStep(int64_t memory_limit) const;
+  // Note [Headroom]: the slab bytes beyond the current profile's "other" tensor.
+  int64_t SlabGrowth() const;
 
   const Config& config_;
   TraceObserver* const trace_;  // may be null
@@ -139,7 +150,8 @@ class PlanLife {
   std::shared_ptr<const BuiltProfile> built_;
   std::shared_ptr<const OpStreamRecorder::Positions> positions_;
   std::string plan_line_;
-  int64_t headroom_ = 0;  // Note [Headroom]
+  int64_t headroom_ = 0;   // Note [Headroom]
+  int64_t slab_peak_ = 0;  // Note [Headroom]
   int replans_ = 0;
   int total_replans_ = 0;
   PlanCache cache_;   // Note [Plan cache]

@@ -118,6 +118,16 @@ TEST_F(PlanLifeTest, ARestartBreaksTheRow) {
   EXPECT_TRUE(life_.ReplanIfMissed(6, kLimit, false).has_value());
 }
 
+// Note [Headroom]: slabs the small allocator mapped beyond the profile's "other" tensor are not
+// the plan's: with a peak as large as the limit nothing fits.
+TEST_F(PlanLifeTest, PlansWithoutTheSlabsTheProfileDidNotCount) {
+  ASSERT_TRUE(PlanNew(1, 2).has_value());
+  EXPECT_THAT(life_.plan_line(), HasSubstr("feasible yes"));
+  life_.SetSlabPeak(kLimit);
+  std::optional<PlanResult> plan = PlanNew(2, 2);
+  EXPECT_FALSE(plan.has_value() && plan->sim.feasible) << life_.plan_line();
+}
+
 TEST_F(PlanLifeTest, ReplansStopAtTheirBound) {
   ASSERT_TRUE(PlanNew(1, 2).has_value());
   int replans = 0;
