@@ -121,7 +121,8 @@ struct PlanActions {
   int64_t prefetch_no_room = 0;     // prefetch attempts that found no room
   int64_t diverged_iterations = 0;  // Note [Diverged iterations]
   int64_t left_out_swap_ins = 0;    // Note [Left-out accesses]
-  int64_t sent_back = 0;            // of those, swapped out again after their op
+  int64_t sent_back = 0;            // held-out allocations a left-out access touched, swapped
+                                    // out again after their op
   ResidencyStats at_start;          // the manager's counts when the first plan began
 
   // A new iteration (or a departure): forgets this iteration's addresses and prefetches and

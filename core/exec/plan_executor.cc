@@ -89,8 +89,11 @@ class PlanExecutor::Impl {
     // stale).
     std::vector<uint64_t> old_touched;
     const bool check_divergence = exact_accesses && FollowingLocked();
+    // Note [Left-out accesses]: the managed allocations a kernel's guessed accesses touch.
+    std::vector<DeviceAddress> guessed_touched;
     for (const AccessRange& r : ranges) {
       if (const auto* live = ContainingLocked(r.address)) {
+        if (!exact_accesses && live->second.managed) guessed_touched.push_back(live->first);
         // Note [Chains] (core/model/candidates.cc): a write of the whole allocation.
         const bool whole = r.mode == AccessRange::Mode::kWrite && r.address == live->first &&
                            r.bytes >= live->second.bytes;
@@ -119,7 +122,9 @@ class PlanExecutor::Impl {
     op.seq = step.seq;
     op.position = step.position;
     if (step.position >= 0 && FollowingLocked()) {
-      if (!exact_accesses) NoteLeftOutLocked(step.position, demand_swapped_in, op.send_back);
+      if (!exact_accesses) {
+        NoteLeftOutLocked(step.position, demand_swapped_in, guessed_touched, op.send_back);
+      }
       PrefetchBeforeLocked(step.position);
       if (auto r = actions_->record_at.find(step.position); r != actions_->record_at.end()) {
         op.record_output = actions_->address[static_cast<size_t>(r->second.slot)];
@@ -518,6 +523,7 @@ class PlanExecutor::Impl {
       life_.RestartEvidence();
       return;
     }
+    life_.SetSlabPeak(small_.Stats().peak_slab_bytes);  // Note [Headroom]
     std::optional<PlanResult> plan = life_.PlanProfile();
     if (plan.has_value() && config_.mode == RunMode::kPlanned) {
       ActionsLocked(*life_.built(), *life_.positions(), &*plan);
@@ -666,6 +672,7 @@ class PlanExecutor::Impl {
   // Note [Headroom] (plan_life.h): a re-plan, when one is due, is carried out from the
   // iteration starting now.
   void ReplanIfMissedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    life_.SetSlabPeak(small_.Stats().peak_slab_bytes);
     // Note [Left-out accesses]: what the profile left out is no miss of the plan.
     std::optional<PlanResult> plan =
         life_.ReplanIfMissed(manager_.Stats().demand_swap_ins - actions_->left_out_swap_ins,
@@ -837,15 +844,28 @@ class PlanExecutor::Impl {
   // allocation out (swapped out by it, its prefetch not yet tried), it goes back out after the op
   // (`sent_back`), so that the memory the plan counted on is there: the two copies are the cost
   // the plan does not model, and the safety net's make-room evictions, which would be misses,
-  // are not. Anything else (an allocation made in the previous iteration, a carried slot, an op
-  // whose accesses are exact) counts as a miss, as before. Where a kernel's real read set is
-  // known (issue 36's analysis), its stale words are no accesses and none of this happens.
+  // are not. The same goes for a left-out access that finds the plan's swap-out still copying,
+  // or done with its chunk still mapped (Note [Retained chunks]): the manager cancels the copy or
+  // takes the chunk back, with no swap-in, so nothing counted it and the allocation stayed
+  // resident up to its prefetch. Under PyTorch the ops after a left-out swap-in often carry the
+  // same stale word, so that was how such an allocation usually stayed in: a 64 MiB activation
+  // held through the plan's peak, where the safety net then evicted weights that AdamW's foreach
+  // ops swapped back in, misses in steady state. So every allocation the plan holds out that a
+  // left-out access touched is sent back, swapped in or not. Anything else (an allocation made in
+  // the previous iteration, a carried slot, an op whose accesses are exact) counts as a miss, as
+  // before. Where a kernel's real read set is known (issue 36's analysis), its stale words are no
+  // accesses and none of this happens.
   void NoteLeftOutLocked(int64_t position, absl::Span<const DeviceAddress> demand_swapped_in,
+                         absl::Span<const DeviceAddress> touched,
                          std::vector<DeviceAddress>& send_back) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (DeviceAddress base : demand_swapped_in) {
-      if (!LeftOutLocked(position, base)) continue;
-      ++actions_->left_out_swap_ins;
-      if (actions_->held_out.contains(base)) send_back.push_back(base);
+      if (LeftOutLocked(position, base)) ++actions_->left_out_swap_ins;
+    }
+    for (DeviceAddress base : touched) {
+      if (!actions_->held_out.contains(base) || !LeftOutLocked(position, base)) continue;
+      if (std::find(send_back.begin(), send_back.end(), base) == send_back.end()) {
+        send_back.push_back(base);
+      }
     }
   }
 

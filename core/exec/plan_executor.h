@@ -82,8 +82,9 @@ struct ProfiledOp {
   // OfferRecipe. 0: none.
   uintptr_t record_output = 0;
   double record_us = 0;  // the op's profiled device time
-  // Note [Left-out accesses] (plan_executor.cc): allocations the plan holds out that BeforeOp
-  // swapped in for an access the profile left out; OpEnd swaps them out again.
+  // Note [Left-out accesses] (plan_executor.cc): allocations the plan holds out that an access
+  // the profile left out touched (BeforeOp swapped them in or kept them from the plan's
+  // swap-out); OpEnd swaps them out again.
   std::vector<DeviceAddress> send_back;
 };
 

@@ -160,7 +160,7 @@ class PlanExecutorTest : public ::testing::Test {
   // backward (each checked), all freed at the end. `seed` is the input's first byte. With
   // `stale` >= 0, a GuessedOp between forward and backward writes the gradient buffer, with a
   // stale word into map `stale` unless it is 0.
-  void Iteration(uint8_t seed, int layers = 4, int stale = -1) {
+  void Iteration(uint8_t seed, int layers = 4, int stale = -1, int stale_ops = 1) {
     const DeviceAddress input = Alloc(2 * kG);
     {  // the input arrives: a copy-like op writing it
       const std::vector<AccessRange> ranges = {{input, 2 * kG, Mode::kWrite}};
@@ -184,7 +184,9 @@ class PlanExecutorTest : public ::testing::Test {
       Op("ConvolutionForward", maps[layer], maps[layer + 1]);
     }
     const DeviceAddress grad = Alloc(2 * kG);
-    if (stale >= 0) GuessedOp("reduce_kernel", grad, stale > 0 ? maps[stale] : 0);
+    for (int k = 0; stale >= 0 && k < stale_ops; ++k) {
+      GuessedOp("reduce_kernel", grad, stale > 0 ? maps[stale] : 0);
+    }
     // As a framework does, each map is freed once backward no longer needs it: the planner
     // plans idle intervals between uses, not the time a program holds a map after its last use.
     for (int layer = layers; layer >= 1; --layer) {
@@ -316,6 +318,29 @@ TEST_F(PlanExecutorTest, ASwapInAtAnAccessTheProfileLeftOutIsNoMiss) {
   EXPECT_EQ(field(summaries[1], "safety_net_swap_ins"), field(summaries[0], "safety_net_swap_ins"))
       << summaries[0] << summaries[1];
   EXPECT_EQ(field(summaries[1], "replans"), field(summaries[0], "replans"));
+}
+
+// Note [Left-out accesses]: two kernels in a row carry the same stale word (under PyTorch, ops
+// that reuse one by-value struct). The first swaps the map in and it is sent back; the second
+// finds the plan's swap-out under way or just done and keeps the map without a swap-in; it is
+// sent back too, so that the plan's memory holds up to the map's prefetch.
+TEST_F(PlanExecutorTest, EachLeftOutAccessToAMapThePlanHoldsOutSendsItBack) {
+  Config c;
+  c.mode = RunMode::kPlanned;
+  c.planned_policy = Policy::kSwapAll;
+  Start(/*limit_granules=*/8, c);
+  for (int i = 0; i < 16; ++i) {
+    Iteration(static_cast<uint8_t>(10 * i), 4, i >= 8 ? 1 : 0, /*stale_ops=*/2);
+  }
+  EXPECT_EQ(wrong_bytes_, 0);
+  const std::string summary = Summary();
+  const auto field = [&summary](const std::string& name) {
+    const size_t at = summary.find(" " + name + " ");
+    EXPECT_NE(at, std::string::npos) << name << " in " << summary;
+    return at == std::string::npos ? -1 : std::stoll(summary.substr(at + name.size() + 2));
+  };
+  EXPECT_GE(field("left_out_swap_ins"), 8) << summary;
+  EXPECT_GE(field("sent_back"), 16) << "both kernels' accesses: " << summary;
 }
 
 // Note [Switching references]: iterations of two shapes in turn (RunTwoShapesInTurn). The second

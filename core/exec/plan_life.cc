@@ -90,7 +90,7 @@ void PlanLife::SwitchedTo(uint64_t key, const PlanCache::Entry& entry) {
   headroom_ = entry.headroom_bytes;
   replans_ = entry.replans;
   plan_line_ = entry.plan_line;
-  iterations_under_plan_ = 0;  // a re-plan's evidence is a whole iteration under this plan
+  RestartEvidence();  // a re-plan's evidence is whole iterations under this plan
   ++switches_;
 }
 
@@ -102,13 +102,23 @@ int64_t PlanLife::HeadroomStep(int64_t memory_limit) const {
   return step;
 }
 
+int64_t PlanLife::SlabGrowth() const {
+  int64_t other = 0;
+  for (size_t t = 0; t < built_->tensor_allocation.size(); ++t) {
+    if (built_->tensor_allocation[t] == kOtherAllocation) other += built_->profile.tensors[t].bytes;
+  }
+  return std::max<int64_t>(0, slab_peak_ - other);
+}
+
 std::optional<PlanResult> PlanLife::ReplanIfMissed(int64_t demand_swap_ins, int64_t memory_limit,
                                                    bool swap_all_pass) {
   if (iterations_under_plan_ >= 1) last_iteration_hits_ = demand_swap_ins - demand_ins_mark_;
   demand_ins_mark_ = demand_swap_ins;
   ++iterations_under_plan_;
-  if (iterations_under_plan_ < 3 || last_iteration_hits_ <= 0 || built_ == nullptr ||
-      replans_ >= kMaxReplans || swap_all_pass) {
+  // From the plan's second whole iteration on (Note [Headroom]).
+  if (iterations_under_plan_ >= 3)
+    missed_in_a_row_ = last_iteration_hits_ > 0 ? missed_in_a_row_ + 1 : 0;
+  if (missed_in_a_row_ < 2 || built_ == nullptr || replans_ >= kMaxReplans || swap_all_pass) {
     return std::nullopt;
   }
   const int64_t step = HeadroomStep(memory_limit);
@@ -127,10 +137,12 @@ std::optional<PlanResult> PlanLife::ReplanIfMissed(int64_t demand_swap_ins, int6
     return std::nullopt;
   }
   POOCH_LOG_AT(kInfo,
-               "re-planned: the safety net swapped in %lld times in an iteration; planned with "
-               "%lld bytes of headroom",
-               static_cast<long long>(last_iteration_hits_), static_cast<long long>(headroom_));
+               "re-planned: the safety net swapped in in %d iterations in a row, %lld times in "
+               "the last; planned with %lld bytes of headroom",
+               missed_in_a_row_, static_cast<long long>(last_iteration_hits_),
+               static_cast<long long>(headroom_));
   iterations_under_plan_ = 1;  // the iteration starting now is the new plan's first
+  missed_in_a_row_ = 0;
   return plan;
 }
 
@@ -180,8 +192,14 @@ void PlanLife::WriteProfile(const Profile& profile) const {
 
 std::optional<PlanResult> PlanLife::Plan(const Profile& profile) {
   const bool assumed = machine_assumed_;
-  MachineModel machine = machine_;    // measured when the profile was made
-  machine.memory_bytes -= headroom_;  // Note [Headroom]
+  MachineModel machine = machine_;  // measured when the profile was made
+  const int64_t slab_growth = built_ != nullptr && &profile == &built_->profile ? SlabGrowth() : 0;
+  machine.memory_bytes -= headroom_ + slab_growth;  // Note [Headroom]
+  if (slab_growth > 0) {
+    POOCH_LOG_AT(kInfo,
+                 "planning without %lld bytes of small-allocation slabs the profile did not count",
+                 static_cast<long long>(slab_growth));
+  }
   const Policy policy = config_.mode == RunMode::kPlanned ? config_.planned_policy : Policy::kPooch;
   const absl::Time started = absl::Now();
   absl::StatusOr<PlanResult> plan = MakePlan(profile, machine, policy, RunPlanOptions());

@@ -21,11 +21,23 @@
 // the runtime holds a little the profile does not show (the reuse cache, replay scratch). A
 // plan that uses the last byte of the limit then overflows at run time: the safety net evicts
 // (parameters, mostly: the least recently used) and swaps back in on demand, and the measured
-// time leaves the prediction behind. So after a plan's second full iteration, if the safety
-// net fired in it, the same profile is planned again for a smaller memory: the limit less a
-// headroom grown by the largest feature map (at least 1/64 of the limit) per re-plan, up to
-// kMaxReplans re-plans and a headroom of a quarter of the limit. A re-plan that finds no
-// feasible plan keeps the previous one.
+// time leaves the prediction behind. So when the safety net fired in two successive whole
+// iterations under a plan (its first does not count: it starts from the previous plan's
+// residency, Note [Kept across a new plan]), the same profile is planned again for a smaller
+// memory: the limit less a headroom grown by the largest feature map (at least 1/64 of the
+// limit) per re-plan, up to kMaxReplans re-plans and a headroom of a quarter of the limit. A
+// re-plan that finds no feasible plan keeps the previous one. Two iterations, not one: a plan
+// that is short of memory misses in every iteration, while one iteration's misses can come from
+// what differs between iterations and no headroom removes (under PyTorch, a stale pointer word
+// that makes another, larger allocation resident in one iteration and not the next, Note
+// [Left-out accesses]); re-planning on those moved the plan (and its headroom) by chance from
+// run to run. The cost is one more iteration under a plan that is short.
+// Every plan is also made without the small allocator's slabs beyond the profile's "other"
+// tensor, up to their peak so far: the profile counts the slabs mapped at its end, but their
+// number moves (a slab is mapped while freed blocks wait for their batch's event, Note [Reuse
+// after free], and released when empty), and a plan made for the fewer overflowed by a slab at
+// its peak (the transformer's profile counted 4 MiB of the 6 its iterations held: the 2 MiB the
+// safety net then found short).
 //
 // Thread safety: none; the plan executor calls it under its lock.
 #ifndef POOCH_CORE_EXEC_PLAN_LIFE_H_
@@ -89,12 +101,19 @@ class PlanLife {
 
   // Note [Headroom]: called at each iteration start while a plan is carried out, with the
   // manager's demand swap-ins so far. Returns a feasible re-plan of the current profile, to be
-  // carried out and cached; nullopt when none is due or none was found.
+  // carried out and cached, when the last two whole iterations both missed; nullopt when none
+  // is due or none was found.
   std::optional<PlanResult> ReplanIfMissed(int64_t demand_swap_ins, int64_t memory_limit,
                                            bool swap_all_pass);
   // The plan carried out from now on starts (its first iteration is the one under way), or an
   // iteration departed: the safety net's hits so far are no evidence for a re-plan.
-  void RestartEvidence() { iterations_under_plan_ = 0; }
+  void RestartEvidence() {
+    iterations_under_plan_ = 0;
+    missed_in_a_row_ = 0;
+  }
+
+  // Note [Headroom]: the small allocator's peak of slab bytes so far, for the plans made next.
+  void SetSlabPeak(int64_t bytes) { slab_peak_ = bytes; }
 
   // The iteration found cannot be planned (e.g. it has no op): the plan line says why.
   void NoProfile(const absl::Status& why);
@@ -119,6 +138,8 @@ class PlanLife {
   void Plot(const Profile& profile, const MachineModel& machine, const PlanResult& plan);
   // The step a re-plan grows the headroom by: the largest candidate, at least 1/64 of the limit.
   int64_t HeadroomStep(int64_t memory_limit) const;
+  // Note [Headroom]: the slab bytes beyond the current profile's "other" tensor.
+  int64_t SlabGrowth() const;
 
   const Config& config_;
   TraceObserver* const trace_;  // may be null
@@ -129,17 +150,20 @@ class PlanLife {
   std::shared_ptr<const BuiltProfile> built_;
   std::shared_ptr<const OpStreamRecorder::Positions> positions_;
   std::string plan_line_;
-  int64_t headroom_ = 0;  // Note [Headroom]
+  int64_t headroom_ = 0;   // Note [Headroom]
+  int64_t slab_peak_ = 0;  // Note [Headroom]
   int replans_ = 0;
   int total_replans_ = 0;
   PlanCache cache_;   // Note [Plan cache]
   uint64_t key_ = 0;  // of the reference planned or switched to last
   int64_t switches_ = 0;
   // Note [Headroom]: whole iterations under the current plan, the manager's demand swap-ins
-  // when the current iteration began, and the swap-ins of the last whole iteration.
+  // when the current iteration began, the swap-ins of the last whole iteration, and how many
+  // whole iterations in a row (the plan's first not counted) ended with some.
   int iterations_under_plan_ = 0;
   int64_t demand_ins_mark_ = 0;
   int64_t last_iteration_hits_ = -1;
+  int missed_in_a_row_ = 0;
   bool plot_failed_ = false;  // POOCH_PLOT could not be drawn
 };
 

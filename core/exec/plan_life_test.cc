@@ -76,26 +76,56 @@ TEST_F(PlanLifeTest, NoProfileSaysWhy) {
   EXPECT_EQ(life_.plan_line(), "plan: none: no profile: no ops") << "a line was there";
 }
 
-// Note [Headroom]: evidence is a whole iteration with safety-net hits, from the plan's third
-// iteration start on. The net fits in the limit, so no interval is a candidate and each re-plan
-// grows the headroom by 1/64 of the limit.
-TEST_F(PlanLifeTest, ReplansWithHeadroomOnlyAfterAMissedIteration) {
+// Note [Headroom]: evidence is two successive whole iterations with safety-net hits, from the
+// plan's second iteration on. The net fits in the limit, so no interval is a candidate and each
+// re-plan grows the headroom by 1/64 of the limit.
+TEST_F(PlanLifeTest, ReplansWithHeadroomOnlyAfterTwoMissedIterationsInARow) {
   ASSERT_TRUE(PlanNew(1, 2).has_value());
   EXPECT_FALSE(life_.ReplanIfMissed(0, kLimit, false).has_value());  // first iteration starts
   EXPECT_EQ(life_.last_iteration_hits(), -1);
-  EXPECT_FALSE(life_.ReplanIfMissed(5, kLimit, false).has_value());  // too early
+  EXPECT_FALSE(life_.ReplanIfMissed(5, kLimit, false).has_value());  // the first does not count
   EXPECT_EQ(life_.last_iteration_hits(), 5);
-  EXPECT_FALSE(life_.ReplanIfMissed(5, kLimit, false).has_value());  // no hit in the last
+  EXPECT_FALSE(life_.ReplanIfMissed(7, kLimit, false).has_value()) << "one missed iteration";
+  EXPECT_EQ(life_.last_iteration_hits(), 2);
+  EXPECT_FALSE(life_.ReplanIfMissed(7, kLimit, false).has_value());  // no hit in the last
   EXPECT_EQ(life_.last_iteration_hits(), 0);
-  EXPECT_FALSE(life_.ReplanIfMissed(6, kLimit, true).has_value()) << "not in a swap-all pass";
-  std::optional<PlanResult> replan = life_.ReplanIfMissed(7, kLimit, false);
-  ASSERT_TRUE(replan.has_value());
+  EXPECT_FALSE(life_.ReplanIfMissed(8, kLimit, false).has_value()) << "one missed iteration";
+  EXPECT_FALSE(life_.ReplanIfMissed(9, kLimit, true).has_value()) << "not in a swap-all pass";
+  EXPECT_FALSE(life_.ReplanIfMissed(9, kLimit, false).has_value());  // no hit in the last
+  EXPECT_FALSE(life_.ReplanIfMissed(10, kLimit, false).has_value()) << "one missed iteration";
+  std::optional<PlanResult> replan = life_.ReplanIfMissed(11, kLimit, false);
+  ASSERT_TRUE(replan.has_value()) << "two missed iterations in a row";
   EXPECT_TRUE(replan->sim.feasible);
   EXPECT_THAT(life_.plan_line(),
               HasSubstr(absl::StrCat("headroom_bytes ", kLimit / 64, " replans 1")));
-  // The iteration starting now is the re-plan's first: two more before the next evidence.
-  EXPECT_FALSE(life_.ReplanIfMissed(9, kLimit, false).has_value());
-  EXPECT_TRUE(life_.ReplanIfMissed(11, kLimit, false).has_value());
+  // The iteration starting now is the re-plan's first: it does not count, then two missed ones.
+  EXPECT_FALSE(life_.ReplanIfMissed(13, kLimit, false).has_value());
+  EXPECT_FALSE(life_.ReplanIfMissed(15, kLimit, false).has_value());
+  EXPECT_TRUE(life_.ReplanIfMissed(17, kLimit, false).has_value());
+}
+
+// A departure (or a new plan) starts the evidence again: a missed iteration before it and one
+// after it are not two in a row.
+TEST_F(PlanLifeTest, ARestartBreaksTheRow) {
+  ASSERT_TRUE(PlanNew(1, 2).has_value());
+  EXPECT_FALSE(life_.ReplanIfMissed(0, kLimit, false).has_value());
+  EXPECT_FALSE(life_.ReplanIfMissed(1, kLimit, false).has_value());
+  EXPECT_FALSE(life_.ReplanIfMissed(2, kLimit, false).has_value());  // one missed iteration
+  life_.RestartEvidence();
+  EXPECT_FALSE(life_.ReplanIfMissed(3, kLimit, false).has_value());
+  EXPECT_FALSE(life_.ReplanIfMissed(4, kLimit, false).has_value());
+  EXPECT_FALSE(life_.ReplanIfMissed(5, kLimit, false).has_value());  // one missed iteration
+  EXPECT_TRUE(life_.ReplanIfMissed(6, kLimit, false).has_value());
+}
+
+// Note [Headroom]: slabs the small allocator mapped beyond the profile's "other" tensor are not
+// the plan's: with a peak as large as the limit nothing fits.
+TEST_F(PlanLifeTest, PlansWithoutTheSlabsTheProfileDidNotCount) {
+  ASSERT_TRUE(PlanNew(1, 2).has_value());
+  EXPECT_THAT(life_.plan_line(), HasSubstr("feasible yes"));
+  life_.SetSlabPeak(kLimit);
+  std::optional<PlanResult> plan = PlanNew(2, 2);
+  EXPECT_FALSE(plan.has_value() && plan->sim.feasible) << life_.plan_line();
 }
 
 TEST_F(PlanLifeTest, ReplansStopAtTheirBound) {
@@ -111,7 +141,7 @@ TEST_F(PlanLifeTest, ReplansStopAtTheirBound) {
 }
 
 // Note [Switching references]: the switched-to entry's plan line and key become current, and a
-// re-plan needs a whole iteration under it.
+// re-plan needs two missed whole iterations under it.
 TEST_F(PlanLifeTest, ASwitchTakesTheCachedPlan) {
   ASSERT_TRUE(PlanNew(1, 2).has_value());
   const std::string first_line = life_.plan_line();
@@ -128,7 +158,8 @@ TEST_F(PlanLifeTest, ASwitchTakesTheCachedPlan) {
   EXPECT_THAT(life_.CacheLine(), HasSubstr("switches 1"));
   EXPECT_FALSE(life_.ReplanIfMissed(0, kLimit, false).has_value());
   EXPECT_FALSE(life_.ReplanIfMissed(5, kLimit, false).has_value());
-  EXPECT_TRUE(life_.ReplanIfMissed(10, kLimit, false).has_value());
+  EXPECT_FALSE(life_.ReplanIfMissed(10, kLimit, false).has_value());
+  EXPECT_TRUE(life_.ReplanIfMissed(15, kLimit, false).has_value());
 }
 
 }  // namespace
