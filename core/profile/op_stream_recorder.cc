@@ -37,6 +37,20 @@ namespace pooch {
 // allocations, or, for a free (or a passed-over op's write) between two ops, the earlier of
 // them. The planner ends its replay window there (ReplayFacts::stable_until, Note [Sound
 // replays] in core/model/candidates.cc). Memory pooch never allocated is outside both views.
+//
+// Note [Side outputs]
+// ~~~~~~~~~~~~~~~~~~~
+// A recipe rebuilds one output and reads only what its call only read, plus that output when
+// the call read it too (ReplayRecipe; the cuDNN, cuBLAS and kernel recipe builders): what else
+// the call both read and wrote is a side output the replay leaves alone, as batch
+// normalisation's recipe passes no running statistics (updating them twice would change
+// training). So when an op writes a managed allocation, the output a plan rebuilds through it,
+// an unmanaged allocation it reads and writes neither ends its replay window nor makes it a
+// reader of that allocation: else every batch normalisation's window would end at itself and
+// nothing it feeds (the ReLU after it, replayed from the normalised map it rebuilds) could be
+// recomputed, while the runtime's lineage, which watches the recipe's inputs alone, keeps it.
+// An op whose only writes are unmanaged rebuilds no tensor of the profile; its in-place
+// unmanaged access is its output and ends its window as before.
 
 OpStreamRecorder::OpStreamRecorder(IterationTrackerOptions options)
     : tracker_(options), max_kept_(options.max_detect_events) {}
@@ -226,10 +240,18 @@ class OpStreamRecorder::ReferenceWalk {
     for (const Access& a : k.unmanaged) {
       if (a.mode != RecordedAccess::kRead) Changed(a.allocation, index);
     }
+    // Note [Side outputs]: an op that writes a managed allocation rebuilds that one; what it
+    // also reads and writes outside the profile is not its replay's input.
+    const bool managed_output =
+        std::any_of(k.accesses.begin(), k.accesses.end(),
+                    [](const Access& a) { return a.mode != RecordedAccess::kRead; });
     for (const Access& a : k.unmanaged) {
       if (a.mode == RecordedAccess::kWrite) continue;
-      // Read and written by the op itself: a replay would read what it wrote.
-      if (a.mode == RecordedAccess::kReadWrite) op.unprofiled_inputs_until = index;
+      if (a.mode == RecordedAccess::kReadWrite) {
+        if (managed_output) continue;
+        // Read and written by the op itself, its output: a replay would read what it wrote.
+        op.unprofiled_inputs_until = index;
+      }
       unprofiled_readers_[a.allocation].push_back(index);
     }
     it_.events.push_back({RecordedIteration::Event::kOp, static_cast<int>(it_.ops.size()), 0, 0});

@@ -403,6 +403,54 @@ TEST(OpStreamRecorderTest, OpsKnowWhenTheirUnprofiledInputsChange) {
   ASSERT_TRUE(built.ok()) << built.status();
   EXPECT_EQ(built->profile.ops[0].unprofiled_inputs_until, 3);
 }
+// Note [Side outputs]: a batch normalisation writes its managed output and reads and writes its
+// small running statistics. Its replay rebuilds the output and leaves the statistics alone, so
+// neither its own update of them nor the next one ends its window; what it reads only (its
+// scale) still does when an op writes it.
+TEST(OpStreamRecorderTest, SideOutputsDoNotEndTheReplayWindow) {
+  OpStreamRecorder r{{.marker = IterationMarker::kAuto, .profile_iterations = 2}};
+  constexpr uint64_t kStats = 1;  // small: running mean and variance
+  constexpr uint64_t kScale = 2;  // small, written by the optimizer's op
+  constexpr uint64_t kInput = 3;  // managed
+  r.Alloc(kStats, 4096, false);
+  r.Alloc(kScale, 4096, false);
+  r.Alloc(kInput, 4 << 20, true);
+  uint64_t next = 100;
+  std::optional<uint64_t> ready;
+  for (int i = 0; i < 3 && !ready.has_value(); ++i) {
+    const uint64_t y = next++, z = next++;
+    std::vector<IterationTracker::Step> steps;
+    steps.push_back(r.Alloc(y, 2 << 20, true));
+    // 0: y = batchnorm(input), running statistics updated in place
+    steps.push_back(r.Op("cudnnBatchNormalizationForwardTraining",
+                         std::vector<Access>{{kInput, RecordedAccess::kRead},
+                                             {kScale, RecordedAccess::kRead},
+                                             {kStats, RecordedAccess::kReadWrite},
+                                             {y, RecordedAccess::kWrite}}));
+    steps.push_back(r.Alloc(z, 2 << 20, true));
+    // 1: z = relu(y)
+    steps.push_back(
+        r.Op("relu", std::vector<Access>{{y, RecordedAccess::kRead}, {z, RecordedAccess::kWrite}}));
+    // 2: reads the statistics (an evaluation's copy of them)
+    steps.push_back(r.Op("read_stats", std::vector<Access>{{z, RecordedAccess::kRead},
+                                                           {kStats, RecordedAccess::kRead}}));
+    // 3: the optimizer's update of the scale, in place
+    steps.push_back(r.Op("update", std::vector<Access>{{z, RecordedAccess::kRead},
+                                                       {kScale, RecordedAccess::kReadWrite}}));
+    steps.push_back(*r.Free(y));
+    steps.push_back(*r.Free(z));
+    for (const IterationTracker::Step& s : steps) {
+      if (s.profile_ready) ready = s.seq;
+    }
+  }
+  ASSERT_TRUE(ready.has_value());
+  absl::StatusOr<RecordedIteration> it = r.Reference(0);
+  ASSERT_TRUE(it.ok()) << it.status();
+  ASSERT_EQ(it->ops.size(), 4u);
+  EXPECT_EQ(it->ops[0].unprofiled_inputs_until, 3);   // its scale, written by op 3
+  EXPECT_EQ(it->ops[2].unprofiled_inputs_until, -1);  // statistics not written again
+  EXPECT_EQ(it->ops[3].unprofiled_inputs_until, 3);   // no managed write: reads what it writes
+}
 
 TEST(OpStreamRecorderTest, FollowingMatchesAndDeparts) {
   Loop loop;
