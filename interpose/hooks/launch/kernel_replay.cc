@@ -26,17 +26,23 @@ std::optional<std::set<uint64_t>> WordsAt(const std::vector<uint8_t>& buffer,
   return words;
 }
 
+// Whether relaunching the kernel from the same memory gives the same writes: Replayable, except
+// that reading what it writes is allowed (Note [Kernel links]).
+bool ReplayableAsLink(const pooch::kernels::KernelVerdict& v) {
+  return v.Exact() && !v.uses_atomics && !v.reads_clock;
+}
+
 }  // namespace
 
 bool MayReplayKernel(const pooch::kernels::KernelVerdict* verdict, bool dtr) {
-  return !dtr && verdict != nullptr && verdict->Replayable() && !verdict->writes.empty();
+  return !dtr && verdict != nullptr && ReplayableAsLink(*verdict) && !verdict->writes.empty();
 }
 
 std::optional<ReplayRecipe> KernelRecipe(const char* name,
                                          const pooch::kernels::KernelVerdict& verdict,
                                          ParamBuffer params, AllocationLookup lookup,
                                          Relaunch relaunch) {
-  if (!verdict.Replayable() || relaunch == nullptr) return std::nullopt;
+  if (!ReplayableAsLink(verdict) || relaunch == nullptr) return std::nullopt;
   const std::optional<std::set<uint64_t>> written = WordsAt(params.bytes, verdict.writes);
   const std::optional<std::set<uint64_t>> read = WordsAt(params.bytes, verdict.reads);
   if (!written || !read || written->size() != 1) return std::nullopt;
@@ -48,9 +54,17 @@ std::optional<ReplayRecipe> KernelRecipe(const char* name,
   recipe.kernel = true;
   recipe.output = output;
   recipe.output_bytes = out->bytes;
+  bool reads_output = false;
   for (uint64_t word : *read) {
-    if (word >= output && word < output + static_cast<uint64_t>(out->bytes)) return std::nullopt;
+    if (word >= output && word < output + static_cast<uint64_t>(out->bytes)) {
+      reads_output = true;
+      continue;
+    }
     recipe.inputs.push_back({word, 1, pooch::AccessRange::Mode::kRead});
+  }
+  // Note [Kernel links]: the chain's previous state, as an in-place cuDNN call's recipe reads it.
+  if (reads_output) {
+    recipe.inputs.push_back({output, out->bytes, pooch::AccessRange::Mode::kRead});
   }
   auto buffer = std::make_shared<const ParamBuffer>(std::move(params));
   recipe.issue = [buffer, relaunch = std::move(relaunch)](uintptr_t stream, void*) {

@@ -13,8 +13,9 @@
 //     so two written targets could not be bounded apart, and a target that is not pooch's memory
 //     would be written again behind the program's back. (Null written words are kept: the same
 //     parameters give the same branches, so a replay skips them as the launch did.)
-//   - every non-null word it may read lies outside the output; the Recomputer watches their
-//     allocations (Recomputer::Offer refuses a word outside pooch's memory: it cannot be watched).
+//   - every non-null word it may read lies outside the output, or the recipe is a link of the
+//     output's chain (Note [Kernel links]); the Recomputer watches the other words' allocations
+//     (Recomputer::Offer refuses a word outside pooch's memory: it cannot be watched).
 // The analysis bounds no extent, so the recipe takes the kernel to write its whole output
 // allocation. That is the rule the plan holds it to: the planner recomputes a tensor only
 // through its only writer in the whole iteration (Note [Sound replays] in
@@ -28,6 +29,21 @@
 // dtr (MayReplayKernel).
 // The function handle is the program's; the recipe holds it as cuDNN's recipes hold their
 // pointers, for a module the program does not unload.
+//
+// Note [Kernel links]
+// ~~~~~~~~~~~~~~~~~~~
+// A launch that reads its output (a bias or a residual added in place: y = y + b) is a link of
+// the output's chain, as cudnnAddTensor in place is (Note [Chains] in core/model/candidates.cc,
+// Note [Chained recipes] in core/lineage/lineage.cc): its recipe reads the whole output, the
+// chain's previous state, so the Recomputer only appends it to the chain its map's earlier
+// writes opened and refuses it alone. Replayed after those earlier links it starts from the
+// memory it started from at the launch, so the verdict it needs is KernelVerdict::Replayable's
+// but for the word both read and written (exact, no atomics, no clock). That rests on the
+// launch's threads not racing on what they read and write (a thread reading an element another
+// writes, unordered): such a kernel's result would vary from run to run of the program itself.
+// In the profile the launch reads and writes its map, so the planner rebuilds the map through
+// the whole chain; a launch that is its map's first writer (Note [First writers]) is planned
+// alone, and its recipe refused at run time: the map is swapped instead.
 //
 // Thread safety: thread-safe (the builder holds no state); recipes' issue functions are
 // serialised by the caller (the Recomputer's lock).
