@@ -216,6 +216,48 @@ TEST(PlanTest, ShortRecomputableIntervalIsOfferedAndChosenWhereSwappingCannotPay
   EXPECT_GT(swapped->sim.iteration_us, 500);
 }
 
+// A ReLU launched as a kernel after a batch normalisation (tiny --own-kernels): the normalised
+// map b is freed right after the ReLU reads it, and the convolution's output c stays for the
+// normalisation's backward. During op 3 (100 us, an 8 MiB workspace) only two of the three
+// 4 MiB maps fit, and moving one out and back takes about 526 us: the plan rebuilds the ReLU's
+// output r before its backward by replaying the normalisation from c and then the ReLU (20 us),
+// rather than c by the 200 us convolution.
+TEST(PlanTest, AReluOutputIsRebuiltThroughItsFreedInputWhereSwappingCannotPay) {
+  ProfileBuilder b("bn-relu");
+  const TensorId a = b.Tensor("a", 64 << 10, /*persistent=*/true);
+  const TensorId grad = b.Tensor("grad", 64 << 10, /*persistent=*/true);
+  const TensorId c = b.Tensor("c", 4 << 20);
+  const TensorId bn = b.Tensor("b", 4 << 20);
+  const TensorId r = b.Tensor("r", 4 << 20);
+  b.Op("conv", OpKind::kConv, Phase::kForward, 200, {a}, {c});
+  b.Op("bn", OpKind::kOther, Phase::kForward, 10, {c}, {bn});
+  b.Op("relu_kernel", OpKind::kActivation, Phase::kForward, 10, {bn}, {r});
+  b.Op("big", OpKind::kConv, Phase::kForward, 100, {}, {}, /*workspace=*/8 << 20);
+  b.Op("relu_backward", OpKind::kActivation, Phase::kBackward, 10, {r}, {grad});
+  b.Op("bn_backward", OpKind::kOther, Phase::kBackward, 10, {c, grad}, {grad});
+  const Profile p = b.Finish();
+  ASSERT_EQ(p.tensors[bn].free_after, 2);
+  const MachineModel m = TestMachine((8 << 20) + (4 << 20) + (256 << 10));
+  absl::StatusOr<PlanResult> res = MakePlan(p, m, Policy::kPooch);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_TRUE(res->sim.feasible) << res->sim.failure;
+  bool rebuilt = false;
+  for (size_t i = 0; i < res->candidates.size(); ++i) {
+    const Candidate& cand = res->candidates[i];
+    if (cand.tensor == r) {
+      EXPECT_EQ(cand.producer, 2);
+      EXPECT_TRUE(cand.recomputable);
+      rebuilt = res->plan.decisions[i] == Decision::kRecompute;
+    }
+    if (cand.tensor == c) {
+      EXPECT_NE(res->plan.decisions[i], Decision::kRecompute);
+    }
+  }
+  EXPECT_TRUE(rebuilt);
+  EXPECT_EQ(res->sim.recomputed_ops, 2);  // the normalisation, then the ReLU
+  EXPECT_DOUBLE_EQ(res->sim.iteration_us, 340 + 20);
+}
+
 TEST(PlanTest, CheckpointKeepsAboutSqrtN) {
   const Profile p =
       RandomProfile(4, {.min_layers = 25, .max_layers = 25, .replayable_probability = 1});

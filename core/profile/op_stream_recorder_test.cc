@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/model/candidates.h"
 #include "core/profile/profile_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -402,6 +403,115 @@ TEST(OpStreamRecorderTest, OpsKnowWhenTheirUnprofiledInputsChange) {
   absl::StatusOr<BuiltProfile> built = BuildProfile(*it);
   ASSERT_TRUE(built.ok()) << built.status();
   EXPECT_EQ(built->profile.ops[0].unprofiled_inputs_until, 3);
+}
+// Note [Unprofiled inputs]: a batch normalisation writes its managed output and reads and writes its
+// small running statistics. Its replay rebuilds the output and leaves the statistics alone, so
+// neither its own update of them nor the next one ends its window; what it reads only (its
+// scale) still does when an op writes it.
+TEST(OpStreamRecorderTest, SideOutputsDoNotEndTheReplayWindow) {
+  OpStreamRecorder r{{.marker = IterationMarker::kAuto, .profile_iterations = 2}};
+  constexpr uint64_t kStats = 1;  // small: running mean and variance
+  constexpr uint64_t kScale = 2;  // small, written by the optimizer's op
+  constexpr uint64_t kInput = 3;  // managed
+  r.Alloc(kStats, 4096, false);
+  r.Alloc(kScale, 4096, false);
+  r.Alloc(kInput, 4 << 20, true);
+  uint64_t next = 100;
+  std::optional<uint64_t> ready;
+  for (int i = 0; i < 3 && !ready.has_value(); ++i) {
+    const uint64_t y = next++, z = next++;
+    std::vector<IterationTracker::Step> steps;
+    steps.push_back(r.Alloc(y, 2 << 20, true));
+    // 0: y = batchnorm(input), running statistics updated in place
+    steps.push_back(r.Op("cudnnBatchNormalizationForwardTraining",
+                         std::vector<Access>{{kInput, RecordedAccess::kRead},
+                                             {kScale, RecordedAccess::kRead},
+                                             {kStats, RecordedAccess::kReadWrite},
+                                             {y, RecordedAccess::kWrite}}));
+    steps.push_back(r.Alloc(z, 2 << 20, true));
+    // 1: z = relu(y)
+    steps.push_back(
+        r.Op("relu", std::vector<Access>{{y, RecordedAccess::kRead}, {z, RecordedAccess::kWrite}}));
+    // 2: reads the statistics (an evaluation's copy of them)
+    steps.push_back(r.Op("read_stats", std::vector<Access>{{z, RecordedAccess::kRead},
+                                                           {kStats, RecordedAccess::kRead}}));
+    // 3: the optimizer's update of the scale, in place
+    steps.push_back(r.Op("update", std::vector<Access>{{z, RecordedAccess::kRead},
+                                                       {kScale, RecordedAccess::kReadWrite}}));
+    steps.push_back(*r.Free(y));
+    steps.push_back(*r.Free(z));
+    for (const IterationTracker::Step& s : steps) {
+      if (s.profile_ready) ready = s.seq;
+    }
+  }
+  ASSERT_TRUE(ready.has_value());
+  absl::StatusOr<RecordedIteration> it = r.Reference(0);
+  ASSERT_TRUE(it.ok()) << it.status();
+  ASSERT_EQ(it->ops.size(), 4u);
+  EXPECT_EQ(it->ops[0].unprofiled_inputs_until, 3);   // its scale, written by op 3
+  EXPECT_EQ(it->ops[2].unprofiled_inputs_until, -1);  // statistics not written again
+  EXPECT_EQ(it->ops[3].unprofiled_inputs_until, 3);   // no managed write: reads what it writes
+}
+
+// Note [Unprofiled inputs], end to end: convolution, batch normalisation (running statistics updated
+// in place) and a ReLU whose input is freed at once; backward reads the ReLU's output and the
+// convolution's. The ReLU's output is recomputable: its freed input is rebuilt by replaying the
+// normalisation from the convolution's output, which backward keeps anyway.
+TEST(OpStreamRecorderTest, AReluAfterBatchNormalisationIsRecomputable) {
+  OpStreamRecorder r{{.marker = IterationMarker::kAuto, .profile_iterations = 2}};
+  constexpr uint64_t kStats = 1;  // small
+  constexpr uint64_t kInput = 2;  // managed, persistent
+  r.Alloc(kStats, 4096, false);
+  r.Alloc(kInput, 4 << 20, true);
+  uint64_t next = 100;
+  std::optional<uint64_t> ready;
+  for (int i = 0; i < 3 && !ready.has_value(); ++i) {
+    const uint64_t conv = next++, bn = next++, relu = next++, grad = next++, grad_in = next++;
+    std::vector<IterationTracker::Step> steps;
+    auto op = [&](const char* name, std::vector<Access> accesses) {
+      steps.push_back(r.Op(name, accesses, /*replay_capable=*/true));
+    };
+    steps.push_back(r.Alloc(conv, 2 << 20, true));
+    op("conv", {{kInput, RecordedAccess::kRead}, {conv, RecordedAccess::kWrite}});
+    steps.push_back(r.Alloc(bn, 2 << 20, true));
+    op("bn", {{conv, RecordedAccess::kRead},
+              {kStats, RecordedAccess::kReadWrite},
+              {bn, RecordedAccess::kWrite}});
+    steps.push_back(r.Alloc(relu, 2 << 20, true));
+    op("relu", {{bn, RecordedAccess::kRead}, {relu, RecordedAccess::kWrite}});
+    steps.push_back(*r.Free(bn));
+    op("pool", {{relu, RecordedAccess::kRead}});
+    op("loss", {{kInput, RecordedAccess::kRead}});
+    steps.push_back(r.Alloc(grad, 2 << 20, true));
+    op("relu_backward", {{relu, RecordedAccess::kRead}, {grad, RecordedAccess::kWrite}});
+    steps.push_back(r.Alloc(grad_in, 2 << 20, true));
+    op("bn_backward", {{conv, RecordedAccess::kRead},
+                       {grad, RecordedAccess::kRead},
+                       {kStats, RecordedAccess::kRead},
+                       {grad_in, RecordedAccess::kWrite}});
+    for (uint64_t a : {relu, grad, conv, grad_in}) steps.push_back(*r.Free(a));
+    for (const IterationTracker::Step& s : steps) {
+      if (s.profile_ready) ready = s.seq;
+    }
+  }
+  ASSERT_TRUE(ready.has_value());
+  absl::StatusOr<RecordedIteration> it = r.Reference(0);
+  ASSERT_TRUE(it.ok()) << it.status();
+  absl::StatusOr<BuiltProfile> built = BuildProfile(*it);
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Profile& p = built->profile;
+  ASSERT_EQ(p.ops.size(), 7u);
+  ASSERT_EQ(p.ops[2].name, "relu");
+  const TensorId relu = p.ops[2].writes.at(0);
+  bool found = false;
+  for (const Candidate& c : FindCandidates(p, nullptr, 0, false, false)) {
+    if (c.tensor != relu || c.open != 3) continue;
+    found = true;
+    EXPECT_EQ(c.close, 5);  // relu_backward
+    EXPECT_EQ(c.producer, 2);
+    EXPECT_TRUE(c.recomputable);
+  }
+  EXPECT_TRUE(found);
 }
 
 // Note [Unprofiled inputs]: a batch norm reads and writes its small running statistics besides

@@ -880,6 +880,14 @@ policies)
       export SIMGPU_PRESET
       own_kernels=1
       ;;
+    # The same with every convolution's bias added in place by cnn_train's kernel: each map is
+    # rebuilt by the chain of its convolution and that launch (Note [Kernel links]).
+    tiny-own-bias)
+      set -- --model tiny --batch 64 --iters 8 --own-kernels --conv-bias
+      SIMGPU_PRESET=h100-pcie5
+      export SIMGPU_PRESET
+      own_kernels=1
+      ;;
     # Issue 16's dynamic workloads: what runs changes from iteration to iteration, decided from
     # values computed on the device and read back mid-forward (docs/simgpu.md, cnn_train).
     # They mark their iterations with NVTX ranges that pooch reads (POOCH_ITERATION_MARKER=nvtx),

@@ -26,10 +26,16 @@ std::optional<std::set<uint64_t>> WordsAt(const std::vector<uint8_t>& buffer,
   return words;
 }
 
+// Whether relaunching the kernel from the same memory gives the same writes: Replayable, except
+// that reading what it writes is allowed (Note [Kernel links]).
+bool ReplayableAsLink(const pooch::kernels::KernelVerdict& v) {
+  return v.Exact() && !v.uses_atomics && !v.reads_clock;
+}
+
 }  // namespace
 
 bool MayReplayKernel(const pooch::kernels::KernelVerdict* verdict, bool dtr) {
-  return !dtr && verdict != nullptr && verdict->Replayable() && !verdict->writes.empty();
+  return !dtr && verdict != nullptr && ReplayableAsLink(*verdict) && !verdict->writes.empty();
 }
 
 KernelRecipeWhy KernelRecipeOutputs(const pooch::kernels::KernelVerdict* verdict,
@@ -37,7 +43,7 @@ KernelRecipeWhy KernelRecipeOutputs(const pooch::kernels::KernelVerdict* verdict
                                     KernelOutputs* outputs) {
   if (verdict == nullptr) return KernelRecipeWhy::kNoVerdict;
   if (!verdict->Exact()) return KernelRecipeWhy::kUnknown;
-  if (!verdict->Replayable()) return KernelRecipeWhy::kNotReplayable;
+  if (!ReplayableAsLink(*verdict)) return KernelRecipeWhy::kNotReplayable;
   const std::optional<std::set<uint64_t>> written = WordsAt(params.bytes, verdict->writes);
   const std::optional<std::set<uint64_t>> read = WordsAt(params.bytes, verdict->reads);
   if (!written || !read) return KernelRecipeWhy::kLayout;
@@ -81,8 +87,14 @@ std::optional<ReplayRecipe> KernelRecipe(const char* name,
   recipe.kernel = true;
   recipe.output = outputs.written.front().address;
   recipe.output_bytes = outputs.written.front().bytes;
+  // Note [Kernel links]: the chain's previous state, as an in-place cuDNN call's recipe reads it.
+  if (why == KernelRecipeWhy::kLink) {
+    recipe.inputs.push_back({recipe.output, recipe.output_bytes, pooch::AccessRange::Mode::kRead});
+  }
   for (uint64_t word : outputs.read) {
-    recipe.inputs.push_back({word, 1, pooch::AccessRange::Mode::kRead});
+    const bool in_output =
+        word >= recipe.output && word < recipe.output + static_cast<uint64_t>(recipe.output_bytes);
+    if (!in_output) recipe.inputs.push_back({word, 1, pooch::AccessRange::Mode::kRead});
   }
   // Note [Side outputs] (core/lineage/replay_recipe.h): watched as inputs, made resident before
   // a replay rewrites them with the bytes they hold.

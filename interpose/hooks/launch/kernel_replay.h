@@ -6,8 +6,8 @@
 // ~~~~~~~~~~~~~~~~~~~~~
 // A launch is a recipe when relaunching it with a copy of its parameter buffer, on pooch's
 // stream, rebuilds its outputs bit for bit and writes nothing else:
-//   - its verdict is exact and replayable (KernelVerdict::Replayable: writes and reads known, no
-//     atomics, no clock, no word both read and written);
+//   - its verdict is exact, with no atomics and no clock (KernelVerdict::Replayable, but for a
+//     word both read and written, which makes it a link: Note [Kernel links]);
 //   - each non-null word it may write holds the base of one of pooch's allocations, a
 //     different allocation per address: its outputs. A store's address comes from one word
 //     plus integer arithmetic (Note [Kernel write sets] in core/kernels/analysis.h), so what the
@@ -20,11 +20,11 @@
 //     [Side outputs] in core/lineage/replay_recipe.h);
 //   - every non-null word it may read lies outside all its outputs, or the launch writes one
 //     output and reads it (`out += identity` in a ResNet block: a word read and another written
-//     holding the same address; the verdict already refuses one word both read and written):
-//     then the recipe is a link of that map's chain, which the Recomputer appends to the chain
-//     of the call that wrote the map before, and refuses when there is none (Note [Chained
-//     recipes] in core/lineage/lineage.cc): replayed after the chain's earlier links, it reads
-//     what it read then. A link with side outputs is refused: the side outputs' bytes would
+//     holding the same address, or one word both read and written, `y[i] += b`): then the
+//     recipe is a link of that map's chain (Note [Kernel links]), which the Recomputer appends to
+//     the chain of the call that wrote the map before, and refuses when there is none (Note
+//     [Chained recipes] in core/lineage/lineage.cc): replayed after the chain's earlier links, it
+//     reads what it read then. A link with side outputs is refused: the side outputs' bytes would
 //     depend on the chain's state. The Recomputer watches the read words' allocations
 //     (Recomputer::Offer refuses a word outside pooch's memory: it cannot be watched).
 // The analysis bounds no extent, so the recipe takes the kernel to write its whole output
@@ -40,6 +40,21 @@
 // dtr (MayReplayKernel).
 // The function handle is the program's; the recipe holds it as cuDNN's recipes hold their
 // pointers, for a module the program does not unload.
+//
+// Note [Kernel links]
+// ~~~~~~~~~~~~~~~~~~~
+// A launch that reads its output (a bias or a residual added in place: y = y + b) is a link of
+// the output's chain, as cudnnAddTensor in place is (Note [Chains] in core/model/candidates.cc,
+// Note [Chained recipes] in core/lineage/lineage.cc): its recipe reads the whole output, the
+// chain's previous state, so the Recomputer only appends it to the chain its map's earlier
+// writes opened and refuses it alone. Replayed after those earlier links it starts from the
+// memory it started from at the launch, so the verdict it needs is KernelVerdict::Replayable's
+// but for the word both read and written (exact, no atomics, no clock). That rests on the
+// launch's threads not racing on what they read and write (a thread reading an element another
+// writes, unordered): such a kernel's result would vary from run to run of the program itself.
+// In the profile the launch reads and writes its map, so the planner rebuilds the map through
+// the whole chain; a launch that is its map's first writer (Note [First writers]) is planned
+// alone, and its recipe refused at run time: the map is swapped instead.
 //
 // Thread safety: thread-safe (the builder holds no state); recipes' issue functions are
 // serialised by the caller (the Recomputer's lock).

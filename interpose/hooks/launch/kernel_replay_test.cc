@@ -106,8 +106,7 @@ TEST(KernelReplayTest, VerdictsThatAreNotExactAndReplayableGiveNoRecipe) {
   atomics.uses_atomics = true;
   KernelVerdict clock = Verdict({0}, {8});
   clock.reads_clock = true;
-  KernelVerdict in_place = Verdict({0}, {0, 8});  // reads the word it writes
-  for (const KernelVerdict* v : {&unknown, &reads_unknown, &atomics, &clock, &in_place}) {
+  for (const KernelVerdict* v : {&unknown, &reads_unknown, &atomics, &clock}) {
     EXPECT_FALSE(KernelRecipe("k", *v, Params(kOut, kIn, 1), Lookup, Recorder(&r)).has_value());
     EXPECT_FALSE(MayReplayKernel(v, /*dtr=*/false));
   }
@@ -164,6 +163,34 @@ TEST(KernelReplayTest, AKernelReadingItsOneOutputIsAChainLink) {
   // Reading inside its output through another word is a link too.
   EXPECT_EQ(KernelRecipeOutputs(&kOneWrite, Params(kOut, kOut + 64, 1), Lookup),
             KernelRecipeWhy::kLink);
+}
+
+// Note [Kernel links]: a launch that reads its output, through the word it writes or another,
+// is a recipe that reads the whole output (the chain's previous state) besides its other inputs.
+TEST(KernelReplayTest, ALaunchThatReadsItsOutputIsALinkOfItsChain) {
+  Relaunched r;
+  const KernelVerdict in_place = Verdict({0}, {0, 8});  // y[i] = y[i] + x[i]
+  EXPECT_TRUE(MayReplayKernel(&in_place, false));
+  EXPECT_FALSE(MayReplayKernel(&in_place, /*dtr=*/true));
+  for (const ParamBuffer& params : {Params(kOut, kIn, 1), Params(kOut, kOut + 64, 1)}) {
+    std::optional<ReplayRecipe> recipe = KernelRecipe("k", in_place, params, Lookup, Recorder(&r));
+    ASSERT_TRUE(recipe.has_value());
+    EXPECT_EQ(recipe->output, kOut);
+    bool reads_whole_output = false;
+    for (const pooch::AccessRange& in : recipe->inputs) {
+      EXPECT_EQ(in.mode, pooch::AccessRange::Mode::kRead);
+      if (in.address == kOut && in.bytes == kBytes) reads_whole_output = true;
+      // No input but the output's own read lies inside it.
+      EXPECT_TRUE(in.address == kOut || in.address < kOut || in.address >= kOut + kBytes);
+    }
+    EXPECT_TRUE(reads_whole_output);
+  }
+  // Atomics or a clock still give none, in place or not.
+  KernelVerdict atomics = in_place;
+  atomics.uses_atomics = true;
+  EXPECT_FALSE(KernelRecipe("k", atomics, Params(kOut, kIn, 1), Lookup, Recorder(&r)));
+  EXPECT_FALSE(MayReplayKernel(&atomics, false));
+  EXPECT_EQ(r.calls, 0);
 }
 
 TEST(KernelReplayTest, InputsPastTheBufferGiveNoRecipe) {
