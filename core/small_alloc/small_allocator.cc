@@ -143,6 +143,10 @@ std::optional<SmallAllocator::Requested> SmallAllocator::BlockContaining(
 }
 
 bool SmallAllocator::InSlab(DeviceAddress address) const {
+  if (address < span_begin_.load(std::memory_order_relaxed) ||
+      address >= span_end_.load(std::memory_order_relaxed)) {
+    return false;
+  }
   MutexLock lock(&mu_);
   return SlabOfLocked(address).has_value();
 }
@@ -291,6 +295,11 @@ absl::Status SmallAllocator::NewSlabLocked() {
     return s;
   }
   slabs_.emplace(*base, *physical);
+  span_begin_.store(std::min(span_begin_.load(std::memory_order_relaxed), *base),
+                    std::memory_order_relaxed);
+  span_end_.store(std::max(span_end_.load(std::memory_order_relaxed),
+                           *base + static_cast<DeviceAddress>(bytes)),
+                  std::memory_order_relaxed);
   peak_slab_bytes_ =
       std::max(peak_slab_bytes_, static_cast<int64_t>(slabs_.size()) * slab_bytes_each_);
   InsertFreeLocked(*base, bytes);

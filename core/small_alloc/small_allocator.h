@@ -45,9 +45,11 @@
 #ifndef POOCH_CORE_SMALL_ALLOC_SMALL_ALLOCATOR_H_
 #define POOCH_CORE_SMALL_ALLOC_SMALL_ALLOCATOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -118,6 +120,9 @@ class SmallAllocator {
   };
   std::optional<Requested> BlockContaining(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether `address` lies in one of this allocator's slabs (a block, its rounding, free space).
+  // Answers false without the lock outside the span of every slab ever made: a kernel launch's
+  // scan asks for each word it may write, most of them no pointer (Note [Small blocks in the
+  // lineage] in interpose/hooks/launch/kernel_args.h).
   bool InSlab(DeviceAddress address) const ABSL_LOCKS_EXCLUDED(mu_);
   // Note [Range checks] (core/residency/residency.cc): InvalidArgument when [address, address +
   // bytes) starts in a slab but in no allocated block (freed, or never handed out), or runs past
@@ -183,6 +188,10 @@ class SmallAllocator {
   int64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t peak_live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t peak_slab_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // [span_begin_, span_end_): holds every slab ever made (never shrinks; written under mu_). A
+  // thread that was handed a block's address saw the slab's making, so it sees the span too.
+  std::atomic<DeviceAddress> span_begin_{std::numeric_limits<DeviceAddress>::max()};
+  std::atomic<DeviceAddress> span_end_{0};
 };
 
 }  // namespace pooch

@@ -286,6 +286,10 @@ TEST(SmallAllocatorTest, ReleasesEmptySlabsButKeepsOne) {
     EXPECT_EQ(alloc->Stats().slabs, 1);
     EXPECT_EQ(budget.charged, kG);
     EXPECT_EQ(device.physical_bytes(), kG);
+    // A released slab is no slab, though its range stays in the span InSlab checks first.
+    const auto in_slab = std::count_if(blocks.begin(), blocks.end(),
+                                       [&](DeviceAddress b) { return alloc->InSlab(b); });
+    EXPECT_EQ(in_slab, per_slab);
   }
   // The destructor gives everything back.
   EXPECT_EQ(budget.charged, 0);
@@ -330,6 +334,8 @@ TEST(SmallAllocatorTest, BlockContainingIsTheRequestedRange) {
   EXPECT_FALSE(alloc->BlockContaining(b + 512).has_value());
   EXPECT_TRUE(alloc->InSlab(a + 1000));
   EXPECT_FALSE(alloc->InSlab(a + 64 * kG));
+  EXPECT_FALSE(alloc->InSlab(a - 1));  // below every slab
+  EXPECT_FALSE(alloc->InSlab(1000));   // a scalar word of a kernel's parameters
   ASSERT_TRUE(alloc->Free(a).ok());
   EXPECT_FALSE(alloc->BlockContaining(a).has_value());
 }

@@ -88,7 +88,14 @@ class Ranges {
     device_pointer_ = source;
     from_host_ = from_host;
   }
+  // A small block's word that a kernel may write (`mode` not kRead): seen by the lineage only,
+  // not by the manager nor the profile (Note [Small blocks in the lineage] in
+  // interpose/hooks/launch/kernel_args.h).
+  void AddSmallWrite(uintptr_t address, Mode mode) {
+    if (address != 0) small_writes_.push_back({address, 1, mode});
+  }
   const std::vector<pooch::AccessRange>& get() const { return ranges_; }
+  const std::vector<pooch::AccessRange>& small_writes() const { return small_writes_; }
   bool exact(size_t i) const { return exact_[i]; }
   // The index of the source in get(), or -1.
   int source() const { return source_; }
@@ -111,6 +118,7 @@ class Ranges {
   }
 
   std::vector<pooch::AccessRange> ranges_;
+  std::vector<pooch::AccessRange> small_writes_;
   std::vector<bool> exact_;  // per range: AddExact
   int source_ = -1;
   const void** pointer_ = nullptr;
@@ -147,6 +155,35 @@ inline bool WritesSwappable(const pooch::ResidencyManager& manager, const Ranges
   return false;
 }
 
+// Note [Small blocks in the lineage] (interpose/hooks/launch/kernel_args.h): the ranges the
+// lineage sees, the small blocks' writes after the op's ranges.
+inline std::vector<pooch::AccessRange> WithSmallWrites(const Ranges& ranges) {
+  std::vector<pooch::AccessRange> all = ranges.get();
+  all.insert(all.end(), ranges.small_writes().begin(), ranges.small_writes().end());
+  return all;
+}
+
+// RunOp for an op that touches no memory of the manager's: it is no op of the profile and makes
+// nothing resident, but the recipes its writes into small blocks make wrong go first (rebuilt
+// first when dropped), as RunOp does (Note [Small blocks in the lineage]).
+template <typename Ret, typename Forward>
+Ret RunSmallWritesOnly(uintptr_t stream, const Ranges& ranges, Forward&& forward) {
+  Process& process = Process::Get();
+  Recomputer* recomputer = process.recomputer();
+  if (recomputer == nullptr || ranges.small_writes().empty()) return forward();
+  // No HookTimer: the summary's ops are those made resident and recorded (HookWork::kOp).
+  std::vector<pooch::AllocationId> held;
+  if (absl::Status s =
+          recomputer->BeforeProgramOp(stream, ranges.small_writes(), /*effects_known=*/true, &held);
+      !s.ok()) {
+    POOCH_LOG_AT(kError, "cannot rebuild a dropped feature map: %.*s",
+                 static_cast<int>(s.message().size()), s.message().data());
+    return HookFailure<Ret>(s);
+  }
+  process.manager()->Release(held);
+  return forward();
+}
+
 // What a hook knows about its call beyond the ranges: whether they are all it may touch (an
 // opaque call's are not), whether they were found by scanning its parameter words (a kernel
 // launch's: they may differ between iterations of the same op, Note [Kernel op names]), and how
@@ -166,7 +203,8 @@ template <typename Ret, typename Forward>
 Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects effects = {}) {
   Process& process = Process::Get();
   pooch::ResidencyManager* manager = process.manager();
-  if (manager == nullptr || ranges.get().empty()) return forward();
+  if (manager == nullptr) return forward();
+  if (ranges.get().empty()) return RunSmallWritesOnly<Ret>(stream, ranges, forward);
   HookTimer timer(HookWork::kOp);  // Note [Host time]: pooch's own time, not the call's
   // Note [Range checks]: before anything is made resident, rebuilt or written.
   if (absl::Status s = CheckExactRanges(*manager, process.small(), ranges); !s.ok()) {
@@ -179,7 +217,10 @@ Ret RunOp(uintptr_t stream, const Ranges& ranges, Forward&& forward, OpEffects e
   std::vector<pooch::AllocationId> held;
   if (recomputer != nullptr) {
     // Dropped maps this op touches, or whose recipes' inputs it overwrites, are rebuilt first.
-    if (absl::Status s = recomputer->BeforeProgramOp(stream, ranges.get(), effects.known, &held);
+    std::vector<pooch::AccessRange> with_small;
+    if (!ranges.small_writes().empty()) with_small = WithSmallWrites(ranges);
+    if (absl::Status s = recomputer->BeforeProgramOp(
+            stream, with_small.empty() ? ranges.get() : with_small, effects.known, &held);
         !s.ok()) {
       POOCH_LOG_AT(kError, "cannot rebuild a dropped feature map: %.*s",
                    static_cast<int>(s.message().size()), s.message().data());

@@ -1238,8 +1238,10 @@ replay_check_stop)
 replay_check_unknown)
   # The same probe and lying twin as replay_check_stop, with POOCH_KERNEL_ANALYSIS=off: k_twice is
   # then unknown and counts as writing all its words point into (Note [Kernel writes]), W_0
-  # included, so the recipes that read W_0 go before it runs and the check finds nothing: exit 0,
-  # the bytes as without pooch. Args POOCH PROBE.
+  # included, a small block (Note [Small blocks in the lineage]), so the recipes that read W_0 go
+  # before it runs and the check finds nothing: exit 0, the bytes as without pooch. Its output
+  # is a small block too, then (REPLAY_CHECK_PROBE_BIG_OUT=1) one of the manager's. Args POOCH
+  # PROBE.
   need_simgpu
   pooch=$arg
   probe=$5
@@ -1250,12 +1252,20 @@ replay_check_unknown)
   export SIMGPU_PRESET POOCH_ITERATION_MARKER POOCH_MEMORY_LIMIT REPLAY_CHECK_PROBE_LIE
   checksum() { awk '$1 == "replay_check_probe" && $2 == "checksum" { print $3 }' "$work/$1.out"; }
   run incore "$probe"
-  run unknown env POOCH_CHECK_REPLAYS=1 POOCH_KERNEL_ANALYSIS=off "$pooch" run --policy pooch -- "$probe"
-  [ "$rc" -eq 0 ] || fail "unknown: exit $rc: $(grep '^pooch: replay check:' "$work/unknown.err")"
-  if [ -z "$(checksum incore)" ] || [ "$(checksum unknown)" != "$(checksum incore)" ]; then
-    fail "unknown: other bytes than without pooch"
-  fi
-  echo "ok: $(grep '^pooch: replay_check:' "$work/unknown.err")"
+  [ -n "$(checksum incore)" ] || fail "the probe without pooch: $(cat "$work/incore.out")"
+  for out in small big; do
+    big=0
+    [ "$out" = big ] && big=1
+    run "unknown_$out" env REPLAY_CHECK_PROBE_BIG_OUT=$big POOCH_CHECK_REPLAYS=1 \
+      POOCH_KERNEL_ANALYSIS=off "$pooch" run --policy pooch -- "$probe"
+    [ "$rc" -eq 0 ] ||
+      fail "$out output: exit $rc: $(grep '^pooch: replay check:' "$work/unknown_$out.err")"
+    [ "$(checksum "unknown_$out")" = "$(checksum incore)" ] ||
+      fail "$out output: other bytes than without pooch"
+    checked=$(grep '^pooch: replay_check:' "$work/unknown_$out.err" | awk '{ print $4 }')
+    [ "${checked:-0}" -gt 0 ] || fail "$out output: no replay checked"
+    echo "ok: $out output: $(grep '^pooch: replay_check:' "$work/unknown_$out.err")"
+  done
   ;;
 
 plot)

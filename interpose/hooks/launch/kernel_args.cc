@@ -101,26 +101,31 @@ std::optional<pooch::AccessRange::Mode> WordMode(const pooch::kernels::KernelVer
   return std::nullopt;
 }
 
-void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes, Ranges* out,
+void ScanWords(const KernelMemory& memory, const void* data, size_t bytes, Ranges* out,
                const pooch::kernels::KernelVerdict* verdict, size_t offset) {
-  if (manager == nullptr || data == nullptr) return;
+  if (memory.manager == nullptr || data == nullptr) return;
   const char* p = static_cast<const char*>(data);
   for (size_t off = 0; off + sizeof(uint64_t) <= bytes; off += sizeof(uint64_t)) {
     uint64_t word = 0;
     std::memcpy(&word, p + off, sizeof(word));
     if (word == 0) continue;
-    // Note [Words into freed memory] (core/residency/residency.cc): freed memory still held
-    // counts too, so that its release waits for the kernel.
-    if (!manager->Holds(static_cast<uintptr_t>(word))) continue;
     // Note [Kernel words]. A parameter is 8-byte aligned when it may hold a pointer, so its
     // words are the buffer's 8-byte words.
-    if (const auto mode = WordMode(verdict, offset + off)) {
-      out->Add(static_cast<uintptr_t>(word), 1, *mode);
+    const auto mode = WordMode(verdict, offset + off);
+    if (!mode.has_value()) continue;
+    const auto address = static_cast<uintptr_t>(word);
+    // Note [Words into freed memory] (core/residency/residency.cc): freed memory still held
+    // counts too, so that its release waits for the kernel.
+    if (memory.manager->Holds(address)) {
+      out->Add(address, 1, *mode);
+    } else if (*mode != pooch::AccessRange::Mode::kRead && memory.small != nullptr &&
+               memory.small->InSlab(address)) {
+      out->AddSmallWrite(address, *mode);  // Note [Small blocks in the lineage]
     }
   }
 }
 
-std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* const* params,
+std::optional<Ranges> ScanParams(const KernelMemory& memory, void* const* params,
                                  absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info,
                                  const pooch::kernels::KernelVerdict* verdict) {
   Ranges ranges;
@@ -136,7 +141,7 @@ std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* c
         if (params == nullptr || params[i] == nullptr) {
           return Unknown("parameter %zu has a size but no argument pointer", i);
         }
-        ScanWords(manager, params[i], size, &ranges, verdict, offset);
+        ScanWords(memory, params[i], size, &ranges, verdict, offset);
         break;
     }
   }
@@ -144,15 +149,14 @@ std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* c
   return Unknown("over %zu parameters", kMaxParams);
 }
 
-std::optional<Ranges> RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* func,
-                                          void** args,
+std::optional<Ranges> RuntimeKernelRanges(const KernelMemory& memory, const void* func, void** args,
                                           const pooch::kernels::KernelVerdict* verdict) {
-  if (manager == nullptr) return Ranges{};
+  if (memory.manager == nullptr) return Ranges{};
   const auto param_info = real::cudaFuncGetParamInfo();
   if (param_info == nullptr) return Unknown("the runtime has no cudaFuncGetParamInfo");
   return KeepingLastError([&] {
     return ScanParams(
-        manager, args,
+        memory, args,
         [&](size_t i, size_t* offset, size_t* size) {
           return FromRuntime(param_info(func, i, offset, size));
         },
@@ -160,14 +164,14 @@ std::optional<Ranges> RuntimeKernelRanges(const pooch::ResidencyManager* manager
   });
 }
 
-std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
-                                         cudaKernel_t kernel, void** args,
+std::optional<Ranges> KernelHandleRanges(const KernelMemory& memory, cudaKernel_t kernel,
+                                         void** args,
                                          const pooch::kernels::KernelVerdict* verdict) {
-  if (manager == nullptr) return Ranges{};
+  if (memory.manager == nullptr) return Ranges{};
   const auto param_info = real::cuKernelGetParamInfo();
   if (param_info == nullptr) return Unknown("the driver has no cuKernelGetParamInfo");
   return ScanParams(
-      manager, args,
+      memory, args,
       [&](size_t i, size_t* offset, size_t* size) {
         return FromDriver(WithContext(
             [&] { return param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size); }));
@@ -175,15 +179,15 @@ std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
       verdict);
 }
 
-std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager, CUfunction f,
+std::optional<Ranges> DriverKernelRanges(const KernelMemory& memory, CUfunction f,
                                          void** kernel_params, void** extra,
                                          const pooch::kernels::KernelVerdict* verdict) {
-  if (manager == nullptr) return Ranges{};
+  if (memory.manager == nullptr) return Ranges{};
   if (kernel_params != nullptr || extra == nullptr) {
     const auto param_info = real::cuFuncGetParamInfo();
     if (param_info == nullptr) return Unknown("the driver has no cuFuncGetParamInfo");
     return ScanParams(
-        manager, kernel_params,
+        memory, kernel_params,
         [&](size_t i, size_t* offset, size_t* size) {
           return FromDriver(WithContext([&] { return param_info(f, i, offset, size); }));
         },
@@ -201,7 +205,7 @@ std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager,
     }
   }
   if (buffer != nullptr && !sized) return Unknown("an argument buffer without its size");
-  ScanWords(manager, buffer, size, &ranges, verdict);
+  ScanWords(memory, buffer, size, &ranges, verdict);
   return ranges;
 }
 

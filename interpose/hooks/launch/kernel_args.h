@@ -15,6 +15,24 @@
 // only compares) makes nothing resident and invalidates nothing (Note [Kernel writes] in
 // launch_hooks.cc).
 //
+// Note [Small blocks in the lineage]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A word the kernel may write (WordMode not kRead) that points into a slab of the small
+// allocations (Note [Small allocations] in core/residency/residency.h) is a write of that block
+// for the lineage alone (Ranges::AddSmallWrite): a recipe may read a small block (a bias, a small
+// weight that an optimizer kernel updates in place), and a write the lineage does not see would
+// leave that recipe to rebuild its map from the changed input (Note [Replay] in
+// core/recompute/recomputer.h). So RunOp hands the recomputer those writes with the op's ranges,
+// exactly as a write into a managed allocation: the recipes that read the block are forgotten, or
+// rebuilt first when dropped. The manager and the profile do not see them: slabs are always
+// resident and hold no host copy, and the planner never swaps, drops or recomputes a small
+// block, so the profile and the plans stay what they were. Reads are left out: a small block is
+// never a recipe's output (Recomputer::Offer), so reading one concerns no recipe. The whole slab
+// counts (its rounding and free space too), as a word one past a block's end may be: a false
+// positive only forgets a recipe. Library calls, copies and memsets need nothing more: their
+// operands are named, not scanned, and reach the lineage whoever allocated them; an opaque call
+// forgets every recipe (Note [Opaque calls] in interpose/process/opaque.h).
+//
 // A kernel's parameters are opaque; their sizes come from cudaFuncGetParamInfo /
 // cuFuncGetParamInfo / cuKernelGetParamInfo (CUDA 12.4+). Every 8-byte-aligned word of every
 // parameter that points into one of the manager's allocations counts as a use of that allocation
@@ -31,11 +49,19 @@
 
 #include "absl/functional/function_ref.h"
 #include "core/kernels/verdict.h"
+#include "core/small_alloc/small_allocator.h"
 #include "interpose/hooks/launch/kernel_replay.h"
 #include "interpose/process/managed.h"
 #include "interpose/symbols/cuda_api.h"
 
 namespace pooch::interpose {
+
+// The memory a launch's words are matched against: the manager's allocations, and the
+// sub-allocator's slabs (Note [Small blocks in the lineage]; null: none).
+struct KernelMemory {
+  const pooch::ResidencyManager* manager = nullptr;
+  const pooch::SmallAllocator* small = nullptr;
+};
 
 // What a parameter-info query said about parameter `index`.
 enum class ParamLookup {
@@ -44,25 +70,24 @@ enum class ParamLookup {
   kUnknown,  // the layout cannot be found (no such query, an error other than invalid-value)
 };
 
-// The words of `params[i]` (sizes from `info`) that point into `manager`'s allocations, each in
-// its mode under `verdict` (null: unknown); nullopt when the layout is unknown, or when the
-// kernel has parameters but `params` is null.
-std::optional<Ranges> ScanParams(const pooch::ResidencyManager* manager, void* const* params,
+// The words of `params[i]` (sizes from `info`) that point into `memory` (ScanWords), each in its
+// mode under `verdict` (null: unknown); nullopt when the layout is unknown, or when the kernel
+// has parameters but `params` is null.
+std::optional<Ranges> ScanParams(const KernelMemory& memory, void* const* params,
                                  absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info,
                                  const pooch::kernels::KernelVerdict* verdict = nullptr);
 
 // cudaLaunchKernel(func, ..., args, ...) and friends: sizes from the real cudaFuncGetParamInfo.
-std::optional<Ranges> RuntimeKernelRanges(const pooch::ResidencyManager* manager, const void* func,
-                                          void** args,
+std::optional<Ranges> RuntimeKernelRanges(const KernelMemory& memory, const void* func, void** args,
                                           const pooch::kernels::KernelVerdict* verdict = nullptr);
 // __cudaLaunchKernel(kernel, ..., args, ...): sizes from the real cuKernelGetParamInfo
 // (cudaKernel_t and CUkernel are the same handle).
-std::optional<Ranges> KernelHandleRanges(const pooch::ResidencyManager* manager,
-                                         cudaKernel_t kernel, void** args,
+std::optional<Ranges> KernelHandleRanges(const KernelMemory& memory, cudaKernel_t kernel,
+                                         void** args,
                                          const pooch::kernels::KernelVerdict* verdict = nullptr);
 // cuLaunchKernel(f, ..., kernelParams, extra): kernelParams (sizes from the real
 // cuFuncGetParamInfo), or the buffer that CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE pass in `extra`.
-std::optional<Ranges> DriverKernelRanges(const pooch::ResidencyManager* manager, CUfunction f,
+std::optional<Ranges> DriverKernelRanges(const KernelMemory& memory, CUfunction f,
                                          void** kernel_params, void** extra,
                                          const pooch::kernels::KernelVerdict* verdict = nullptr);
 
@@ -81,10 +106,12 @@ const char* UnknownLayoutReason();
 std::optional<pooch::AccessRange::Mode> WordMode(const pooch::kernels::KernelVerdict* verdict,
                                                  size_t offset);
 
-// The 8-byte-aligned words of the `bytes` bytes at `data` that point into one of `manager`'s
+// The 8-byte-aligned words of the `bytes` bytes at `data` that point into one of the manager's
 // allocations, added to `out` in their WordMode (`data` starts at byte `offset` of the parameter
-// buffer; a trailing partial word is not a pointer).
-void ScanWords(const pooch::ResidencyManager* manager, const void* data, size_t bytes, Ranges* out,
+// buffer; a trailing partial word is not a pointer); those the kernel may write that point into
+// a small slab instead, added as small writes (Note [Small blocks in the lineage]). Nothing
+// without a manager.
+void ScanWords(const KernelMemory& memory, const void* data, size_t bytes, Ranges* out,
                const pooch::kernels::KernelVerdict* verdict = nullptr, size_t offset = 0);
 
 }  // namespace pooch::interpose

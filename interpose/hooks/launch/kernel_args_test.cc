@@ -1,5 +1,6 @@
-// Unit tests of kernel argument scanning (kernel_args.h) against a residency manager over core's
-// FakeDevice: which parameter words count as pointers into managed allocations.
+// Unit tests of kernel argument scanning (kernel_args.h) against a residency manager and a
+// sub-allocator over core's FakeDevice: which parameter words count as pointers into managed
+// allocations, and which as writes of small blocks.
 #include "interpose/hooks/launch/kernel_args.h"
 
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/residency/residency.h"
+#include "core/small_alloc/small_allocator.h"
 #include "core/testing/fake_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -33,10 +35,16 @@ class KernelArgsTest : public ::testing::Test {
     ASSERT_TRUE(a.ok() && b.ok());
     a_ = *a;
     b_ = *b;
+    auto small = pooch::SmallAllocator::Create(device_, {});
+    ASSERT_TRUE(small.ok()) << small.status();
+    small_ = *std::move(small);
   }
+
+  KernelMemory Memory() const { return {manager_.get(), small_.get()}; }
 
   pooch::FakeDevice device_;
   std::unique_ptr<pooch::ResidencyManager> manager_;
+  std::unique_ptr<pooch::SmallAllocator> small_;
   uintptr_t a_ = 0;
   uintptr_t b_ = 0;
 };
@@ -54,7 +62,7 @@ TEST_F(KernelArgsTest, FindsWordsInsideManagedAllocations) {
   int host = 0;
   const Params p{7, a_, 1.5f, b_ + 4096, reinterpret_cast<uintptr_t>(&host)};
   Ranges ranges;
-  ScanWords(manager_.get(), &p, sizeof(p), &ranges);
+  ScanWords(Memory(), &p, sizeof(p), &ranges);
   ASSERT_EQ(ranges.get().size(), 2u);
   EXPECT_EQ(ranges.get()[0].address, a_);
   EXPECT_EQ(ranges.get()[1].address, b_ + 4096);
@@ -63,12 +71,12 @@ TEST_F(KernelArgsTest, FindsWordsInsideManagedAllocations) {
 TEST_F(KernelArgsTest, IgnoresUnmanagedAndPartialWords) {
   uintptr_t words[2] = {a_ - 1, 0};  // just below the allocation, and null
   Ranges ranges;
-  ScanWords(manager_.get(), words, sizeof(words), &ranges);
+  ScanWords(Memory(), words, sizeof(words), &ranges);
   EXPECT_TRUE(ranges.get().empty());
   // A parameter of 4 bytes cannot hold a pointer.
-  ScanWords(manager_.get(), &a_, 4, &ranges);
+  ScanWords(Memory(), &a_, 4, &ranges);
   EXPECT_TRUE(ranges.get().empty());
-  ScanWords(nullptr, &a_, sizeof(a_), &ranges);
+  ScanWords({}, &a_, sizeof(a_), &ranges);
   EXPECT_TRUE(ranges.get().empty());
 }
 
@@ -77,14 +85,14 @@ TEST_F(KernelArgsTest, DriverLaunchWithExtraBuffer) {
   size_t size = sizeof(p);
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Params*>(&p),
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  const std::optional<Ranges> ranges = DriverKernelRanges(manager_.get(), nullptr, nullptr, extra);
+  const std::optional<Ranges> ranges = DriverKernelRanges(Memory(), nullptr, nullptr, extra);
   ASSERT_TRUE(ranges.has_value());
   ASSERT_EQ(ranges->get().size(), 2u);
   EXPECT_EQ(ranges->get()[0].address, b_);
   EXPECT_EQ(ranges->get()[1].address, a_ + 8);
   // A buffer without its size cannot be scanned: the launch is opaque.
   void* unsized[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<Params*>(&p), CU_LAUNCH_PARAM_END};
-  EXPECT_FALSE(DriverKernelRanges(manager_.get(), nullptr, nullptr, unsized).has_value());
+  EXPECT_FALSE(DriverKernelRanges(Memory(), nullptr, nullptr, unsized).has_value());
 }
 
 // A parameter layout as a query reports it: `sizes` parameters, then past-the-end (or unknown).
@@ -103,7 +111,7 @@ TEST_F(KernelArgsTest, ScanParamsReadsEachParameterWithItsSize) {
   uintptr_t x = a_ + 16, y = b_;
   int n = 3;
   void* params[] = {&n, &x, &y};
-  const std::optional<Ranges> r = ScanParams(manager_.get(), params, FakeLayout{{4, 8, 8}});
+  const std::optional<Ranges> r = ScanParams(Memory(), params, FakeLayout{{4, 8, 8}});
   ASSERT_TRUE(r.has_value());
   ASSERT_EQ(r->get().size(), 2u);
   EXPECT_EQ(r->get()[0].address, a_ + 16);
@@ -112,7 +120,7 @@ TEST_F(KernelArgsTest, ScanParamsReadsEachParameterWithItsSize) {
 }
 
 TEST_F(KernelArgsTest, ScanParamsKnowsAKernelWithoutParameters) {
-  const std::optional<Ranges> r = ScanParams(manager_.get(), nullptr, FakeLayout{{}});
+  const std::optional<Ranges> r = ScanParams(Memory(), nullptr, FakeLayout{{}});
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->get().empty());
 }
@@ -127,7 +135,7 @@ TEST_F(KernelArgsTest, AnExactVerdictKeepsOnlyTheWordsTheKernelMayReach) {
   int n = 3;
   void* params[] = {&n, args};
   const FakeLayout layout{{4, 24}};  // the struct at offset 8
-  std::optional<Ranges> r = ScanParams(manager_.get(), params, layout, &exact);
+  std::optional<Ranges> r = ScanParams(Memory(), params, layout, &exact);
   ASSERT_TRUE(r.has_value());
   ASSERT_EQ(r->get().size(), 2u);  // the stale word is no use at all
   EXPECT_EQ(r->get()[0].address, b_ + 64);
@@ -137,7 +145,7 @@ TEST_F(KernelArgsTest, AnExactVerdictKeepsOnlyTheWordsTheKernelMayReach) {
   // Reads unknown: the written word read and written, every other word read.
   pooch::kernels::KernelVerdict writes_only = exact;
   writes_only.AddUnknown(false, "loads through memory");
-  r = ScanParams(manager_.get(), params, layout, &writes_only);
+  r = ScanParams(Memory(), params, layout, &writes_only);
   ASSERT_TRUE(r.has_value());
   ASSERT_EQ(r->get().size(), 3u);
   EXPECT_EQ(r->get()[0].mode, pooch::AccessRange::Mode::kReadWrite);
@@ -148,7 +156,7 @@ TEST_F(KernelArgsTest, AnExactVerdictKeepsOnlyTheWordsTheKernelMayReach) {
   unknown.AddUnknown(true, "address from memory");
   for (const pooch::kernels::KernelVerdict* v :
        {&unknown, static_cast<pooch::kernels::KernelVerdict*>(nullptr)}) {
-    r = ScanParams(manager_.get(), params, layout, v);
+    r = ScanParams(Memory(), params, layout, v);
     ASSERT_TRUE(r.has_value());
     ASSERT_EQ(r->get().size(), 3u);
     for (const pooch::AccessRange& range : r->get()) {
@@ -157,16 +165,74 @@ TEST_F(KernelArgsTest, AnExactVerdictKeepsOnlyTheWordsTheKernelMayReach) {
   }
 }
 
+// Note [Small blocks in the lineage]: a word the kernel may write that points into a small slab
+// is a small write, for the lineage alone; one it only reads is nothing, nor is any word without
+// a sub-allocator.
+TEST_F(KernelArgsTest, WrittenWordsIntoSmallBlocksAreSmallWrites) {
+  auto w = small_->Allocate(128 << 10);
+  auto bias = small_->Allocate(1000);
+  ASSERT_TRUE(w.ok() && bias.ok());
+  int host = 0;
+  // k(int n; Args{out, w, bias, host}): the struct at offset 8.
+  uintptr_t args[4] = {a_, *w + 256, *bias, reinterpret_cast<uintptr_t>(&host)};
+  int n = 3;
+  void* params[] = {&n, args};
+  const FakeLayout layout{{4, 32}};
+  // No verdict (the analysis off) or writes unknown: every word may be written.
+  pooch::kernels::KernelVerdict unknown;
+  unknown.AddUnknown(true, "address from memory");
+  for (const pooch::kernels::KernelVerdict* v :
+       {&unknown, static_cast<pooch::kernels::KernelVerdict*>(nullptr)}) {
+    std::optional<Ranges> r = ScanParams(Memory(), params, layout, v);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->get().size(), 1u);  // the manager and the profile see what they saw
+    EXPECT_EQ(r->get()[0].address, a_);
+    ASSERT_EQ(r->small_writes().size(), 2u);
+    EXPECT_EQ(r->small_writes()[0].address, *w + 256);  // inside the block
+    EXPECT_EQ(r->small_writes()[1].address, *bias);
+    for (const pooch::AccessRange& range : r->small_writes()) {
+      EXPECT_EQ(range.mode, pooch::AccessRange::Mode::kReadWrite);
+    }
+  }
+  // Exact: writes w (offset 16), reads a_ and the bias; the host word is no use.
+  pooch::kernels::KernelVerdict exact;
+  exact.writes = {16};
+  exact.reads = {8, 24};
+  std::optional<Ranges> r = ScanParams(Memory(), params, layout, &exact);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->get().size(), 1u);
+  EXPECT_EQ(r->get()[0].mode, pooch::AccessRange::Mode::kRead);
+  ASSERT_EQ(r->small_writes().size(), 1u);
+  EXPECT_EQ(r->small_writes()[0].address, *w + 256);
+  // Writes known, reads unknown: the read-only bias word is still no write.
+  pooch::kernels::KernelVerdict writes_only = exact;
+  writes_only.AddUnknown(false, "loads through memory");
+  r = ScanParams(Memory(), params, layout, &writes_only);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->small_writes().size(), 1u);
+  EXPECT_EQ(r->small_writes()[0].address, *w + 256);
+  // A word past a block's requested bytes, in the slab: a false positive only forgets a recipe.
+  uintptr_t past = *bias + 1000;
+  Ranges ranges;
+  ScanWords(Memory(), &past, sizeof(past), &ranges);
+  EXPECT_EQ(ranges.small_writes().size(), 1u);
+  // Without a sub-allocator the slabs are not known.
+  Ranges none;
+  ScanWords({manager_.get(), nullptr}, args, sizeof(args), &none);
+  EXPECT_EQ(none.get().size(), 1u);
+  EXPECT_TRUE(none.small_writes().empty());
+}
+
 // Note [Opaque calls]: an unknown layout is never read as "touches nothing".
 TEST_F(KernelArgsTest, ScanParamsUnknownLayoutIsOpaque) {
   uintptr_t x = a_;
   void* params[] = {&x};
-  EXPECT_FALSE(ScanParams(manager_.get(), params, FakeLayout{{}, ParamLookup::kUnknown}));
+  EXPECT_FALSE(ScanParams(Memory(), params, FakeLayout{{}, ParamLookup::kUnknown}));
   EXPECT_THAT(UnknownLayoutReason(), HasSubstr("parameter 0's size failed"));
-  EXPECT_FALSE(ScanParams(manager_.get(), params, FakeLayout{{8}, ParamLookup::kUnknown}));
+  EXPECT_FALSE(ScanParams(Memory(), params, FakeLayout{{8}, ParamLookup::kUnknown}));
   EXPECT_THAT(UnknownLayoutReason(), HasSubstr("parameter 1's size failed"));
   // Parameters but no argument array: nothing to scan, so opaque too.
-  EXPECT_FALSE(ScanParams(manager_.get(), nullptr, FakeLayout{{8}}));
+  EXPECT_FALSE(ScanParams(Memory(), nullptr, FakeLayout{{8}}));
   EXPECT_THAT(UnknownLayoutReason(), HasSubstr("parameter 0 has a size but no argument pointer"));
 }
 

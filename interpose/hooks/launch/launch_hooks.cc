@@ -24,7 +24,8 @@
 // point into counts as read and written, and kernels that follow pointers stored in device memory
 // are outside the rule (docs/usage.md, "Kernel launches"). The recipes of recomputation (Note
 // [Replay] in core/recompute/recomputer.h) rest on the same rule: a launch forgets the recipes
-// whose inputs or output it may write, and no other. Forgetting every recipe at every launch, as
+// whose inputs or output it may write (small blocks too: Note [Small blocks in the lineage] in
+// kernel_args.h), and no other. Forgetting every recipe at every launch, as
 // for an opaque call, would leave no recomputation under a framework whose elementwise ops are
 // all kernels (PyTorch's ReLU and residual additions between its convolutions). So do the kept
 // host copies of Note [Current host copies] (core/residency/residency_swap.cc): a launch makes
@@ -85,6 +86,9 @@ void NoteOpaqueKernel(const char* entry, const char* name) {
 }
 
 pooch::ResidencyManager* Manager() { return Process::Get().manager(); }
+
+// Note [Small blocks in the lineage] (kernel_args.h): the slabs' words count too.
+KernelMemory Memory() { return {Process::Get().manager(), Process::Get().small()}; }
 
 bool Dtr() {
   const Recomputer* r = Process::Get().recomputer();
@@ -228,7 +232,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
   const pooch::kernels::KernelVerdict* verdict = VerdictForKernel(kernel);
   return Launch<cudaError_t>(
       KernelHandleName(kernel), StreamAsInteger(stream),
-      KernelHandleRanges(Manager(), kernel, args, verdict), verdict,
+      KernelHandleRanges(Memory(), kernel, args, verdict), verdict,
       [&] {
         return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -241,7 +245,7 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 bloc
   const pooch::kernels::KernelVerdict* verdict = VerdictForKernel(kernel);
   return Launch<cudaError_t>(
       KernelHandleName(kernel), StreamAsInteger(PerThread(stream)),
-      KernelHandleRanges(Manager(), kernel, args, verdict), verdict,
+      KernelHandleRanges(Memory(), kernel, args, verdict), verdict,
       [&] {
         return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -254,7 +258,7 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(stream),
-      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
+      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
       [&] { return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream); },
       [&] { return RuntimeKernelParams(func, args); },
       [&] { return RuntimeRelaunch(func, gridDim, blockDim, sharedMem); });
@@ -265,7 +269,7 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
+      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
       [&] {
         return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -278,7 +282,7 @@ cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blo
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(stream),
-      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
+      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
       [&] {
         return real::cudaLaunchCooperativeKernel()(func, gridDim, blockDim, args, sharedMem,
                                                    stream);
@@ -292,7 +296,7 @@ cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
+      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
       [&] {
         return real::cudaLaunchCooperativeKernel_ptsz()(func, gridDim, blockDim, args, sharedMem,
                                                         stream);
@@ -307,7 +311,7 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(config->stream),
-      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
+      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
       [&] { return real::cudaLaunchKernelExC()(config, func, args); },
       [&] { return RuntimeKernelParams(func, args); }, [&] { return ExCRelaunch(*config, func); });
 }
@@ -318,7 +322,7 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const voi
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
   return Launch<cudaError_t>(
       RuntimeFunctionName(func), StreamAsInteger(PerThread(config->stream)),
-      RuntimeKernelRanges(Manager(), func, args, verdict), verdict,
+      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
       [&] { return real::cudaLaunchKernelExC_ptsz()(config, func, args); },
       [&] { return RuntimeKernelParams(func, args); }, [&] { return ExCRelaunch(*config, func); });
 }
@@ -332,7 +336,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
   const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(hStream),
-      DriverKernelRanges(Manager(), f, kernelParams, extra, verdict), verdict,
+      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict), verdict,
       [&] {
         return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                       blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
@@ -350,7 +354,7 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
   const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(PerThread(hStream)),
-      DriverKernelRanges(Manager(), f, kernelParams, extra, verdict), verdict,
+      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict), verdict,
       [&] {
         return real::cuLaunchKernel_ptsz()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                            blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
@@ -365,7 +369,7 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** ker
   const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(config->hStream),
-      DriverKernelRanges(Manager(), f, kernelParams, extra, verdict), verdict,
+      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict), verdict,
       [&] { return real::cuLaunchKernelEx()(config, f, kernelParams, extra); },
       [&] { return DriverKernelParams(f, kernelParams); },
       [&] { return DriverExRelaunch(*config, f); });
@@ -377,7 +381,7 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void*
   const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
   return Launch<CUresult>(
       DriverFunctionName(f), StreamAsInteger(PerThread(config->hStream)),
-      DriverKernelRanges(Manager(), f, kernelParams, extra, verdict), verdict,
+      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict), verdict,
       [&] { return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra); },
       [&] { return DriverKernelParams(f, kernelParams); },
       [&] { return DriverExRelaunch(*config, f); });

@@ -7,12 +7,17 @@
 // CPU twin changes W_0[0] behind its verdict's back; then a 4 MiB scratch is written, and the maps
 // are read back in reverse (copied into R) and freed. Under a limit that cannot hold them all, the
 // plan drops maps and rebuilds them by replaying their GEMM: C_0's replay uses the changed W_0.
-// Prints "replay_check_probe checksum <hex>" (the bytes of R after the last iteration).
+// k_twice's output T is a 128 KiB block of the small-allocation slabs, as W_0 is, so the launch
+// touches no memory of the manager's; with REPLAY_CHECK_PROBE_BIG_OUT=1 T is 1 MiB, the
+// manager's (Note [Small blocks in the lineage] in interpose/hooks/launch/kernel_args.h: both
+// paths of RunOp). Prints "replay_check_probe checksum <hex>" (the bytes of R after the last
+// iteration).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 extern "C" cudaError_t LaunchTwice(float* out, const float* in, int n);
@@ -53,7 +58,10 @@ int main() {
   std::vector<float*> w;
   for (int i = 0; i < kMaps; ++i) w.push_back(Upload(Values(size_t{kK} * kN, 2 + i)));
   float* r = Upload(std::vector<float>(size_t{kM} * kN, 0.0f));
-  float* t = Upload(std::vector<float>(size_t{kK} * kN, 0.0f));
+  const char* big = std::getenv("REPLAY_CHECK_PROBE_BIG_OUT");
+  const bool big_out = big != nullptr && big[0] == '1';
+  const size_t t_rows = big_out ? kM : kK;
+  float* t = Upload(std::vector<float>(t_rows * kN, 0.0f));
   cublasHandle_t h = nullptr;
   if (!Ok(a != nullptr && r != nullptr && t != nullptr && cublasCreate(&h) == CUBLAS_STATUS_SUCCESS,
           "set-up")) {
