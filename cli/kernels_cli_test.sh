@@ -14,7 +14,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 assert list(doc) == ["kernels"], doc.keys()
 by = {k["name"]: k for k in doc["kernels"]}
-assert len(by) == 20, len(by)
+assert len(by) == 22, len(by)
 for k in doc["kernels"]:
     assert list(k) == ["name", "arch", "writes", "reads", "replayable", "why"], k
     assert k["arch"] == "sm_90", k
@@ -33,17 +33,20 @@ check("k_chase", "unknown", [0], False)
 check("k_halves", "unknown", [], False)
 check("k_select", [0, 8], [16], True)
 check("k_assert", [0], [8, 16], True)  # Note [System calls]
+# Note [Conditional escapes]: exact, the escaping word named in why.
+check("k_fill_scalar", [0], [], True)
+assert "escapes 0x8: exact unless a pointer" in by["k_fill_scalar"]["why"], by["k_fill_scalar"]
 print("json OK")
 PY
-grep -q '^pooch: 20 kernels: 13 exact' "$tmp/err" || { cat "$tmp/err"; exit 1; }
+grep -q '^pooch: 22 kernels: 16 exact (writes and reads known), 3 exact unless' "$tmp/err" || { cat "$tmp/err"; exit 1; }
 
 # A fat binary holding two architectures: --arch picks one, without it both come.
 "$nvcc" -fatbin -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
   -o "$tmp/k.fatbin" "$(dirname "$0")/../core/kernels/testdata/analysis_kernels.cu"
 n90=$("$pooch" kernels --arch sm_90 --json "$tmp/k.fatbin" 2>/dev/null | grep -c '"arch": "sm_90"')
-[ "$n90" = 20 ] || { echo "fat binary, --arch sm_90: $n90 kernels" >&2; exit 1; }
+[ "$n90" = 22 ] || { echo "fat binary, --arch sm_90: $n90 kernels" >&2; exit 1; }
 "$pooch" kernels "$tmp/k.fatbin" >"$tmp/text"
-tail -1 "$tmp/text" | grep -q '^40 kernels: 26 exact' || { tail -1 "$tmp/text"; exit 1; }
+tail -1 "$tmp/text" | grep -q '^44 kernels: 32 exact' || { tail -1 "$tmp/text"; exit 1; }
 grep -q '^k_out_of_place sm_80: writes 0x0; reads 0x8$' "$tmp/text" || { cat "$tmp/text"; exit 1; }
 
 # Bad input: one line, exit 2.

@@ -305,7 +305,8 @@ void Transfer::Access(bool write, bool read, int nth_address) {
       }
     }
     const Provenance l = lo.Result(), h = hi.Result();
-    if (l.kind == Provenance::Kind::kLo && h.kind == Provenance::Kind::kHi) {
+    if (l.kind == Provenance::Kind::kLo && h.kind == Provenance::Kind::kHi && !l.or_int &&
+        !h.or_int) {
       // The pointer's word gave both halves (Note [Kernel write sets]).
       for (int i = 0; i < l.count; ++i) {
         for (int j = 0; j < h.count; ++j) {
@@ -322,6 +323,8 @@ void Transfer::Access(bool write, bool read, int nth_address) {
       problem = "address from memory or integers";
     } else if (l.kind == Provenance::Kind::kUnknown || h.kind == Provenance::Kind::kUnknown) {
       problem = "address may come from several words";
+    } else if (l.or_int || h.or_int) {
+      problem = "address may come from memory or integers, or a word";
     } else {
       problem = "address assembled from halves of different words";
     }
@@ -354,7 +357,13 @@ void Transfer::CheckEscape(int nth_address, const char* where) {
   for (++k; k < ops_.size(); ++k) {
     if (ops_[k].kind == Operand::Kind::kMemory && ins_->Base() == "LDGSTS") continue;
     for (int h = 0; h < width; ++h) {
-      if (Value(k, h).MayCarryPointer()) {
+      const Provenance value = Value(k, h);
+      if (value.IsPointer()) {
+        // Note [Conditional escapes]: decided at launch, from the words' values.
+        if (v_) {
+          for (int32_t w : value.Words()) v_->escapes.insert(w);
+        }
+      } else if (value.MayCarryPointer()) {
         Unknown(true, absl::StrFormat("a pointer escapes to %s memory", where));
         return;
       }
@@ -432,8 +441,8 @@ KernelVerdict AnalyzeKernel(const SassProgram& program, const std::string& name,
         work.push_back(succ);
       }
     };
-    const bool returns = Classify(program.instructions[cfg.blocks[b].last].Base()) ==
-                         OpClass::kReturn;
+    const bool returns =
+        Classify(program.instructions[cfg.blocks[b].last].Base()) == OpClass::kReturn;
     for (int succ : cfg.blocks[b].successors) {
       const CallSite* call = returns ? CallReturningTo(cfg, succ) : nullptr;
       flow(succ, call ? s.Keeping(call->callee_writes) : s);

@@ -7,10 +7,9 @@
 // over-approximation), because a kernel output pooch thinks it may recompute, and does not, is
 // a wrong result:
 //   - each 32-bit register (general and uniform) holds a Provenance (provenance.h): an integer,
-//     the low or high half of one of a few 8-byte parameter words plus integers, or unknown; the
-//     state at
-//     a control-flow merge is the join of the incoming ones, loops iterate to a fixpoint (the
-//     lattice has height 3), and a predicated instruction may or may not run (its results are
+//     the low or high half of one of a few 8-byte parameter words plus integers (or such a half
+//     or an integer), or unknown; the state at a control-flow merge is the join of the incoming ones, loops iterate to a fixpoint (the
+//     lattice has height 4), and a predicated instruction may or may not run (its results are
 //     joined with the old values; Note [Guarded values] for instructions under the same guard);
 //   - a parameter half comes from constant bank 0 at the parameter base (sm_80 0x160, sm_90 0x210,
 //     sm_100 0x380: EIATTR_PARAM_CBANK says, and the SASS of analysis_kernels.cu shows), in a
@@ -25,8 +24,10 @@
 //     Note [System calls]), calls out of the cubin, and any opcode the tables (opcodes.cc) do
 //     not know;
 //   - a register that may carry a parameter's pointer stored anywhere (global, shared, local
-//     memory) makes the writes unknown: the pointer escapes, and what later reads it back is
-//     beyond the analysis;
+//     memory) lets the pointer escape, and what later reads it back is beyond the analysis: when
+//     the register carries a half of known words (Lo(W) or Hi(W)) the verdict records W in
+//     `escapes` and stays exact on the condition of Note [Conditional escapes]; an unknown
+//     register makes the writes unknown;
 //   - direct calls are followed context-insensitively: the callee starts from the join of its
 //     call sites' states and every return flows to every return site, but only with the
 //     registers the code reachable from the callee up to its returns names (as destinations
@@ -42,6 +43,31 @@
 // halves together). An address an integer computation assembles from the halves of different
 // words is caught when those halves stay apart (k_halves in analysis_kernels.cu), not when two
 // independent selects over the same words pick them.
+//
+// Note [Conditional escapes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A word whose value the kernel may store to memory (KernelVerdict::escapes) is not always a
+// pointer: PyTorch's by-value functors hold scalars (ReLU's threshold, FillFunctor<long>'s value)
+// in words that a parameter of 8 bytes or more overlaps, so ParamLayout::MayHoldPointer cannot
+// rule a pointer out, and making every such kernel unknown left ReLU's outputs unrecomputable.
+// The analysis cannot tell, but the launch can: interpose/hooks/launch/kernel_args.cc
+// (EscapeVerdict) reads each escaping word's 64-bit value from the launch's parameters, and when
+// one points into memory pooch knows (an allocation of the residency manager's, freed-but-held
+// too, or a small allocator's slab) the launch runs with no verdict, unknown exactly as a kernel
+// the analysis gave up on; otherwise the exact verdict applies, recipes included. Sound because:
+//   - a pointer is an 8-byte object at an 8-byte-aligned offset of its parameter (a struct
+//     member too: C++'s alignment), and a parameter that may hold one is 8-byte aligned in the
+//     buffer, so a pointer is always one whole buffer word: it never straddles two words, and
+//     reading the word at W gives it whole; a word no single parameter covers holds none;
+//   - the stored value is W's half plus integers (Lo(W), Hi(W)); under the assumption above
+//     (only one summand of a sum is a pointer; a loaded value is an integer, and re-storing a
+//     pointer that was already in memory is no escape, as everywhere in this analysis) it can
+//     be a pointer into pooch's memory only if W's value is one;
+//   - a replay reuses the launch's parameter buffer, so it stores the same bytes again.
+// Assumed, besides the above: a word whose value points into no memory pooch knows stays no
+// pointer of pooch's for whatever reads the stored copy back (an address pooch allocates later
+// was free at the launch: using the copy so is a dangling pointer in the program). A pointer's
+// value that happens to equal a scalar's bits only makes the launch unknown, never wrong.
 //
 // A kernel's outputs are replayable (the same bytes again) when its writes and reads are known,
 // it uses no atomics (their order is not fixed) and no clock, and no word is both read and

@@ -61,8 +61,11 @@ std::map<std::string, KernelVerdict> Analyse(const std::string& arch) {
 // smaller than what its source writes. Not exact (writes unknown although the kernel is well
 // behaved), with why:
 //   k_generic  the generic store's address selects between shared memory and word 0x0;
-// and unknown by design: k_chase, k_local_pointers, k_shared_pointers, k_halves, k_escape,
-// k_print_pointer (its reads too: vprintf is not followed).
+// and unknown by design: k_chase, k_local_pointers, k_shared_pointers (the pointers they store
+// come back as loaded values and are used as addresses), k_halves, k_print_pointer (its reads
+// too: vprintf is not followed). k_escape, k_fill_scalar and k_threshold store a word's value:
+// exact while that word holds no pointer into pooch's memory (Note [Conditional escapes]; the
+// launch-time half is interpose/hooks/launch/kernel_args_test.cc's).
 struct Expected {
   const char* name;
   std::vector<int> writes;  // empty with writes_known false: unknown
@@ -71,6 +74,7 @@ struct Expected {
   bool replayable;
   const char* why_contains;
   bool reads_known = true;
+  std::vector<int> escapes = {};  // when writes_known
 };
 
 const Expected kExpected[] = {
@@ -81,15 +85,17 @@ const Expected kExpected[] = {
     {"k_atomic", {0x0}, true, {0x0, 0x8}, false, "atomics into 0x0"},
     {"k_second_output", {0x0, 0x8}, true, {0x10}, true, ""},
     {"k_select", {0x0, 0x8}, true, {0x10}, true, "writes 0x0 0x8; reads 0x10"},
-    {"k_local_pointers", {}, false, {0x18}, false, "pointer escapes to shared or local memory"},
-    {"k_shared_pointers", {}, false, {}, false, "pointer escapes to shared or local memory"},
+    {"k_local_pointers", {}, false, {0x18}, false, "address from memory or integers"},
+    {"k_shared_pointers", {}, false, {}, false, "address from memory or integers"},
     {"k_noinline", {0x0}, true, {0x8}, true, ""},
     {"k_vector", {0x0}, true, {0x8}, true, ""},
     {"k_grid_constant", {0x0}, true, {0x8}, true, ""},
     {"k_halves", {}, false, {}, false, "halves of different words"},
     {"k_generic", {}, false, {}, false, "(ST.E)"},
     {"k_cp_async", {0x0}, true, {0x8}, true, ""},
-    {"k_escape", {}, false, {}, false, "a pointer escapes to global memory"},
+    {"k_escape", {0x0, 0x8}, true, {}, true, "escapes 0x0: exact unless a pointer", true, {0x0}},
+    {"k_fill_scalar", {0x0}, true, {}, true, "writes 0x0; reads none; escapes 0x8", true, {0x8}},
+    {"k_threshold", {0x0}, true, {0x8}, true, "reads 0x8; escapes 0x10", true, {0x10}},
     {"k_grid_stride", {0x0}, true, {0x8}, true, "writes 0x0; reads 0x8"},
     {"k_divide_in_loop", {0x0}, true, {0x0, 0x8}, false, "reads what it writes"},
     {"k_assert", {0x0}, true, {0x8, 0x10}, true, "writes 0x0; reads 0x8 0x10"},
@@ -110,6 +116,7 @@ TEST_P(AnalysisOnArch, EachKernelGetsItsVerdict) {
     EXPECT_EQ(v.writes_known, e.writes_known) << v.Why();
     if (e.writes_known) {
       EXPECT_EQ(v.writes, std::set<int>(e.writes.begin(), e.writes.end()));
+      EXPECT_EQ(v.escapes, std::set<int>(e.escapes.begin(), e.escapes.end())) << v.Why();
     }
     EXPECT_EQ(v.reads_known, e.reads_known) << v.Why();
     if (e.reads_known) {
@@ -349,7 +356,9 @@ TEST(AnalysisOnText, AConversionMayLeaveItsSecondRegister) {
         /*0030*/                   STG.E.64 desc[UR4][R2.64], R6 ;
         /*0040*/                   EXIT ;
 )");
-  EXPECT_FALSE(v.writes_known) << v.Why();
+  // Note [Conditional escapes]: exact while word 0x8 holds no pointer of pooch's.
+  EXPECT_TRUE(v.writes_known) << v.Why();
+  EXPECT_EQ(v.escapes, std::set<int>{0x8});
 }
 
 // Two calls of f; the first with word 0x8's pointer live in R2:R3 across it, the second with
@@ -469,8 +478,47 @@ TEST(AnalysisOnText, StoringAPointerHalfIsAnEscape) {
         /*0020*/                   STG.E desc[UR4][R2.64], R4 ;
         /*0030*/                   EXIT ;
 )");
-  EXPECT_FALSE(v.writes_known);
-  EXPECT_NE(v.Why().find("escapes"), std::string::npos) << v.Why();
+  // Note [Conditional escapes]: word 0x8's low half escapes, so the verdict holds only for a
+  // launch whose word 0x8 points into no memory of pooch's (kernel_args_test.cc checks that a
+  // launch with a pointer there is unknown).
+  EXPECT_TRUE(v.writes_known) << v.Why();
+  EXPECT_EQ(v.escapes, std::set<int>{0x8});
+  EXPECT_NE(v.Why().find("escapes 0x8"), std::string::npos) << v.Why();
+  // A value that may be a parameter's half or anything else escapes unconditionally: unknown.
+  const KernelVerdict unknown = OnText(R"(
+        /*0000*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0010*/                   LDC R4, c[0x0][R5+0x218] ;
+        /*0020*/                   STG.E desc[UR4][R2.64], R4 ;
+        /*0030*/                   EXIT ;
+)");
+  EXPECT_FALSE(unknown.writes_known);
+  EXPECT_NE(unknown.Why().find("a pointer escapes to global memory"), std::string::npos)
+      << unknown.Why();
+  // A select between a loaded value and a parameter's half (PyTorch's threshold) lets only the
+  // half's word escape; used as an address, such a value names no word.
+  const KernelVerdict select = OnText(R"(
+        /*0000*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0010*/                   LDG.E R6, desc[UR4][R2.64] ;
+        /*0020*/                   LDC R4, c[0x0][0x21c] ;
+        /*0030*/                   FSEL R4, R4, R6, P0 ;
+        /*0040*/                   STG.E desc[UR4][R2.64], R4 ;
+        /*0050*/                   LDC.64 R8, c[0x0][0x218] ;
+        /*0060*/                   SEL R8, R8, R6, P1 ;
+        /*0070*/                   STG.E desc[UR4][R8.64], RZ ;
+        /*0080*/                   EXIT ;
+)");
+  EXPECT_FALSE(select.writes_known);
+  EXPECT_NE(select.Why().find("memory or integers, or a word"), std::string::npos) << select.Why();
+  const KernelVerdict select_only = OnText(R"(
+        /*0000*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0010*/                   LDG.E R6, desc[UR4][R2.64] ;
+        /*0020*/                   LDC R4, c[0x0][0x21c] ;
+        /*0030*/                   FSEL R4, R4, R6, P0 ;
+        /*0040*/                   STG.E desc[UR4][R2.64], R4 ;
+        /*0050*/                   EXIT ;
+)");
+  EXPECT_TRUE(select_only.Exact()) << select_only.Why();
+  EXPECT_EQ(select_only.escapes, std::set<int>{0x8});
 }
 
 }  // namespace

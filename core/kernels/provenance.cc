@@ -16,7 +16,7 @@ Provenance Union(const Provenance& a, const Provenance& b) {
   }
   if (all.size() > Provenance::kMaxWords) return Provenance::Unknown();
   std::sort(all.begin(), all.end());
-  Provenance u{a.kind, static_cast<uint8_t>(all.size()), {}};
+  Provenance u{a.kind, static_cast<uint8_t>(all.size()), {}, a.or_int || b.or_int};
   std::copy(all.begin(), all.end(), u.words.begin());
   return u;
 }
@@ -31,10 +31,12 @@ std::string Provenance::ToString() const {
       return "int";
     case Kind::kLo:
     case Kind::kHi:
-      return absl::StrFormat("%s(%s)", kind == Kind::kLo ? "lo" : "hi",
-                             absl::StrJoin(Words(), ",", [](std::string* out, int32_t w) {
-                               absl::StrAppend(out, absl::StrFormat("0x%x", w));
-                             }));
+      return absl::StrFormat("%s(%s)%s", kind == Kind::kLo ? "lo" : "hi",
+                             absl::StrJoin(Words(), ",",
+                                           [](std::string* out, int32_t w) {
+                                             absl::StrAppend(out, absl::StrFormat("0x%x", w));
+                                           }),
+                             or_int ? "|int" : "");
     case Kind::kUnknown:
       return "unknown";
   }
@@ -46,6 +48,11 @@ Provenance Join(const Provenance& a, const Provenance& b) {
   if (b.kind == Provenance::Kind::kBottom) return a;
   if (a == b) return a;
   if (a.IsPointer() && a.kind == b.kind) return Union(a, b);
+  // A pointer half or an integer: Note [Conditional escapes].
+  if (a.IsPointer() && b.kind == Provenance::Kind::kInt)
+    return Union(a, Provenance{a.kind, 0, {}, true});
+  if (b.IsPointer() && a.kind == Provenance::Kind::kInt)
+    return Union(b, Provenance{b.kind, 0, {}, true});
   return Provenance::Unknown();
 }
 
@@ -65,13 +72,19 @@ void Sum::Add(const Provenance& p, bool negated) {
         return;
       }
       pointer_ = pointer_.IsPointer() ? Union(pointer_, p) : p;
+      certain_ |= !p.or_int;
       if (pointer_.kind == Provenance::Kind::kUnknown) unknown_ = true;
   }
 }
 
 Provenance Sum::Result() const {
   if (unknown_) return Provenance::Unknown();
-  if (pointer_.IsPointer()) return pointer_;
+  if (pointer_.IsPointer()) {
+    // An Int plus integers is an Int: the sum is one only when every pointer summand may be.
+    Provenance out = pointer_;
+    out.or_int = !certain_;
+    return out;
+  }
   // A summand not yet reached: the sum is not known yet either (the fixpoint comes back).
   return bottom_ ? Provenance{} : Provenance::Int();
 }

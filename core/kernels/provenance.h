@@ -18,8 +18,13 @@ namespace pooch::kernels {
 //   Lo(W)    the low half of one of the words W plus integers (a select or a merge of words, or
 //            the sum of a pointer and an 8-byte integer parameter: either may be the pointer);
 //            Hi(W) the high half plus integers and carries.
-//   Unknown  may be anything, a pointer into any word included: a merge of different kinds, a
-//            negated pointer, more than kMaxWords words, a parameter read at an unknown index.
+//   Unknown  may be anything, a pointer into any word included: a merge of a low half with a high
+//            half, a negated pointer, more than kMaxWords words, a parameter read at an unknown
+//            index.
+// Lo(W) and Hi(W) may carry `or_int`: the value is that, or an Int (a merge of the two, as a
+// select between a loaded value and a parameter's scalar: Int < Lo(W) < Lo(W) or_int). Used as an
+// address such a value names no word (an Int may be a loaded pointer); stored, it lets only W's
+// value escape (Note [Conditional escapes] in analysis.h).
 struct Provenance {
   enum class Kind : uint8_t { kBottom, kInt, kLo, kHi, kUnknown };
   static constexpr int kMaxWords = 4;
@@ -27,6 +32,7 @@ struct Provenance {
   Kind kind = Kind::kBottom;
   uint8_t count = 0;  // words used, sorted, for kLo and kHi
   std::array<int32_t, kMaxWords> words{};
+  bool or_int = false;  // for kLo and kHi: or an Int
 
   static Provenance Int() { return {Kind::kInt, 0, {}}; }
   static Provenance Unknown() { return {Kind::kUnknown, 0, {}}; }
@@ -41,7 +47,7 @@ struct Provenance {
   friend bool operator==(const Provenance& a, const Provenance& b) {
     if (a.kind != b.kind) return false;
     if (!a.IsPointer()) return true;
-    return a.count == b.count &&
+    return a.count == b.count && a.or_int == b.or_int &&
            std::equal(a.words.begin(), a.words.begin() + a.count, b.words.begin());
   }
   friend bool operator!=(const Provenance& a, const Provenance& b) { return !(a == b); }
@@ -63,6 +69,7 @@ class Sum {
 
  private:
   Provenance pointer_;
+  bool certain_ = false;  // a pointer summand without or_int: the sum is no Int
   bool unknown_ = false;
   bool bottom_ = false;
 };

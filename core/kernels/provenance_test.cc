@@ -18,7 +18,16 @@ TEST(Provenance, JoinIsTheLeastUpperBound) {
   for (int w : {16, 24, 32}) many = Join(many, Provenance::Lo(w));
   EXPECT_EQ(many, Provenance::Unknown());  // past kMaxWords
   EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Hi(8)), Provenance::Unknown());
-  EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Int()), Provenance::Unknown());
+  // Note [Conditional escapes]: a half or an integer stays the half's word, marked.
+  const Provenance or_int = Join(Provenance::Lo(8), Provenance::Int());
+  EXPECT_EQ(or_int.kind, Provenance::Kind::kLo);
+  EXPECT_TRUE(or_int.or_int);
+  EXPECT_EQ(or_int.Words(), std::vector<int32_t>{8});
+  EXPECT_NE(or_int, Provenance::Lo(8));
+  EXPECT_EQ(Join(Provenance::Int(), or_int), or_int);
+  EXPECT_EQ(Join(Provenance::Lo(8), or_int), or_int);
+  EXPECT_TRUE(or_int.MayCarryPointer());
+  EXPECT_EQ(Join(or_int, Provenance::Hi(8)), Provenance::Unknown());
   EXPECT_EQ(Join(Provenance::Unknown(), Provenance::Int()), Provenance::Unknown());
 }
 
@@ -41,6 +50,18 @@ TEST(Provenance, SumKeepsOnePointerHalf) {
   Sum negated;
   negated.Add(Provenance::Lo(0), true);
   EXPECT_EQ(negated.Result(), Provenance::Unknown());
+
+  // A marked half plus a certain one is certainly a pointer; plus integers it stays marked.
+  const Provenance or_int = Join(Provenance::Lo(8), Provenance::Int());
+  Sum certain;
+  certain.Add(or_int, false);
+  certain.Add(Provenance::Lo(0), false);
+  EXPECT_FALSE(certain.Result().or_int);
+  EXPECT_EQ(certain.Result().Words(), (std::vector<int32_t>{0, 8}));
+  Sum marked;
+  marked.Add(or_int, false);
+  marked.Add(Provenance::Int(), false);
+  EXPECT_EQ(marked.Result(), or_int);
 
   Sum ints;
   ints.Add(Provenance::Int(), true);

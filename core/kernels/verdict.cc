@@ -39,6 +39,14 @@ bool KernelVerdict::Replayable() const {
 }
 
 std::string KernelVerdict::Why() const {
+  if (writes_known && !escapes.empty()) {
+    // Note [Conditional escapes]: decided at each launch.
+    return absl::StrCat(WhyAlone(), "; escapes ", Words(escapes), ": exact unless a pointer");
+  }
+  return WhyAlone();
+}
+
+std::string KernelVerdict::WhyAlone() const {
   if (!writes_known) return absl::StrCat("writes unknown: ", write_reasons.front());
   std::string sets =
       absl::StrCat("writes ", Words(writes), "; reads ", reads_known ? Words(reads) : "unknown");
@@ -78,6 +86,7 @@ KernelVerdict MergeVerdicts(const std::vector<const KernelVerdict*>& verdicts) {
     out.atomic_writes.insert(v->atomic_writes.begin(), v->atomic_writes.end());
     out.uses_atomics |= v->uses_atomics;
     out.reads_clock |= v->reads_clock;
+    out.escapes.insert(v->escapes.begin(), v->escapes.end());
     for (const std::string& r : v->write_reasons) out.AddUnknown(true, r);
     for (const std::string& r : v->read_reasons) out.AddUnknown(false, r);
     if (!v->writes_known && v->write_reasons.empty()) out.AddUnknown(true, "unknown");
@@ -87,10 +96,11 @@ KernelVerdict MergeVerdicts(const std::vector<const KernelVerdict*>& verdicts) {
 }
 
 std::string Summarize(const std::vector<KernelVerdict>& verdicts) {
-  int exact = 0, writes_unknown = 0, replayable = 0;
+  int exact = 0, conditional = 0, writes_unknown = 0, replayable = 0;
   std::map<std::string, int> reasons;
   for (const KernelVerdict& v : verdicts) {
     exact += v.Exact();
+    conditional += v.Exact() && !v.escapes.empty();
     writes_unknown += !v.writes_known;
     replayable += v.Replayable();
     if (!v.Replayable()) ++reasons[v.ReasonClass()];
@@ -99,8 +109,9 @@ std::string Summarize(const std::vector<KernelVerdict>& verdicts) {
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string line = absl::StrFormat(
-      "%d kernels: %d exact (writes and reads known), %d writes unknown, %d replayable",
-      verdicts.size(), exact, writes_unknown, replayable);
+      "%d kernels: %d exact (writes and reads known), %d exact unless an escaping word holds a "
+      "pointer, %d writes unknown, %d replayable",
+      verdicts.size(), exact, conditional, writes_unknown, replayable);
   if (!sorted.empty()) {
     absl::StrAppend(&line, "; not replayable: ",
                     absl::StrJoin(sorted, ", ", [](std::string* out, const auto& r) {

@@ -24,6 +24,9 @@ struct KernelVerdict {
   std::set<int> atomic_writes;  // words written by atomics or reductions
   bool uses_atomics = false;    // any atomic, shared memory's too: the order is not fixed
   bool reads_clock = false;
+  // Words whose value the kernel may store to memory: the verdict holds only for a launch where
+  // none of them points into memory pooch knows (Note [Conditional escapes] in analysis.h).
+  std::set<int> escapes;
   // Why writes (reads) are unknown: one line each, deduplicated, in the order found.
   std::vector<std::string> write_reasons;
   std::vector<std::string> read_reasons;
@@ -32,21 +35,26 @@ struct KernelVerdict {
   // Whether replaying the kernel with the same parameters and inputs gives its outputs bit for
   // bit, on its own: everything known, no atomics, no clock, and no word both read and written.
   bool Replayable() const;
-  // The reason in a few words: "exact", "writes unknown: ...", "not replayable: ...".
+  // The reason in a few words: "exact", "writes unknown: ...", "not replayable: ...", with
+  // "; escapes 0x..: exact unless a pointer" after it when `escapes` is not empty.
   std::string Why() const;
   // The first unknown reason with its location stripped, for counting reasons over kernels.
   std::string ReasonClass() const;
 
   void AddUnknown(bool writes, std::string reason);
+
+ private:
+  std::string WhyAlone() const;  // Why() without the escapes
 };
 
 // One verdict that covers every one of `verdicts` (the same name in several modules, when a
 // launch does not say which): the union of their sets, a half unknown if it is in any, atomics
-// or a clock if any has them. The name and arch are the first's.
+// or a clock if any has them, the union of their escapes. The name and arch are the first's.
 KernelVerdict MergeVerdicts(const std::vector<const KernelVerdict*>& verdicts);
 
-// One line over many kernels: "N kernels: E exact (writes and reads known), U writes unknown,
-// R replayable; reasons: <reason> K, ..." with the reasons (ReasonClass) most frequent first.
+// One line over many kernels: "N kernels: E exact (writes and reads known), C exact unless an
+// escaping word holds a pointer, U writes unknown, R replayable; not replayable: <reason> K, ..."
+// with the reasons (ReasonClass) most frequent first; C counts the exact ones with escapes.
 std::string Summarize(const std::vector<KernelVerdict>& verdicts);
 
 // {"name": ..., "arch": ..., "writes": [...] | "unknown", "reads": ..., "replayable": ..., "why"}

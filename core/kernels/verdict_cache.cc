@@ -68,6 +68,7 @@ nlohmann::json VerdictToCacheJson(const KernelVerdict& v) {
           {"atomic_writes", v.atomic_writes},
           {"uses_atomics", v.uses_atomics},
           {"reads_clock", v.reads_clock},
+          {"escapes", v.escapes},
           {"write_reasons", v.write_reasons},
           {"read_reasons", v.read_reasons}};
 }
@@ -84,6 +85,7 @@ std::optional<KernelVerdict> VerdictFromCacheJson(const nlohmann::json& j) {
     v.atomic_writes = IntSet(j.at("atomic_writes"));
     v.uses_atomics = j.at("uses_atomics").get<bool>();
     v.reads_clock = j.at("reads_clock").get<bool>();
+    v.escapes = IntSet(j.at("escapes"));
     v.write_reasons = j.at("write_reasons").get<std::vector<std::string>>();
     v.read_reasons = j.at("read_reasons").get<std::vector<std::string>>();
     // Why() and ReasonClass() read the first reason of an unknown half.

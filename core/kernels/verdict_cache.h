@@ -28,7 +28,7 @@
 
 namespace pooch::kernels {
 
-inline constexpr int kAnalysisVersion = 4;
+inline constexpr int kAnalysisVersion = 5;
 
 // The cache key of a module's bytes analysed for `arch`: 32 lowercase hex digits.
 std::string VerdictCacheKey(const uint8_t* data, size_t size, const std::string& arch);

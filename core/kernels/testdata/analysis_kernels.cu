@@ -151,6 +151,31 @@ __global__ void k_escape(float* out, float** slot, int n) {
   if (i < n) out[i] = 0.0f;
 }
 
+// A by-value functor holding an 8-byte scalar (PyTorch's FillFunctor<long>): its word could hold
+// a pointer as far as the layout says, and its value is stored. Exact on the condition of Note
+// [Conditional escapes]: word 0x8 escapes.
+struct FillValue {
+  long long value;
+};
+__global__ void k_fill_scalar(long long* out, FillValue f, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = f.value;
+}
+
+// PyTorch's threshold (ReLU's backward): a select between a loaded value and a scalar of a
+// by-value struct of two floats. Exact on the same condition: word 0x10 escapes.
+struct Threshold {
+  float threshold;
+  float value;
+};
+__global__ void k_threshold(float* out, const float* in, Threshold t, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const float v = in[i];
+    out[i] = v <= t.threshold ? t.value : v;
+  }
+}
+
 // A grid-stride loop over 64-bit indices (cnn_train's relu): nvcc keeps the pointer's halves
 // apart from a funnel shift's (SHF.L.U64.HI) destination.
 __global__ void k_grid_stride(float* y, const float* x, long long n) {

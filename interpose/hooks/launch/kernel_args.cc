@@ -125,23 +125,53 @@ void ScanWords(const KernelMemory& memory, const void* data, size_t bytes, Range
   }
 }
 
+const pooch::kernels::KernelVerdict* EscapeVerdict(const KernelMemory& memory,
+                                                   const pooch::kernels::KernelVerdict* verdict,
+                                                   const std::vector<ParamBytes>& params) {
+  if (verdict == nullptr || memory.manager == nullptr) return verdict;
+  for (const int word : verdict->escapes) {
+    const auto at = static_cast<size_t>(word);
+    for (const ParamBytes& p : params) {
+      // Note [Conditional escapes]: a pointer is one whole word of one parameter.
+      if (p.data == nullptr || p.offset > at || p.offset + p.size < at + sizeof(uint64_t)) continue;
+      uint64_t value = 0;
+      std::memcpy(&value, static_cast<const char*>(p.data) + (at - p.offset), sizeof(value));
+      const auto address = static_cast<uintptr_t>(value);
+      if (value != 0 && (memory.manager->Holds(address) ||
+                         (memory.small != nullptr && memory.small->InSlab(address)))) {
+        return nullptr;
+      }
+    }
+  }
+  return verdict;
+}
+
 std::optional<Ranges> ScanParams(const KernelMemory& memory, void* const* params,
                                  absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info,
-                                 const pooch::kernels::KernelVerdict* verdict) {
-  Ranges ranges;
+                                 const pooch::kernels::KernelVerdict* verdict,
+                                 const pooch::kernels::KernelVerdict** launch_verdict) {
   t_code = 0;
+  std::vector<ParamBytes> found;
   for (size_t i = 0; i < kMaxParams; ++i) {
     size_t offset = 0, size = 0;
     switch (info(i, &offset, &size)) {
-      case ParamLookup::kPastEnd:
+      case ParamLookup::kPastEnd: {
+        // Note [Conditional escapes]: the verdict first, since it gives each word its mode.
+        const pooch::kernels::KernelVerdict* launch = EscapeVerdict(memory, verdict, found);
+        if (launch_verdict != nullptr) *launch_verdict = launch;
+        Ranges ranges;
+        for (const ParamBytes& p : found) {
+          ScanWords(memory, p.data, p.size, &ranges, launch, p.offset);
+        }
         return ranges;
+      }
       case ParamLookup::kUnknown:
         return Unknown("the query for parameter %zu's size failed (error %d)", i, t_code);
       case ParamLookup::kFound:
         if (params == nullptr || params[i] == nullptr) {
           return Unknown("parameter %zu has a size but no argument pointer", i);
         }
-        ScanWords(memory, params[i], size, &ranges, verdict, offset);
+        found.push_back({offset, size, params[i]});
         break;
     }
   }
@@ -150,7 +180,9 @@ std::optional<Ranges> ScanParams(const KernelMemory& memory, void* const* params
 }
 
 std::optional<Ranges> RuntimeKernelRanges(const KernelMemory& memory, const void* func, void** args,
-                                          const pooch::kernels::KernelVerdict* verdict) {
+                                          const pooch::kernels::KernelVerdict* verdict,
+                                          const pooch::kernels::KernelVerdict** launch_verdict) {
+  if (launch_verdict != nullptr) *launch_verdict = verdict;
   if (memory.manager == nullptr) return Ranges{};
   const auto param_info = real::cudaFuncGetParamInfo();
   if (param_info == nullptr) return Unknown("the runtime has no cudaFuncGetParamInfo");
@@ -160,13 +192,14 @@ std::optional<Ranges> RuntimeKernelRanges(const KernelMemory& memory, const void
         [&](size_t i, size_t* offset, size_t* size) {
           return FromRuntime(param_info(func, i, offset, size));
         },
-        verdict);
+        verdict, launch_verdict);
   });
 }
 
 std::optional<Ranges> KernelHandleRanges(const KernelMemory& memory, cudaKernel_t kernel,
-                                         void** args,
-                                         const pooch::kernels::KernelVerdict* verdict) {
+                                         void** args, const pooch::kernels::KernelVerdict* verdict,
+                                         const pooch::kernels::KernelVerdict** launch_verdict) {
+  if (launch_verdict != nullptr) *launch_verdict = verdict;
   if (memory.manager == nullptr) return Ranges{};
   const auto param_info = real::cuKernelGetParamInfo();
   if (param_info == nullptr) return Unknown("the driver has no cuKernelGetParamInfo");
@@ -176,12 +209,14 @@ std::optional<Ranges> KernelHandleRanges(const KernelMemory& memory, cudaKernel_
         return FromDriver(WithContext(
             [&] { return param_info(reinterpret_cast<CUkernel>(kernel), i, offset, size); }));
       },
-      verdict);
+      verdict, launch_verdict);
 }
 
 std::optional<Ranges> DriverKernelRanges(const KernelMemory& memory, CUfunction f,
                                          void** kernel_params, void** extra,
-                                         const pooch::kernels::KernelVerdict* verdict) {
+                                         const pooch::kernels::KernelVerdict* verdict,
+                                         const pooch::kernels::KernelVerdict** launch_verdict) {
+  if (launch_verdict != nullptr) *launch_verdict = verdict;
   if (memory.manager == nullptr) return Ranges{};
   if (kernel_params != nullptr || extra == nullptr) {
     const auto param_info = real::cuFuncGetParamInfo();
@@ -191,7 +226,7 @@ std::optional<Ranges> DriverKernelRanges(const KernelMemory& memory, CUfunction 
         [&](size_t i, size_t* offset, size_t* size) {
           return FromDriver(WithContext([&] { return param_info(f, i, offset, size); }));
         },
-        verdict);
+        verdict, launch_verdict);
   }
   Ranges ranges;
   const void* buffer = nullptr;
@@ -205,7 +240,10 @@ std::optional<Ranges> DriverKernelRanges(const KernelMemory& memory, CUfunction 
     }
   }
   if (buffer != nullptr && !sized) return Unknown("an argument buffer without its size");
-  ScanWords(memory, buffer, size, &ranges, verdict);
+  // The buffer is laid out as the parameters are: its words are theirs.
+  const pooch::kernels::KernelVerdict* launch = EscapeVerdict(memory, verdict, {{0, size, buffer}});
+  if (launch_verdict != nullptr) *launch_verdict = launch;
+  ScanWords(memory, buffer, size, &ranges, launch);
   return ranges;
 }
 

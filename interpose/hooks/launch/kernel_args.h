@@ -46,6 +46,7 @@
 #define POOCH_INTERPOSE_HOOKS_LAUNCH_KERNEL_ARGS_H_
 
 #include <optional>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "core/kernels/verdict.h"
@@ -71,25 +72,48 @@ enum class ParamLookup {
 };
 
 // The words of `params[i]` (sizes from `info`) that point into `memory` (ScanWords), each in its
-// mode under `verdict` (null: unknown); nullopt when the layout is unknown, or when the kernel
-// has parameters but `params` is null.
+// mode under the launch's verdict; nullopt when the layout is unknown, or when the kernel has
+// parameters but `params` is null. The launch's verdict is `verdict` (null: unknown), or null
+// when one of its escaping words points into `memory` (EscapeVerdict); it is stored in
+// `*launch_verdict` when that is not null (it may be `&verdict`'s variable), for the recipe.
 std::optional<Ranges> ScanParams(const KernelMemory& memory, void* const* params,
                                  absl::FunctionRef<ParamLookup(size_t, size_t*, size_t*)> info,
-                                 const pooch::kernels::KernelVerdict* verdict = nullptr);
+                                 const pooch::kernels::KernelVerdict* verdict = nullptr,
+                                 const pooch::kernels::KernelVerdict** launch_verdict = nullptr);
 
 // cudaLaunchKernel(func, ..., args, ...) and friends: sizes from the real cudaFuncGetParamInfo.
-std::optional<Ranges> RuntimeKernelRanges(const KernelMemory& memory, const void* func, void** args,
-                                          const pooch::kernels::KernelVerdict* verdict = nullptr);
+std::optional<Ranges> RuntimeKernelRanges(
+    const KernelMemory& memory, const void* func, void** args,
+    const pooch::kernels::KernelVerdict* verdict = nullptr,
+    const pooch::kernels::KernelVerdict** launch_verdict = nullptr);
 // __cudaLaunchKernel(kernel, ..., args, ...): sizes from the real cuKernelGetParamInfo
 // (cudaKernel_t and CUkernel are the same handle).
-std::optional<Ranges> KernelHandleRanges(const KernelMemory& memory, cudaKernel_t kernel,
-                                         void** args,
-                                         const pooch::kernels::KernelVerdict* verdict = nullptr);
+std::optional<Ranges> KernelHandleRanges(
+    const KernelMemory& memory, cudaKernel_t kernel, void** args,
+    const pooch::kernels::KernelVerdict* verdict = nullptr,
+    const pooch::kernels::KernelVerdict** launch_verdict = nullptr);
 // cuLaunchKernel(f, ..., kernelParams, extra): kernelParams (sizes from the real
 // cuFuncGetParamInfo), or the buffer that CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE pass in `extra`.
-std::optional<Ranges> DriverKernelRanges(const KernelMemory& memory, CUfunction f,
-                                         void** kernel_params, void** extra,
-                                         const pooch::kernels::KernelVerdict* verdict = nullptr);
+std::optional<Ranges> DriverKernelRanges(
+    const KernelMemory& memory, CUfunction f, void** kernel_params, void** extra,
+    const pooch::kernels::KernelVerdict* verdict = nullptr,
+    const pooch::kernels::KernelVerdict** launch_verdict = nullptr);
+
+// One parameter's bytes at its offset in the parameter buffer.
+struct ParamBytes {
+  size_t offset = 0;
+  size_t size = 0;
+  const void* data = nullptr;
+};
+
+// Note [Conditional escapes] (core/kernels/analysis.h): `verdict`, or null (the launch is
+// unknown) when the 64-bit value of one of its escaping words, read from `params`, points into
+// `memory` (one of the manager's allocations, freed-but-held too, or a small allocator's slab).
+// A word that no single parameter covers whole holds no pointer. Without a manager nothing is
+// pooch's, and `verdict` stands.
+const pooch::kernels::KernelVerdict* EscapeVerdict(const KernelMemory& memory,
+                                                   const pooch::kernels::KernelVerdict* verdict,
+                                                   const std::vector<ParamBytes>& params);
 
 // The launch's arguments copied into a parameter buffer laid out by the same queries (for its
 // replay recipe, kernel_replay.h); nullopt when the layout is unknown or an argument is missing.

@@ -223,6 +223,96 @@ TEST_F(KernelArgsTest, WrittenWordsIntoSmallBlocksAreSmallWrites) {
   EXPECT_TRUE(none.small_writes().empty());
 }
 
+// Note [Conditional escapes] (core/kernels/analysis.h): a verdict whose kernel may store a word's
+// value holds for a launch only while that word points into no memory of pooch's.
+TEST_F(KernelArgsTest, AnEscapingPointerMakesTheLaunchUnknown) {
+  // k_escape(float* out, float** slot, int n): stores word 0x0's value through word 0x8.
+  pooch::kernels::KernelVerdict escape;
+  escape.writes = {0, 8};
+  escape.escapes = {0};
+  const FakeLayout layout{{8, 8, 4}};
+  int n = 4;
+  // out points into an allocation: the pointer escapes, the launch is unknown (every word read
+  // and written, no verdict for its recipe), whatever the analysis concluded.
+  uintptr_t out = a_ + 64, slot = b_;
+  void* params[] = {&out, &slot, &n};
+  const pooch::kernels::KernelVerdict* launch = &escape;
+  std::optional<Ranges> r = ScanParams(Memory(), params, layout, &escape, &launch);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(launch, nullptr);
+  ASSERT_EQ(r->get().size(), 2u);
+  for (const pooch::AccessRange& range : r->get()) {
+    EXPECT_EQ(range.mode, pooch::AccessRange::Mode::kReadWrite);
+  }
+  // Into a small block too.
+  auto block = small_->Allocate(256);
+  ASSERT_TRUE(block.ok());
+  out = *block;
+  launch = &escape;
+  r = ScanParams(Memory(), params, layout, &escape, &launch);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(launch, nullptr);
+  // The same through the driver's argument buffer.
+  struct {
+    uintptr_t out, slot;
+    int n;
+  } buffer{a_, b_, 4};
+  size_t size = sizeof(buffer);
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  launch = &escape;
+  r = DriverKernelRanges(Memory(), nullptr, nullptr, extra, &escape, &launch);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(launch, nullptr);
+  // A word that is no pointer of pooch's (a host address): the exact verdict applies.
+  int host = 0;
+  out = reinterpret_cast<uintptr_t>(&host);
+  launch = nullptr;
+  r = ScanParams(Memory(), params, layout, &escape, &launch);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(launch, &escape);
+  ASSERT_EQ(r->get().size(), 1u);
+  EXPECT_EQ(r->get()[0].address, b_);
+  buffer.out = reinterpret_cast<uintptr_t>(&host);
+  r = DriverKernelRanges(Memory(), nullptr, nullptr, extra, &escape, &launch);
+  EXPECT_EQ(launch, &escape);
+}
+
+TEST_F(KernelArgsTest, AnEscapingScalarKeepsTheVerdictExact) {
+  // k_threshold(float* out, const float* in, Threshold{float threshold, value}, int n): the
+  // struct's word 0x10 escapes; PyTorch's ReLU backward and FillFunctor<long> are so.
+  pooch::kernels::KernelVerdict threshold;
+  threshold.writes = {0};
+  threshold.reads = {8};
+  threshold.escapes = {16};
+  const FakeLayout layout{{8, 8, 8, 4}};
+  float t[2] = {0.0f, 0.5f};
+  uintptr_t out = a_, in = b_;
+  int n = 4;
+  void* params[] = {&out, &in, t, &n};
+  const pooch::kernels::KernelVerdict* launch = nullptr;
+  std::optional<Ranges> r = ScanParams(Memory(), params, layout, &threshold, &launch);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(launch, &threshold);
+  ASSERT_EQ(r->get().size(), 2u);
+  EXPECT_EQ(r->get()[0].mode, pooch::AccessRange::Mode::kReadWrite);
+  EXPECT_EQ(r->get()[1].mode, pooch::AccessRange::Mode::kRead);
+  // Scalars whose bits happen to be an address of pooch's: unknown, never wrong.
+  static_assert(sizeof(t) == sizeof(uintptr_t));
+  const uintptr_t inside = a_ + 4;
+  std::memcpy(t, &inside, sizeof(t));
+  r = ScanParams(Memory(), params, layout, &threshold, &launch);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(launch, nullptr);
+  // A word no single parameter covers whole holds no pointer; without a manager nothing is
+  // pooch's.
+  const uint32_t half = static_cast<uint32_t>(a_);
+  EXPECT_EQ(EscapeVerdict(Memory(), &threshold, {{16, 4, &half}}), &threshold);
+  EXPECT_EQ(EscapeVerdict({}, &threshold, {{16, 8, &inside}}), &threshold);
+  EXPECT_EQ(EscapeVerdict(Memory(), &threshold, {{16, 8, &inside}}), nullptr);
+  EXPECT_EQ(EscapeVerdict(Memory(), nullptr, {{16, 8, &inside}}), nullptr);
+}
+
 // Note [Opaque calls]: an unknown layout is never read as "touches nothing".
 TEST_F(KernelArgsTest, ScanParamsUnknownLayoutIsOpaque) {
   uintptr_t x = a_;

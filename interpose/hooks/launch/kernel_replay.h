@@ -7,7 +7,10 @@
 // A launch is a recipe when relaunching it with a copy of its parameter buffer, on pooch's
 // stream, rebuilds its outputs bit for bit and writes nothing else:
 //   - its verdict is exact, with no atomics and no clock (KernelVerdict::Replayable, but for a
-//     word both read and written, which makes it a link: Note [Kernel links]);
+//     word both read and written, which makes it a link: Note [Kernel links]); the launch's
+//     verdict, that is: none when a word it may store points into pooch's memory (Note
+//     [Conditional escapes] in core/kernels/analysis.h; launch_hooks.cc passes what its scan
+//     leaves);
 //   - each non-null word it may write holds the base of one of pooch's allocations, a
 //     different allocation per address: its outputs. A store's address comes from one word
 //     plus integer arithmetic (Note [Kernel write sets] in core/kernels/analysis.h), so what the

@@ -9,8 +9,11 @@
 // a launch whose parameter sizes cannot be found is opaque, so everything is made resident first
 // (Note [Opaque calls] in interpose/process/opaque.h). A launch whose kernel's verdict allows it
 // is offered as a replay recipe (Note [Kernel recipes] in kernel_replay.h), relaunched through
-// the real entry point of its kind. The _ptsz forms run on the caller's per-thread stream (Note
-// [Per-thread default stream] in interpose/process/streams.h).
+// the real entry point of its kind. The verdict a launch runs under is the one its scan leaves
+// (Note [Conditional escapes] in core/kernels/analysis.h: null when a word the kernel may store
+// points into pooch's memory), so that its words' modes, its recipe and its counts agree. The
+// _ptsz forms run on the caller's per-thread stream (Note [Per-thread default stream] in
+// interpose/process/streams.h).
 //
 // Note [Kernel writes]
 // ~~~~~~~~~~~~~~~~~~~~
@@ -230,9 +233,10 @@ Relaunch DriverExRelaunch(const CUlaunchConfig& config, CUfunction f) {
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                size_t sharedMem, cudaStream_t stream) {
   const pooch::kernels::KernelVerdict* verdict = VerdictForKernel(kernel);
+  const std::optional<Ranges> ranges =
+      KernelHandleRanges(Memory(), kernel, args, verdict, &verdict);
   return Launch<cudaError_t>(
-      KernelHandleName(kernel), StreamAsInteger(stream),
-      KernelHandleRanges(Memory(), kernel, args, verdict), verdict,
+      KernelHandleName(kernel), StreamAsInteger(stream), ranges, verdict,
       [&] {
         return real::__cudaLaunchKernel()(kernel, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -243,9 +247,10 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                     size_t sharedMem, cudaStream_t stream) {
   const pooch::kernels::KernelVerdict* verdict = VerdictForKernel(kernel);
+  const std::optional<Ranges> ranges =
+      KernelHandleRanges(Memory(), kernel, args, verdict, &verdict);
   return Launch<cudaError_t>(
-      KernelHandleName(kernel), StreamAsInteger(PerThread(stream)),
-      KernelHandleRanges(Memory(), kernel, args, verdict), verdict,
+      KernelHandleName(kernel), StreamAsInteger(PerThread(stream)), ranges, verdict,
       [&] {
         return real::__cudaLaunchKernel_ptsz()(kernel, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -256,9 +261,9 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 bloc
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                              size_t sharedMem, cudaStream_t stream) {
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
+  const std::optional<Ranges> ranges = RuntimeKernelRanges(Memory(), func, args, verdict, &verdict);
   return Launch<cudaError_t>(
-      RuntimeFunctionName(func), StreamAsInteger(stream),
-      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
+      RuntimeFunctionName(func), StreamAsInteger(stream), ranges, verdict,
       [&] { return real::cudaLaunchKernel()(func, gridDim, blockDim, args, sharedMem, stream); },
       [&] { return RuntimeKernelParams(func, args); },
       [&] { return RuntimeRelaunch(func, gridDim, blockDim, sharedMem); });
@@ -267,9 +272,9 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
 cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                   size_t sharedMem, cudaStream_t stream) {
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
+  const std::optional<Ranges> ranges = RuntimeKernelRanges(Memory(), func, args, verdict, &verdict);
   return Launch<cudaError_t>(
-      RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
+      RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)), ranges, verdict,
       [&] {
         return real::cudaLaunchKernel_ptsz()(func, gridDim, blockDim, args, sharedMem, stream);
       },
@@ -280,9 +285,9 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                         size_t sharedMem, cudaStream_t stream) {
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
+  const std::optional<Ranges> ranges = RuntimeKernelRanges(Memory(), func, args, verdict, &verdict);
   return Launch<cudaError_t>(
-      RuntimeFunctionName(func), StreamAsInteger(stream),
-      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
+      RuntimeFunctionName(func), StreamAsInteger(stream), ranges, verdict,
       [&] {
         return real::cudaLaunchCooperativeKernel()(func, gridDim, blockDim, args, sharedMem,
                                                    stream);
@@ -294,9 +299,9 @@ cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blo
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                              void** args, size_t sharedMem, cudaStream_t stream) {
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
+  const std::optional<Ranges> ranges = RuntimeKernelRanges(Memory(), func, args, verdict, &verdict);
   return Launch<cudaError_t>(
-      RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)),
-      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
+      RuntimeFunctionName(func), StreamAsInteger(PerThread(stream)), ranges, verdict,
       [&] {
         return real::cudaLaunchCooperativeKernel_ptsz()(func, gridDim, blockDim, args, sharedMem,
                                                         stream);
@@ -309,9 +314,9 @@ cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (config == nullptr) return real::cudaLaunchKernelExC()(config, func, args);
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
+  const std::optional<Ranges> ranges = RuntimeKernelRanges(Memory(), func, args, verdict, &verdict);
   return Launch<cudaError_t>(
-      RuntimeFunctionName(func), StreamAsInteger(config->stream),
-      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
+      RuntimeFunctionName(func), StreamAsInteger(config->stream), ranges, verdict,
       [&] { return real::cudaLaunchKernelExC()(config, func, args); },
       [&] { return RuntimeKernelParams(func, args); }, [&] { return ExCRelaunch(*config, func); });
 }
@@ -320,9 +325,9 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const voi
                                      void** args) {
   if (config == nullptr) return real::cudaLaunchKernelExC_ptsz()(config, func, args);
   const pooch::kernels::KernelVerdict* verdict = VerdictForHostStub(func);
+  const std::optional<Ranges> ranges = RuntimeKernelRanges(Memory(), func, args, verdict, &verdict);
   return Launch<cudaError_t>(
-      RuntimeFunctionName(func), StreamAsInteger(PerThread(config->stream)),
-      RuntimeKernelRanges(Memory(), func, args, verdict), verdict,
+      RuntimeFunctionName(func), StreamAsInteger(PerThread(config->stream)), ranges, verdict,
       [&] { return real::cudaLaunchKernelExC_ptsz()(config, func, args); },
       [&] { return RuntimeKernelParams(func, args); }, [&] { return ExCRelaunch(*config, func); });
 }
@@ -334,9 +339,10 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
   const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
   const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
   const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
+  const std::optional<Ranges> ranges =
+      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict, &verdict);
   return Launch<CUresult>(
-      DriverFunctionName(f), StreamAsInteger(hStream),
-      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict), verdict,
+      DriverFunctionName(f), StreamAsInteger(hStream), ranges, verdict,
       [&] {
         return real::cuLaunchKernel()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                       blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
@@ -352,9 +358,10 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
   const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
   const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
   const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
+  const std::optional<Ranges> ranges =
+      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict, &verdict);
   return Launch<CUresult>(
-      DriverFunctionName(f), StreamAsInteger(PerThread(hStream)),
-      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict), verdict,
+      DriverFunctionName(f), StreamAsInteger(PerThread(hStream)), ranges, verdict,
       [&] {
         return real::cuLaunchKernel_ptsz()(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                            blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
@@ -367,9 +374,10 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** ker
                           void** extra) {
   if (config == nullptr) return real::cuLaunchKernelEx()(config, f, kernelParams, extra);
   const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
+  const std::optional<Ranges> ranges =
+      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict, &verdict);
   return Launch<CUresult>(
-      DriverFunctionName(f), StreamAsInteger(config->hStream),
-      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict), verdict,
+      DriverFunctionName(f), StreamAsInteger(config->hStream), ranges, verdict,
       [&] { return real::cuLaunchKernelEx()(config, f, kernelParams, extra); },
       [&] { return DriverKernelParams(f, kernelParams); },
       [&] { return DriverExRelaunch(*config, f); });
@@ -379,9 +387,10 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void*
                                void** extra) {
   if (config == nullptr) return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra);
   const pooch::kernels::KernelVerdict* verdict = VerdictForFunction(f);
+  const std::optional<Ranges> ranges =
+      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict, &verdict);
   return Launch<CUresult>(
-      DriverFunctionName(f), StreamAsInteger(PerThread(config->hStream)),
-      DriverKernelRanges(Memory(), f, kernelParams, extra, verdict), verdict,
+      DriverFunctionName(f), StreamAsInteger(PerThread(config->hStream)), ranges, verdict,
       [&] { return real::cuLaunchKernelEx_ptsz()(config, f, kernelParams, extra); },
       [&] { return DriverKernelParams(f, kernelParams); },
       [&] { return DriverExRelaunch(*config, f); });
