@@ -321,7 +321,8 @@ void Transfer::Access(bool write, bool read, int nth_address) {
       // an address into one of `words`
     } else if (l.kind == Provenance::Kind::kInt && h.kind == Provenance::Kind::kInt) {
       problem = "address from memory or integers";
-    } else if (l.kind == Provenance::Kind::kUnknown || h.kind == Provenance::Kind::kUnknown) {
+    } else if (l.kind == Provenance::Kind::kUnknown || h.kind == Provenance::Kind::kUnknown ||
+               l.kind == Provenance::Kind::kMixed || h.kind == Provenance::Kind::kMixed) {
       problem = "address may come from several words";
     } else if (l.or_int || h.or_int) {
       problem = "address may come from memory or integers, or a word";
@@ -358,7 +359,7 @@ void Transfer::CheckEscape(int nth_address, const char* where) {
     if (ops_[k].kind == Operand::Kind::kMemory && ins_->Base() == "LDGSTS") continue;
     for (int h = 0; h < width; ++h) {
       const Provenance value = Value(k, h);
-      if (value.IsPointer()) {
+      if (value.HasWords()) {
         // Note [Conditional escapes]: decided at launch, from the words' values.
         if (v_) {
           for (int32_t w : value.Words()) v_->escapes.insert(w);

@@ -8,8 +8,9 @@
 // a wrong result:
 //   - each 32-bit register (general and uniform) holds a Provenance (provenance.h): an integer,
 //     the low or high half of one of a few 8-byte parameter words plus integers (or such a half
-//     or an integer), or unknown; the state at a control-flow merge is the join of the incoming ones, loops iterate to a fixpoint (the
-//     lattice has height 4), and a predicated instruction may or may not run (its results are
+//     or an integer; or either half of a few words: Mixed), or unknown; the state at a
+//     control-flow merge is the join of the incoming ones, loops iterate to a fixpoint (the
+//     lattice has height 5), and a predicated instruction may or may not run (its results are
 //     joined with the old values; Note [Guarded values] for instructions under the same guard);
 //   - a parameter half comes from constant bank 0 at the parameter base (sm_80 0x160, sm_90 0x210,
 //     sm_100 0x380: EIATTR_PARAM_CBANK says, and the SASS of analysis_kernels.cu shows), in a
@@ -25,7 +26,7 @@
 //     not know;
 //   - a register that may carry a parameter's pointer stored anywhere (global, shared, local
 //     memory) lets the pointer escape, and what later reads it back is beyond the analysis: when
-//     the register carries a half of known words (Lo(W) or Hi(W)) the verdict records W in
+//     the register carries halves of known words (Lo(W), Hi(W), Mixed(W)) the verdict records W in
 //     `escapes` and stays exact on the condition of Note [Conditional escapes]; an unknown
 //     register makes the writes unknown;
 //   - direct calls are followed context-insensitively: the callee starts from the join of its
@@ -59,7 +60,8 @@
 //     member too: C++'s alignment), and a parameter that may hold one is 8-byte aligned in the
 //     buffer, so a pointer is always one whole buffer word: it never straddles two words, and
 //     reading the word at W gives it whole; a word no single parameter covers holds none;
-//   - the stored value is W's half plus integers (Lo(W), Hi(W)); under the assumption above
+//   - the stored value is a half of one of W plus integers, or an integer (Lo(W), Hi(W),
+//     Mixed(W)); under the assumption above
 //     (only one summand of a sum is a pointer; a loaded value is an integer, and re-storing a
 //     pointer that was already in memory is no escape, as everywhere in this analysis) it can
 //     be a pointer into pooch's memory only if W's value is one;

@@ -519,6 +519,30 @@ TEST(AnalysisOnText, StoringAPointerHalfIsAnEscape) {
 )");
   EXPECT_TRUE(select_only.Exact()) << select_only.Why();
   EXPECT_EQ(select_only.escapes, std::set<int>{0x8});
+  // PyTorch's clamp (ReLU forward): a select between a loaded value and the functor's lower
+  // bound (word 0x8's high half), then, guarded, its upper bound (word 0x10's low half): either
+  // word may escape, and the value still names no word as an address.
+  const KernelVerdict clamp = OnText(R"(
+        /*0000*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0010*/                   LDG.E R6, desc[UR4][R2.64] ;
+        /*0020*/                   ULDC UR6, c[0x0][0x21c] ;
+        /*0030*/                   FSEL R6, R6, UR6, P1 ;
+        /*0040*/               @P2 LDC R6, c[0x0][0x220] ;
+        /*0050*/                   STG.E desc[UR4][R2.64], R6 ;
+        /*0060*/                   EXIT ;
+)");
+  EXPECT_TRUE(clamp.Exact()) << clamp.Why();
+  EXPECT_EQ(clamp.escapes, (std::set<int>{0x8, 0x10}));
+  const KernelVerdict clamp_address = OnText(R"(
+        /*0000*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0010*/                   LDC R6, c[0x0][0x21c] ;
+        /*0020*/               @P2 LDC R6, c[0x0][0x220] ;
+        /*0030*/                   LDC R7, c[0x0][0x21c] ;
+        /*0040*/                   STG.E desc[UR4][R6.64], RZ ;
+        /*0050*/                   EXIT ;
+)");
+  EXPECT_FALSE(clamp_address.writes_known);
+  EXPECT_NE(clamp_address.Why().find("several words"), std::string::npos) << clamp_address.Why();
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 namespace pooch::kernels {
 namespace {
 
-// Lo(A) and Lo(B) to Lo(A u B); Unknown past kMaxWords words.
+// Lo(A) and Lo(B) to Lo(A u B) (of `a`'s kind); Unknown past kMaxWords words.
 Provenance Union(const Provenance& a, const Provenance& b) {
   std::vector<int32_t> all = a.Words();
   for (int32_t w : b.Words()) {
@@ -16,7 +16,10 @@ Provenance Union(const Provenance& a, const Provenance& b) {
   }
   if (all.size() > Provenance::kMaxWords) return Provenance::Unknown();
   std::sort(all.begin(), all.end());
-  Provenance u{a.kind, static_cast<uint8_t>(all.size()), {}, a.or_int || b.or_int};
+  Provenance u{a.kind,
+               static_cast<uint8_t>(all.size()),
+               {},
+               a.kind != Provenance::Kind::kMixed && (a.or_int || b.or_int)};
   std::copy(all.begin(), all.end(), u.words.begin());
   return u;
 }
@@ -37,6 +40,10 @@ std::string Provenance::ToString() const {
                                              absl::StrAppend(out, absl::StrFormat("0x%x", w));
                                            }),
                              or_int ? "|int" : "");
+    case Kind::kMixed:
+      return absl::StrFormat("mixed(%s)", absl::StrJoin(Words(), ",", [](std::string* out, int w) {
+                               absl::StrAppend(out, absl::StrFormat("0x%x", w));
+                             }));
     case Kind::kUnknown:
       return "unknown";
   }
@@ -53,7 +60,13 @@ Provenance Join(const Provenance& a, const Provenance& b) {
     return Union(a, Provenance{a.kind, 0, {}, true});
   if (b.IsPointer() && a.kind == Provenance::Kind::kInt)
     return Union(b, Provenance{b.kind, 0, {}, true});
-  return Provenance::Unknown();
+  // Halves of both kinds (or an integer): Mixed, for escapes.
+  const bool a_ok = a.HasWords() || a.kind == Provenance::Kind::kInt;
+  const bool b_ok = b.HasWords() || b.kind == Provenance::Kind::kInt;
+  if (!a_ok || !b_ok) return Provenance::Unknown();
+  const Provenance both = Union(a, b);
+  if (both.kind == Provenance::Kind::kUnknown) return both;
+  return Union(Provenance{Provenance::Kind::kMixed, 0, {}}, both);
 }
 
 void Sum::Add(const Provenance& p, bool negated) {
@@ -67,11 +80,14 @@ void Sum::Add(const Provenance& p, bool negated) {
       unknown_ = true;
       return;
     default:
-      if (negated || (pointer_.IsPointer() && pointer_.kind != p.kind)) {
+      if (negated) {
         unknown_ = true;
         return;
       }
-      pointer_ = pointer_.IsPointer() ? Union(pointer_, p) : p;
+      if (p.kind == Provenance::Kind::kMixed || (pointer_.HasWords() && pointer_.kind != p.kind)) {
+        mixed_ = true;
+      }
+      pointer_ = pointer_.HasWords() ? Union(pointer_, p) : p;
       certain_ |= !p.or_int;
       if (pointer_.kind == Provenance::Kind::kUnknown) unknown_ = true;
   }
@@ -79,6 +95,7 @@ void Sum::Add(const Provenance& p, bool negated) {
 
 Provenance Sum::Result() const {
   if (unknown_) return Provenance::Unknown();
+  if (mixed_) return Union(Provenance{Provenance::Kind::kMixed, 0, {}}, pointer_);
   if (pointer_.IsPointer()) {
     // An Int plus integers is an Int: the sum is one only when every pointer summand may be.
     Provenance out = pointer_;

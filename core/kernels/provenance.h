@@ -18,15 +18,17 @@ namespace pooch::kernels {
 //   Lo(W)    the low half of one of the words W plus integers (a select or a merge of words, or
 //            the sum of a pointer and an 8-byte integer parameter: either may be the pointer);
 //            Hi(W) the high half plus integers and carries.
-//   Unknown  may be anything, a pointer into any word included: a merge of a low half with a high
-//            half, a negated pointer, more than kMaxWords words, a parameter read at an unknown
-//            index.
+//   Mixed(W) a low or a high half of one of the words W plus integers, or an Int: a merge or a
+//            sum of low and high halves (a select between two scalars of a functor, one in each
+//            half of its words). Names no word as an address; stored, it lets W escape.
+//   Unknown  may be anything, a pointer into any word included: a negated pointer, more than
+//            kMaxWords words, a parameter read at an unknown index.
 // Lo(W) and Hi(W) may carry `or_int`: the value is that, or an Int (a merge of the two, as a
-// select between a loaded value and a parameter's scalar: Int < Lo(W) < Lo(W) or_int). Used as an
-// address such a value names no word (an Int may be a loaded pointer); stored, it lets only W's
-// value escape (Note [Conditional escapes] in analysis.h).
+// select between a loaded value and a parameter's scalar: Int < Lo(W) < Lo(W) or_int <
+// Mixed(W)). Used as an address such a value names no word (an Int may be a loaded pointer);
+// stored, it lets only W's value escape (Note [Conditional escapes] in analysis.h).
 struct Provenance {
-  enum class Kind : uint8_t { kBottom, kInt, kLo, kHi, kUnknown };
+  enum class Kind : uint8_t { kBottom, kInt, kLo, kHi, kMixed, kUnknown };
   static constexpr int kMaxWords = 4;
 
   Kind kind = Kind::kBottom;
@@ -40,13 +42,15 @@ struct Provenance {
   static Provenance Hi(int32_t word) { return {Kind::kHi, 1, {word}}; }
 
   bool IsPointer() const { return kind == Kind::kLo || kind == Kind::kHi; }
+  // Whether it names words: a pointer half, or Mixed.
+  bool HasWords() const { return IsPointer() || kind == Kind::kMixed; }
   // Whether a stored copy could let a pointer into a parameter's target escape.
-  bool MayCarryPointer() const { return IsPointer() || kind == Kind::kUnknown; }
+  bool MayCarryPointer() const { return HasWords() || kind == Kind::kUnknown; }
   std::vector<int32_t> Words() const { return {words.begin(), words.begin() + count}; }
 
   friend bool operator==(const Provenance& a, const Provenance& b) {
     if (a.kind != b.kind) return false;
-    if (!a.IsPointer()) return true;
+    if (!a.HasWords()) return true;
     return a.count == b.count && a.or_int == b.or_int &&
            std::equal(a.words.begin(), a.words.begin() + a.count, b.words.begin());
   }
@@ -70,6 +74,7 @@ class Sum {
  private:
   Provenance pointer_;
   bool certain_ = false;  // a pointer summand without or_int: the sum is no Int
+  bool mixed_ = false;    // low and high halves, or a Mixed summand: the sum is Mixed
   bool unknown_ = false;
   bool bottom_ = false;
 };

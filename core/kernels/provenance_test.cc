@@ -17,7 +17,21 @@ TEST(Provenance, JoinIsTheLeastUpperBound) {
   Provenance many = both;
   for (int w : {16, 24, 32}) many = Join(many, Provenance::Lo(w));
   EXPECT_EQ(many, Provenance::Unknown());  // past kMaxWords
-  EXPECT_EQ(Join(Provenance::Lo(8), Provenance::Hi(8)), Provenance::Unknown());
+  // A low half or a high half: Mixed, which names its words for escapes only.
+  const Provenance mixed = Join(Provenance::Lo(8), Provenance::Hi(16));
+  EXPECT_EQ(mixed.kind, Provenance::Kind::kMixed);
+  EXPECT_EQ(mixed.Words(), (std::vector<int32_t>{8, 16}));
+  EXPECT_FALSE(mixed.IsPointer());
+  EXPECT_TRUE(mixed.MayCarryPointer());
+  EXPECT_EQ(Join(mixed, Provenance::Int()), mixed);
+  EXPECT_EQ(Join(Provenance::Int(), mixed), mixed);
+  EXPECT_EQ(Join(mixed, Provenance::Lo(16)), mixed);
+  EXPECT_EQ(Join(mixed, Join(Provenance::Hi(0), Provenance::Lo(24))).Words(),
+            (std::vector<int32_t>{0, 8, 16, 24}));
+  Provenance five = mixed;
+  for (int w : {0, 24, 32}) five = Join(five, Provenance::Hi(w));
+  EXPECT_EQ(five, Provenance::Unknown());  // past kMaxWords
+  EXPECT_EQ(Join(mixed, Provenance::Unknown()), Provenance::Unknown());
   // Note [Conditional escapes]: a half or an integer stays the half's word, marked.
   const Provenance or_int = Join(Provenance::Lo(8), Provenance::Int());
   EXPECT_EQ(or_int.kind, Provenance::Kind::kLo);
@@ -27,7 +41,7 @@ TEST(Provenance, JoinIsTheLeastUpperBound) {
   EXPECT_EQ(Join(Provenance::Int(), or_int), or_int);
   EXPECT_EQ(Join(Provenance::Lo(8), or_int), or_int);
   EXPECT_TRUE(or_int.MayCarryPointer());
-  EXPECT_EQ(Join(or_int, Provenance::Hi(8)), Provenance::Unknown());
+  EXPECT_EQ(Join(or_int, Provenance::Hi(8)).kind, Provenance::Kind::kMixed);
   EXPECT_EQ(Join(Provenance::Unknown(), Provenance::Int()), Provenance::Unknown());
 }
 
@@ -42,10 +56,19 @@ TEST(Provenance, SumKeepsOnePointerHalf) {
   two.Add(Provenance::Lo(8), false);
   EXPECT_EQ(two.Result().Words(), (std::vector<int32_t>{0, 8}));
 
+  // A low half plus a high half is no address, but stored it may carry either word's bits.
   Sum mixed;
   mixed.Add(Provenance::Lo(0), false);
-  mixed.Add(Provenance::Hi(0), false);
-  EXPECT_EQ(mixed.Result(), Provenance::Unknown());
+  mixed.Add(Provenance::Hi(8), false);
+  EXPECT_EQ(mixed.Result().kind, Provenance::Kind::kMixed);
+  EXPECT_EQ(mixed.Result().Words(), (std::vector<int32_t>{0, 8}));
+  Sum mixed_summand;
+  mixed_summand.Add(Provenance::Int(), false);
+  mixed_summand.Add(mixed.Result(), false);
+  EXPECT_EQ(mixed_summand.Result(), mixed.Result());
+  Sum negated_mixed;
+  negated_mixed.Add(mixed.Result(), true);
+  EXPECT_EQ(negated_mixed.Result(), Provenance::Unknown());
 
   Sum negated;
   negated.Add(Provenance::Lo(0), true);
