@@ -408,7 +408,7 @@ TEST(OpStreamRecorderTest, OpsKnowWhenTheirUnprofiledInputsChange) {
 // small running statistics. Its replay rebuilds the output and leaves the statistics alone, so
 // neither its own update of them nor the next one ends its window; what it reads only (its
 // scale) still does when an op writes it.
-TEST(OpStreamRecorderTest, SideOutputsDoNotEndTheReplayWindow) {
+TEST(OpStreamRecorderTest, StatisticsAnOpUpdatesInPlaceDoNotEndItsReplayWindow) {
   OpStreamRecorder r{{.marker = IterationMarker::kAuto, .profile_iterations = 2}};
   constexpr uint64_t kStats = 1;  // small: running mean and variance
   constexpr uint64_t kScale = 2;  // small, written by the optimizer's op
