@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "interpose/device/cuda_device.h"
 #include "interpose/process/process.h"
 #include "interpose/symbols/errors.h"
@@ -127,7 +128,7 @@ void ScanWords(const KernelMemory& memory, const void* data, size_t bytes, Range
 
 const pooch::kernels::KernelVerdict* EscapeVerdict(const KernelMemory& memory,
                                                    const pooch::kernels::KernelVerdict* verdict,
-                                                   const std::vector<ParamBytes>& params) {
+                                                   absl::Span<const ParamBytes> params) {
   if (verdict == nullptr || memory.manager == nullptr) return verdict;
   for (const int word : verdict->escapes) {
     const auto at = static_cast<size_t>(word);
@@ -151,7 +152,8 @@ std::optional<Ranges> ScanParams(const KernelMemory& memory, void* const* params
                                  const pooch::kernels::KernelVerdict* verdict,
                                  const pooch::kernels::KernelVerdict** launch_verdict) {
   t_code = 0;
-  std::vector<ParamBytes> found;
+  // Inline: one launch's parameters, without a heap allocation on the launch's path.
+  absl::InlinedVector<ParamBytes, 16> found;
   for (size_t i = 0; i < kMaxParams; ++i) {
     size_t offset = 0, size = 0;
     switch (info(i, &offset, &size)) {

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "absl/types/span.h"
 #include "core/kernels/verdict.h"
 #include "core/small_alloc/small_allocator.h"
 #include "interpose/hooks/launch/kernel_replay.h"
@@ -113,7 +114,7 @@ struct ParamBytes {
 // pooch's, and `verdict` stands.
 const pooch::kernels::KernelVerdict* EscapeVerdict(const KernelMemory& memory,
                                                    const pooch::kernels::KernelVerdict* verdict,
-                                                   const std::vector<ParamBytes>& params);
+                                                   absl::Span<const ParamBytes> params);
 
 // The launch's arguments copied into a parameter buffer laid out by the same queries (for its
 // replay recipe, kernel_replay.h); nullopt when the layout is unknown or an argument is missing.
